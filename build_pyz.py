@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Build ``dist/toolscript.pyz``: the whole package as one runnable zipapp.
+
+The archive is reproducible: the same source tree always gives the same bytes.
+Entries are sorted, timestamps fixed, permissions normalised, and only ``*.py``
+files are taken (no ``__pycache__``, no editor droppings).  The stdlib
+``zipapp`` module is not used because it stamps each file's mtime.
+
+    python3 build_pyz.py                    # -> dist/toolscript.pyz
+    python3 build_pyz.py -o plugins/toolscript/bin/toolscript.pyz
+"""
+
+import argparse
+import io
+import os
+import sys
+import zipfile
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+PACKAGE = "toolscript"
+SHEBANG = b"#!/usr/bin/env python3\n"
+# 1980-01-01 is the earliest time a zip entry can carry.
+FIXED_TIME = (1980, 1, 1, 0, 0, 0)
+MAIN = b'''\
+# Entry point of toolscript.pyz (written by build_pyz.py).
+import sys
+from toolscript.cli import main
+sys.exit(main())
+'''
+
+
+def package_files(root: str = ROOT) -> list:
+    """Sorted archive names of every module under the package."""
+    names = []
+    for dirpath, dirnames, filenames in os.walk(os.path.join(root, PACKAGE)):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for filename in filenames:
+            if filename.endswith(".py"):
+                path = os.path.join(dirpath, filename)
+                names.append(os.path.relpath(path, root).replace(os.sep, "/"))
+    return sorted(names)
+
+
+def _entry(name: str) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, date_time=FIXED_TIME)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.create_system = 3  # unix, so the mode bits below are honoured everywhere
+    info.external_attr = 0o644 << 16
+    return info
+
+
+def build(output: str, root: str = ROOT) -> str:
+    """Write the archive to ``output`` atomically and return its path."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(_entry("__main__.py"), MAIN, compresslevel=9)
+        for name in package_files(root):
+            with open(os.path.join(root, name), "rb") as source:
+                archive.writestr(_entry(name), source.read(), compresslevel=9)
+    os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+    tmp = f"{output}.tmp{os.getpid()}"
+    with open(tmp, "wb") as out:
+        out.write(SHEBANG)
+        out.write(buffer.getvalue())
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, output)
+    return output
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="Build the toolscript zipapp (reproducibly).")
+    parser.add_argument("-o", "--output", default=os.path.join(ROOT, "dist", "toolscript.pyz"), help="where to write it (default: dist/toolscript.pyz)")
+    args = parser.parse_args(argv)
+    path = build(args.output)
+    print(f"wrote {os.path.relpath(path)} ({os.path.getsize(path)} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,179 @@
+"""The ``toolscript`` command line: global options, lazy subcommands, exit codes.
+
+Each subcommand lives in its own module under ``toolscript/commands/`` and is
+imported only when it is the command being run, so a hook that runs
+``toolscript hook ...`` does not pay for importing the gateway or the MCP
+client.  A command module provides:
+
+    SUMMARY: str                      one line for ``toolscript --help``
+    DESCRIPTION: str                  the command's own ``--help`` text, with examples
+    def add_arguments(parser, common) -> None
+        common is a parent parser holding the global options; pass it as
+        ``parents=[common]`` to any nested subparsers so ``--json`` etc. work there too.
+        The module sets ``parser.set_defaults(handler=fn)``; ``fn(args) -> int``.
+
+Exit codes: 0 ok, 1 failure, 2 usage error, 130 interrupted.
+"""
+
+import argparse
+import importlib
+import os
+import sys
+from typing import List, Optional, Sequence
+
+from toolscript import __version__, log
+from toolscript.errors import UserError
+
+# name -> (module, summary).  Summaries live here so ``--help`` imports nothing.
+COMMANDS = {
+    "config": ("toolscript.commands.config", "show or validate the merged configuration"),
+    "servers": ("toolscript.commands.servers", "check that configured MCP servers connect"),
+}
+
+EPILOG = """\
+examples:
+  toolscript servers check              connect to every configured MCP server and report
+  toolscript config show --json         the merged configuration, secrets masked
+  toolscript config validate            exit 1 if the configuration has errors
+
+configuration: ~/.toolscript.json then ./.toolscript.json (Claude Code's
+"mcpServers" format); --config or TOOLSCRIPT_CONFIG replace that list.
+diagnostics: -v for progress, DEBUG=1 (or -vv) for debug lines and tracebacks.
+"""
+
+# Global options that take a value, so the command name can be found in argv
+# without parsing it (which would need every command's arguments).
+_VALUE_OPTIONS = {"--config"}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a usage error that says how to get help, exiting 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n(run '{self.prog} --help' for usage and examples)\n")
+
+
+def _global_options(suppress: bool) -> argparse.ArgumentParser:
+    """The options every command accepts, before or after the command name.
+
+    On subparsers the defaults are suppressed so a value given before the
+    command name is not overwritten by the subparser's default.
+    """
+    default = (lambda value: argparse.SUPPRESS) if suppress else (lambda value: value)
+    common = argparse.ArgumentParser(add_help=False)
+    group = common.add_argument_group("global options")
+    group.add_argument("--json", action="store_true", default=default(False), help="print machine-readable JSON on stdout")
+    group.add_argument("-v", "--verbose", action="count", default=default(0), help="more diagnostics on stderr (-vv: debug)")
+    group.add_argument(
+        "--config",
+        metavar="PATHS",
+        default=default(None),
+        help="comma-separated config files replacing ~/.toolscript.json,./.toolscript.json (env: TOOLSCRIPT_CONFIG)",
+    )
+    return common
+
+
+def _command_in(argv: Sequence[str]) -> Optional[str]:
+    """The first positional word of argv: the command the user asked for."""
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word == "--":
+            return None
+        elif word in _VALUE_OPTIONS:
+            skip = True
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
+    """The full parser, with arguments loaded only for the command in ``argv``."""
+    parser = _Parser(
+        prog="toolscript",
+        description="MCP code mode, tool search and memory for Claude Code and other agents.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[_global_options(suppress=False)],
+    )
+    parser.add_argument("--version", action="version", version=f"toolscript {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands", parser_class=_Parser)
+    wanted = _command_in(argv)
+    common = _global_options(suppress=True)
+    for name, (module_name, summary) in COMMANDS.items():
+        if name != wanted:
+            sub.add_parser(name, help=summary, add_help=False)
+            continue
+        module = importlib.import_module(module_name)
+        cmd = sub.add_parser(
+            name,
+            help=summary,
+            description=module.DESCRIPTION,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            parents=[common],
+        )
+        module.add_arguments(cmd, common)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Run one command; return the process exit code."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        parser = build_parser(argv)
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version and usage errors
+        return exc.code if isinstance(exc.code, int) else 2
+    log.setup(args.verbose)
+    # ``--config a,b`` replaces the default file list (None: the defaults, or TOOLSCRIPT_CONFIG).
+    args.config_paths = [p.strip() for p in args.config.split(",") if p.strip()] if args.config else None
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        # ``toolscript`` or ``toolscript config`` without a subcommand: show help.
+        target = parser if args.command is None else _subparser(parser, args.command)
+        target.print_help(sys.stderr)
+        return 2
+    try:
+        return int(handler(args) or 0)
+    except UserError as exc:
+        _fail(str(exc))
+        if log.debug_enabled() or args.verbose >= 2:
+            import traceback
+
+            traceback.print_exc()
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("toolscript: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # stdout closed early (e.g. piped into head): not an error worth a message.
+        _silence_stdout()
+        return 0
+    except Exception as exc:  # a bug: one line normally, the traceback under DEBUG
+        if log.debug_enabled() or args.verbose >= 2:
+            import traceback
+
+            traceback.print_exc()
+        _fail(f"internal error: {type(exc).__name__}: {exc} (run with DEBUG=1 for the traceback and report it)")
+        return 1
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    for action in parser._subparsers._group_actions:  # type: ignore[union-attr]
+        if name in getattr(action, "choices", {}):
+            return action.choices[name]
+    return parser
+
+
+def _fail(message: str) -> None:
+    print(f"toolscript: error: {message}", file=sys.stderr)
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass

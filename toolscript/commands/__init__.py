@@ -1,0 +1,1 @@
+"""One module per ``toolscript`` subcommand; see ``toolscript.cli`` for the contract."""
