@@ -1,0 +1,706 @@
+"""Load toolscript's configuration: which MCP servers exist and how to reach them.
+
+The file format is Claude Code's ``mcpServers`` JSON, so users can copy their
+servers over unchanged::
+
+    {
+      "mcpServers": {
+        "everything": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything"]},
+        "remote": {"type": "http", "url": "https://example.com/mcp",
+                   "headers": {"Authorization": "Bearer ${TOKEN}"}}
+      }
+    }
+
+Files are read in order (``~/.toolscript.json`` then ``./.toolscript.json``,
+or the comma-separated list in ``TOOLSCRIPT_CONFIG`` / ``--config``).  A later
+file's entry replaces an earlier entry of the same name as a whole (no deep
+merge) and takes over its position in the ordering.
+
+Every problem is reported as one line naming the file and the JSON path of the
+offending value.  Problems from all files are collected and raised together as
+one ``ConfigError`` so ``toolscript config validate`` can list them all.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import fnmatch
+import json
+import math
+import os
+import re
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+from toolscript.errors import UserError
+
+DEFAULT_CONNECT_TIMEOUT = 30.0  # seconds
+DEFAULT_CALL_TIMEOUT = 60.0  # seconds
+
+DEFAULT_PATHS = ["~/.toolscript.json", "./.toolscript.json"]
+
+_TOP_LEVEL_KEYS = ["mcpServers", "$schema"]
+_SERVER_KEYS = [
+    "type",
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "includeTools",
+    "excludeTools",
+    "timeout",
+    "disabled",
+]
+_TYPE_ALIASES = {
+    "stdio": "stdio",
+    "http": "http",
+    "sse": "sse",
+    "streamable-http": "http",
+    "streamableHttp": "http",
+    "streamable_http": "http",
+}
+# Fields that only mean something for one kind of transport.
+_STDIO_ONLY = ["args", "env", "cwd"]
+_REMOTE_ONLY = ["headers"]
+
+# ``__`` joins server and tool names into tool ids (``server__tool``), so a
+# server name containing it would make ids ambiguous.
+_NAME_RE = re.compile(r"[A-Za-z0-9_.-]+\Z")
+_VAR_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# Keys printed bare in JSON paths; anything else is quoted (``mcpServers."a b"``).
+_BARE_KEY_RE = re.compile(r"[A-Za-z0-9_-]+\Z")
+
+_SECRET_WORDS = ("token", "key", "secret", "password", "auth")
+_SECRET_QUERY_WORDS = _SECRET_WORDS + ("sig",)
+MASK = "****"
+
+
+@dataclass
+class ServerConfig:
+    """One MCP server as configured, after ``${VAR}`` substitution."""
+
+    name: str
+    type: str  # "stdio" | "http" | "sse"
+    source: str  # path of the file this entry came from
+    command: Optional[str] = None
+    args: List[str] = field(default_factory=list)
+    env: Dict[str, str] = field(default_factory=dict)
+    cwd: Optional[str] = None
+    url: Optional[str] = None
+    headers: Dict[str, str] = field(default_factory=dict)
+    include_tools: List[str] = field(default_factory=list)  # empty = all
+    exclude_tools: List[str] = field(default_factory=list)
+    timeout: Optional[float] = None  # seconds; None = the defaults above
+    disabled: bool = False
+    raw: Dict[str, Any] = field(default_factory=dict)  # the entry as written, before substitution
+
+    def allows_tool(self, tool_name: str) -> bool:
+        """Whether ``includeTools``/``excludeTools`` let this tool through.
+
+        Patterns are exact names or ``*``/``?`` globs, matched case-sensitively.
+        """
+        if self.include_tools and not _matches_any(tool_name, self.include_tools):
+            return False
+        return not _matches_any(tool_name, self.exclude_tools)
+
+    @property
+    def connect_timeout(self) -> float:
+        return DEFAULT_CONNECT_TIMEOUT if self.timeout is None else self.timeout
+
+    @property
+    def call_timeout(self) -> float:
+        return DEFAULT_CALL_TIMEOUT if self.timeout is None else self.timeout
+
+
+def _matches_any(name: str, patterns: List[str]) -> bool:
+    # fnmatchcase, not fnmatch: tool names are case-sensitive on every platform.
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+@dataclass
+class Config:
+    """The merged configuration of all files read."""
+
+    servers: Dict[str, ServerConfig]  # insertion-ordered, disabled ones included
+    files: List[str]  # files that existed and were read, in order
+    warnings: List[str]  # one line each
+
+    def enabled_servers(self) -> List[ServerConfig]:
+        return [server for server in self.servers.values() if not server.disabled]
+
+
+class ConfigError(UserError):
+    """One or more configuration problems.
+
+    ``str()`` is the first problem on one line, followed by a count of the
+    rest; ``problems`` holds every problem and ``warnings`` the warnings
+    gathered before the error (both one line per item).
+    """
+
+    def __init__(self, problems: List[str], warnings: Optional[List[str]] = None) -> None:
+        self.problems = list(problems)
+        self.warnings = list(warnings or [])
+        message = _one_line(self.problems[0]) if self.problems else "invalid configuration"
+        more = len(self.problems) - 1
+        if more > 0:
+            noun = "problem" if more == 1 else "problems"
+            message += f" (and {more} more {noun}; run `toolscript config validate` to see all)"
+        super().__init__(message)
+
+
+def default_config_paths(*, cwd: Optional[str] = None, environ: Optional[Mapping[str, str]] = None) -> List[str]:
+    """The config files to read when none are given, resolved to absolute paths.
+
+    ``TOOLSCRIPT_CONFIG`` (comma-separated) replaces the two defaults.
+    """
+    paths, _ = _select_paths(None, cwd, environ)
+    return paths
+
+
+def load_config(
+    paths: Optional[List[str]] = None,
+    *,
+    cwd: Optional[str] = None,
+    environ: Optional[Mapping[str, str]] = None,
+) -> Config:
+    """Read and merge the config files; raise ``ConfigError`` listing every problem.
+
+    ``paths=None`` means ``default_config_paths()``; an explicit list replaces
+    the defaults.  Missing default files are skipped silently; a missing file
+    the user named is skipped with a warning.
+    """
+    environ = os.environ if environ is None else environ
+    selected, explicit = _select_paths(paths, cwd, environ)
+    servers: Dict[str, ServerConfig] = {}
+    files: List[str] = []
+    warnings: List[str] = []
+    problems: List[str] = []
+    for path in selected:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            if explicit:
+                warnings.append(f"config file not found: {path} (named by --config or TOOLSCRIPT_CONFIG)")
+            continue
+        except OSError as exc:
+            problems.append(f"{path}: cannot read file: {exc.strerror or exc}")
+            continue
+        files.append(path)
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+            byte = data[exc.start]
+            problems.append(f"{path}:{line}:{col}: file is not valid UTF-8 (byte 0x{byte:02x}); save it as UTF-8")
+            continue
+        file_servers, file_warnings, file_problems = _parse(text, path, environ)
+        warnings.extend(file_warnings)
+        problems.extend(file_problems)
+        # A later definition replaces the earlier one wholesale, and dict.update
+        # keeps the earlier one's position in the ordering.
+        servers.update(file_servers)
+    if problems:
+        raise ConfigError(problems, warnings)
+    return Config(servers=servers, files=files, warnings=warnings)
+
+
+def parse_config_text(
+    text: str, source: str, *, environ: Mapping[str, str]
+) -> Tuple[Dict[str, ServerConfig], List[str]]:
+    """Parse one file's text; return ``(servers, warnings)`` or raise ``ConfigError``."""
+    servers, warnings, problems = _parse(text, source, environ)
+    if problems:
+        raise ConfigError(problems, warnings)
+    return servers, warnings
+
+
+def masked_view(config: Config) -> Dict[str, Any]:
+    """The configuration as a JSON-ready dict with secrets masked.
+
+    Values that came from ``${VAR}`` templates are shown as the template (it
+    holds no secret); literal ``env``/``headers`` values, URL passwords,
+    secret-looking URL query parameters and arguments are shown as ``****``.
+    """
+    servers: Dict[str, Any] = {}
+    for name, server in config.servers.items():
+        raw = server.raw if isinstance(server.raw, dict) else {}
+        view: Dict[str, Any] = {"type": server.type}
+        if server.command is not None:
+            view["command"] = server.command
+        if server.args:
+            view["args"] = _mask_args(server.args, raw.get("args"))
+        if server.env:
+            view["env"] = _mask_mapping(server.env, raw.get("env"))
+        if server.cwd is not None:
+            view["cwd"] = server.cwd
+        if server.url is not None:
+            raw_url = raw.get("url")
+            shown = raw_url if isinstance(raw_url, str) and _references_variable(raw_url) else server.url
+            view["url"] = _mask_url(shown)
+        if server.headers:
+            view["headers"] = _mask_mapping(server.headers, raw.get("headers"))
+        if server.include_tools:
+            view["includeTools"] = list(server.include_tools)
+        if server.exclude_tools:
+            view["excludeTools"] = list(server.exclude_tools)
+        if server.timeout is not None:
+            view["timeout"] = server.timeout
+        if server.disabled:
+            view["disabled"] = True
+        view["source"] = server.source
+        servers[name] = view
+    return {"files": list(config.files), "servers": servers, "warnings": list(config.warnings)}
+
+
+# --- file selection ---------------------------------------------------------
+
+
+def _select_paths(
+    paths: Optional[List[str]], cwd: Optional[str], environ: Optional[Mapping[str, str]]
+) -> Tuple[List[str], bool]:
+    """Resolved paths to read, and whether the user named them explicitly."""
+    environ = os.environ if environ is None else environ
+    cwd = os.getcwd() if cwd is None else cwd
+    if paths is not None:
+        named, explicit = [p.strip() for p in paths if p.strip()], True
+    elif environ.get("TOOLSCRIPT_CONFIG", "").strip():
+        named, explicit = [p.strip() for p in environ["TOOLSCRIPT_CONFIG"].split(",") if p.strip()], True
+    else:
+        named, explicit = DEFAULT_PATHS, False
+    resolved: List[str] = []
+    for path in named:
+        path = _resolve_path(path, cwd, environ)
+        # Run from $HOME, both defaults are the same file; read it once.
+        if path not in resolved:
+            resolved.append(path)
+    return resolved, explicit
+
+
+def _resolve_path(path: str, base: str, environ: Mapping[str, str]) -> str:
+    """``path`` with ``~`` expanded (from ``environ["HOME"]``) and made absolute against ``base``."""
+    if path == "~" or path.startswith("~/") or path.startswith("~" + os.sep):
+        home = environ.get("HOME") or os.path.expanduser("~")
+        path = os.path.join(home, path[2:])
+    elif path.startswith("~"):  # ~user/...
+        path = os.path.expanduser(path)
+    if not os.path.isabs(path):
+        path = os.path.normpath(os.path.join(base, path))
+    return path
+
+
+# --- parsing and validation -------------------------------------------------
+
+
+def _parse(
+    text: str, source: str, environ: Mapping[str, str]
+) -> Tuple[Dict[str, ServerConfig], List[str], List[str]]:
+    """Parse one file's text into ``(servers, warnings, problems)``."""
+    servers: Dict[str, ServerConfig] = {}
+    warnings: List[str] = []
+    problems: List[str] = []
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.strip():
+        problems.append(f'{source}: file is empty; write {{"mcpServers": {{}}}} or delete it')
+        return servers, warnings, problems
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        problems.append(f"{source}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}{_json_hint(text, exc)}")
+        return servers, warnings, problems
+    except RecursionError:
+        problems.append(f"{source}: invalid JSON: nested too deeply")
+        return servers, warnings, problems
+    if not isinstance(document, dict):
+        problems.append(f'{source}: top level must be a JSON object with "mcpServers"')
+        return servers, warnings, problems
+    for key in document:
+        if key not in _TOP_LEVEL_KEYS:
+            hint = _did_you_mean(key, _TOP_LEVEL_KEYS)
+            warnings.append(f"{source}: unknown top-level key {_quote(key)} ignored{hint}")
+    if "mcpServers" not in document:
+        warnings.append(f'{source}: no "mcpServers" key; this file defines no servers')
+        return servers, warnings, problems
+    entries = document["mcpServers"]
+    if not isinstance(entries, dict):
+        problems.append(f"{source}: mcpServers: expected an object, got {_json_type(entries)}")
+        return servers, warnings, problems
+    for name, entry in entries.items():
+        server = _parse_server(name, entry, source, environ, warnings, problems)
+        if server is not None:
+            servers[name] = server
+    return servers, warnings, problems
+
+
+def _parse_server(
+    name: str,
+    entry: Any,
+    source: str,
+    environ: Mapping[str, str],
+    warnings: List[str],
+    problems: List[str],
+) -> Optional[ServerConfig]:
+    """Validate one ``mcpServers`` entry; append to ``problems`` and return None if it is bad."""
+    path = _member("mcpServers", name)
+    before = len(problems)
+
+    def problem(where: str, message: str) -> None:
+        problems.append(f"{source}: {where}: {message}")
+
+    if not name:
+        problem(path, "server names must not be empty")
+    elif not _NAME_RE.match(name):
+        problem(path, "server names may contain only letters, digits, '_', '-' and '.'")
+    elif "__" in name:
+        problem(path, "server names must not contain '__' (toolscript joins server and tool names with it)")
+    if not isinstance(entry, dict):
+        problem(path, f"expected an object, got {_json_type(entry)}")
+        return None
+
+    for key in entry:
+        if key not in _SERVER_KEYS:
+            warnings.append(f"{source}: {path}: unknown key {_quote(key)} ignored{_did_you_mean(key, _SERVER_KEYS)}")
+
+    def substitute(value: str, field_path: str) -> Optional[str]:
+        # None on failure, so later checks do not pile more errors onto a half-expanded value.
+        result, errors = _substitute(value, environ)
+        for error in errors:
+            problems.append(f"{source}: server {_quote(name)}, field {field_path}: {error}")
+        return None if errors else result
+
+    def string(key: str) -> Optional[str]:
+        if key not in entry:
+            return None
+        value = entry[key]
+        if not isinstance(value, str):
+            problem(_member(path, key), f"expected a string, got {_json_type(value)}")
+            return None
+        return substitute(value, key)
+
+    def string_list(key: str) -> List[str]:
+        value = entry.get(key, [])
+        if not isinstance(value, list):
+            problem(_member(path, key), f"expected an array of strings, got {_json_type(value)}")
+            return []
+        items = []
+        for i, item in enumerate(value):
+            item_path = f"{key}[{i}]"
+            if not isinstance(item, str):
+                problem(f"{path}.{item_path}", f"expected a string, got {_json_type(item)}")
+                continue
+            expanded = substitute(item, item_path)
+            if expanded is not None:
+                items.append(expanded)
+        return items
+
+    def string_map(key: str) -> Dict[str, str]:
+        value = entry.get(key, {})
+        if not isinstance(value, dict):
+            problem(_member(path, key), f"expected an object of strings, got {_json_type(value)}")
+            return {}
+        result = {}
+        for k, v in value.items():
+            item_path = _member(key, k)
+            if not isinstance(v, str):
+                problem(f"{path}.{item_path}", f"expected a string, got {_json_type(v)}")
+                continue
+            expanded = substitute(v, item_path)
+            if expanded is not None:
+                result[k] = expanded
+        return result
+
+    type_value = string("type")
+    command = string("command")
+    args = string_list("args")
+    env = string_map("env")
+    cwd = string("cwd")
+    url = string("url")
+    headers = string_map("headers")
+    include_tools = string_list("includeTools")
+    exclude_tools = string_list("excludeTools")
+
+    timeout: Optional[float] = None
+    if "timeout" in entry:
+        value = entry["timeout"]
+        # bool is an int subclass; "timeout": true is a mistake, not 1 second.
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            problem(_member(path, "timeout"), f"expected a number of seconds, got {_json_type(value)}")
+        elif not math.isfinite(value) or value <= 0:
+            problem(_member(path, "timeout"), f"must be a number of seconds greater than 0, got {value!r}")
+        else:
+            timeout = float(value)
+
+    disabled = False
+    if "disabled" in entry:
+        value = entry["disabled"]
+        if not isinstance(value, bool):
+            problem(_member(path, "disabled"), f"expected a boolean, got {_json_type(value)}")
+        else:
+            disabled = value
+
+    for key, value in (("command", command), ("cwd", cwd), ("url", url)):
+        if value is not None and not value:
+            problem(_member(path, key), "must not be empty")
+    for key, items in (("includeTools", include_tools), ("excludeTools", exclude_tools)):
+        for i, item in enumerate(items):
+            if not item:
+                problem(f"{path}.{key}[{i}]", "must not be empty")
+
+    if url:
+        # Show the template when there is one, so an error never prints a substituted secret.
+        raw_url = entry["url"]
+        url_problem = _check_url(url, raw_url if _references_variable(raw_url) else _mask_url(url))
+        if url_problem:
+            problem(_member(path, "url"), url_problem)
+
+    if cwd:
+        # Relative to the file, so a project's .toolscript.json works from any directory.
+        cwd = _resolve_path(cwd, os.path.dirname(os.path.abspath(source)), environ)
+
+    # Infer from which keys are present, not from their values: a bad value is
+    # already reported and should not also produce "needs command".
+    server_type = _server_type(type_value, "type" in entry, "command" in entry, "url" in entry, path, problem)
+    if server_type is not None:
+        unused = _REMOTE_ONLY if server_type == "stdio" else _STDIO_ONLY
+        for key in unused:
+            if key in entry:
+                warnings.append(f'{source}: {path}: "{key}" is ignored for a {server_type} server')
+
+    if len(problems) > before or server_type is None:
+        return None
+    return ServerConfig(
+        name=name,
+        type=server_type,
+        source=source,
+        command=command,
+        args=args,
+        env=env,
+        cwd=cwd,
+        url=url,
+        headers=headers,
+        include_tools=include_tools,
+        exclude_tools=exclude_tools,
+        timeout=timeout,
+        disabled=disabled,
+        raw=copy.deepcopy(entry),
+    )
+
+
+def _server_type(
+    type_value: Optional[str],
+    has_type: bool,
+    has_command: bool,
+    has_url: bool,
+    path: str,
+    problem: Callable[[str, str], None],
+) -> Optional[str]:
+    """The canonical transport type, inferred when absent; None after reporting a problem."""
+    if has_type and type_value is None:
+        return None  # a non-string or failed substitution, already reported
+    if type_value is not None:
+        server_type = _TYPE_ALIASES.get(type_value)
+        if server_type is None:
+            accepted = (
+                '"stdio", "http" or "sse" ("streamable-http", "streamableHttp" and "streamable_http" mean "http")'
+            )
+            problem(_member(path, "type"), f"{_quote(type_value)} is not a server type; use {accepted}")
+            return None
+    elif has_command and has_url:
+        problem(path, 'has both "command" and "url"; keep "command" for a stdio server or "url" for an http/sse server')
+        return None
+    elif has_command:
+        server_type = "stdio"
+    elif has_url:
+        server_type = "http"
+    else:
+        problem(path, 'needs "command" (a stdio server) or "url" (an http/sse server)')
+        return None
+
+    if server_type == "stdio":
+        needed, has_needed, other, has_other = "command", has_command, "url", has_url
+        other_types = 'type "http" or "sse"'
+    else:
+        needed, has_needed, other, has_other = "url", has_url, "command", has_command
+        other_types = 'type "stdio"'
+    if has_other:
+        problem(path, f'type "{server_type}" needs "{needed}", not "{other}" (use {other_types} for a "{other}")')
+        return None
+    if not has_needed:
+        problem(path, f'type "{server_type}" needs "{needed}"')
+        return None
+    return server_type
+
+
+def _check_url(url: str, shown: str) -> Optional[str]:
+    """What is wrong with a server URL, or None; ``shown`` is how to print it."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # raises ValueError for a non-numeric port
+    except ValueError as exc:
+        return f"{_quote(shown)} is not a valid URL ({exc})"
+    if parts.scheme.lower() not in ("http", "https"):
+        return f"{_quote(shown)} must start with http:// or https://"
+    if not parts.hostname:
+        return f"{_quote(shown)} has no host"
+    return None
+
+
+def _substitute(value: str, environ: Mapping[str, str]) -> Tuple[str, List[str]]:
+    """Expand ``${VAR}`` and ``${VAR:-default}`` in ``value``; return (result, errors)."""
+    out: List[str] = []
+    errors: List[str] = []
+    i = 0
+    while i < len(value):
+        if value.startswith("$${", i):
+            out.append("${")
+            i += 3
+        elif value.startswith("${", i):
+            end = value.find("}", i + 2)
+            if end < 0:
+                errors.append(f'unterminated "${{" in {_quote(value[i:])} (write $${{ for a literal "${{")')
+                out.append(value[i:])
+                break
+            inner = value[i + 2 : end]
+            name, has_default, default = inner.partition(":-")
+            if not _VAR_NAME_RE.match(name):
+                errors.append(
+                    f"invalid variable reference {_quote(value[i:end + 1])}: names may contain only "
+                    "letters, digits and '_' and must not start with a digit"
+                )
+            elif has_default:
+                out.append(environ.get(name) or default)
+            elif name in environ:
+                out.append(environ[name])
+            else:
+                errors.append(
+                    f"environment variable {name} is not set (export it, or write ${{{name}:-default}})"
+                )
+            i = end + 1
+        else:
+            out.append(value[i])
+            i += 1
+    return "".join(out), errors
+
+
+def _references_variable(value: str) -> bool:
+    """Whether ``value`` contains a ``${...}`` reference (not the ``$${`` escape)."""
+    return "${" in value.replace("$${", "")
+
+
+# --- messages ---------------------------------------------------------------
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _member(path: str, key: str) -> str:
+    """``path.key``, quoting keys that would make the path ambiguous."""
+    return f"{path}.{key}" if _BARE_KEY_RE.match(key) else f"{path}.{_quote(key)}"
+
+
+def _quote(text: str) -> str:
+    # json.dumps escapes newlines and quotes, keeping messages on one line.
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _one_line(text: str) -> str:
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def _did_you_mean(key: str, known: List[str]) -> str:
+    # Compare case-insensitively without separators so include_tools finds includeTools.
+    def fold(s: str) -> str:
+        return s.lower().replace("_", "").replace("-", "")
+
+    folded = {fold(k): k for k in known}
+    matches = difflib.get_close_matches(fold(key), list(folded), n=1, cutoff=0.6)
+    return f" (did you mean {_quote(folded[matches[0]])}?)" if matches else ""
+
+
+def _json_hint(text: str, exc: json.JSONDecodeError) -> str:
+    """A hint for the JSON mistakes people make most: trailing commas and comments."""
+    if "comma" in exc.msg.lower():
+        return ""  # newer Pythons already say "Illegal trailing comma"
+    if text.startswith(("//", "/*"), exc.pos):
+        return " (JSON does not allow comments)"
+    before = text[: exc.pos].rstrip()
+    if before.endswith(",") and text[exc.pos : exc.pos + 1] in ("}", "]"):
+        return " (trailing comma?)"
+    return ""
+
+
+# --- masking ----------------------------------------------------------------
+
+
+def _is_secret_name(name: str, words: Tuple[str, ...] = _SECRET_WORDS) -> bool:
+    name = name.lower()
+    return any(word in name for word in words)
+
+
+def _mask_mapping(values: Dict[str, str], raw: Any) -> Dict[str, str]:
+    """Templates stay visible (they hold no secret); literal values are masked."""
+    raw = raw if isinstance(raw, dict) else {}
+    shown = {}
+    for key in values:
+        template = raw.get(key)
+        shown[key] = template if isinstance(template, str) and _references_variable(template) else MASK
+    return shown
+
+
+def _mask_args(args: List[str], raw: Any) -> List[str]:
+    raw = raw if isinstance(raw, list) else []
+    shown = []
+    after_secret_flag = False
+    for i, arg in enumerate(args):
+        template = raw[i] if i < len(raw) else None
+        if isinstance(template, str) and _references_variable(template):
+            shown.append(template)
+        elif after_secret_flag:
+            shown.append(MASK)
+        elif arg.startswith("-") and "=" in arg and _is_secret_name(arg.split("=", 1)[0]):
+            shown.append(arg.split("=", 1)[0] + "=" + MASK)
+        else:
+            shown.append(arg)
+        after_secret_flag = arg.startswith("-") and "=" not in arg and _is_secret_name(arg)
+    return shown
+
+
+def _mask_url(url: str) -> str:
+    """``url`` with its userinfo secret and secret-looking query values replaced by ``****``."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return url
+    netloc = parts.netloc
+    userinfo, at, host = netloc.rpartition("@")
+    if at:
+        user, colon, _ = userinfo.partition(":")
+        # A user with no password is usually a token (https://TOKEN@host), so mask it too.
+        netloc = (f"{user}:{MASK}" if colon else MASK) + "@" + host
+    query = parts.query
+    if query:
+        pairs = []
+        for pair in query.split("&"):
+            key, eq, _ = pair.partition("=")
+            if eq and _is_secret_name(urllib.parse.unquote_plus(key), _SECRET_QUERY_WORDS):
+                pair = f"{key}={MASK}"
+            pairs.append(pair)
+        query = "&".join(pairs)
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
