@@ -1,0 +1,10 @@
+"""The MCP protocol layer: JSON-RPC framing, transports, and the client session.
+
+It knows nothing of gateways, hooks or Claude.  Layers, bottom up:
+
+- ``jsonrpc``          message shapes and error codes
+- ``sse``              the Server-Sent Events wire format
+- ``stdio``, ``streamable_http``, ``legacy_sse``   transports (move JSON-RPC messages)
+- ``session``          ``ClientSession``: handshake, requests, notifications
+- ``connect``          pick and open the transport for a configured server
+"""

@@ -1,0 +1,233 @@
+"""The stdio transport: a server subprocess speaking newline-delimited JSON.
+
+The child gets its own process group, so shutdown can reach grandchildren that
+``npx`` or shell wrappers leave behind.  Its stderr is drained continuously
+(a full pipe would block the server) into a bounded buffer whose tail goes
+into error messages.  Lines on stdout that are not JSON are skipped and kept
+for diagnostics: some servers print banners there.
+
+Shutdown follows the MCP spec: close stdin, wait, SIGTERM the group, wait,
+SIGKILL the group, and always reap the child.
+"""
+
+import collections
+import logging
+import os
+import shlex
+import signal
+import subprocess
+import threading
+from typing import Callable, Deque, Dict, List, Mapping, Optional
+
+from toolscript import log
+from toolscript.mcp import jsonrpc
+from toolscript.mcp.errors import ConnectionClosed, TransportError
+
+logger = log.get("mcp.stdio")
+
+# What a server inherits from our environment besides its configured ``env``.
+# Like the MCP Python SDK, we do not leak the whole environment (tokens of
+# other tools live there); proxies and CA settings are kept so servers that
+# reach the network keep working behind corporate proxies.
+INHERITED_ENV = (
+    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE",
+    "SYSTEMROOT", "APPDATA", "USERPROFILE",
+)
+STDERR_TAIL_BYTES = 16 * 1024
+GARBAGE_LINES_KEPT = 5
+CLOSE_GRACE_SECONDS = 2.0
+
+
+def child_environment(extra: Mapping[str, str], base: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """The environment a stdio server starts with: a safe subset plus its own ``env``."""
+    base = os.environ if base is None else base
+    env = {name: base[name] for name in INHERITED_ENV if name in base}
+    env.update(extra)
+    return env
+
+
+class StdioTransport:
+    """Runs ``command args`` and exchanges JSON-RPC messages over its stdin/stdout."""
+
+    name = "stdio"
+
+    def __init__(
+        self,
+        command: str,
+        args: Optional[List[str]] = None,
+        env: Optional[Mapping[str, str]] = None,
+        cwd: Optional[str] = None,
+    ) -> None:
+        self.command = command
+        self.args = list(args or [])
+        self.env = child_environment(env or {})
+        self.cwd = cwd
+        self.process: Optional[subprocess.Popen] = None
+        self._stderr: Deque[bytes] = collections.deque()
+        self._stderr_size = 0
+        self._garbage: Deque[str] = collections.deque(maxlen=GARBAGE_LINES_KEPT)
+        self._write_lock = threading.Lock()
+        self._threads: List[threading.Thread] = []
+        self._closing = False
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def start(
+        self,
+        on_message: Callable[[dict], None],
+        on_close: Callable[[Optional[Exception]], None],
+        on_request_error: Optional[Callable[[object, Exception], None]] = None,
+    ) -> None:
+        # on_request_error is unused: a failed write raises from send() instead.
+        argv = [self.command] + self.args
+        try:
+            self.process = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self.env,
+                cwd=self.cwd,
+                start_new_session=True,
+            )
+        except FileNotFoundError as exc:
+            if self.cwd and not os.path.isdir(self.cwd):
+                raise TransportError(f"working directory {self.cwd!r} does not exist (fix \"cwd\" in the config)") from exc
+            raise TransportError(
+                f"command not found: {self.command!r} (install it, or put its full path in \"command\")"
+            ) from exc
+        except PermissionError as exc:
+            raise TransportError(f"cannot run {self.command!r}: permission denied (is it executable?)") from exc
+        except OSError as exc:
+            raise TransportError(f"cannot start {shlex.join(argv)!r}: {exc.strerror or exc}") from exc
+        logger.debug("started pid %s: %s", self.process.pid, shlex.join(argv))
+        self._spawn(self._drain_stderr, "stderr")
+        self._spawn(lambda: self._read_stdout(on_message, on_close), "stdout")
+
+    def _spawn(self, target: Callable[[], None], what: str) -> None:
+        thread = threading.Thread(target=target, name=f"mcp-stdio-{what}-{self.process.pid}", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def send(self, message: dict) -> None:
+        if self.process is None or self.process.stdin is None:
+            raise ConnectionClosed("the server process is not running")
+        line = jsonrpc.encode(message) + b"\n"
+        with self._write_lock:
+            try:
+                self.process.stdin.write(line)
+                self.process.stdin.flush()
+            except (BrokenPipeError, ValueError, OSError) as exc:
+                raise ConnectionClosed(self.exit_description()) from exc
+
+    def close(self) -> None:
+        """Stop the server: close stdin, then SIGTERM and SIGKILL its process group."""
+        self._closing = True
+        proc = self.process
+        if proc is None:
+            return
+        try:
+            if proc.stdin:
+                proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            proc.wait(CLOSE_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            self._signal_group(signal.SIGTERM)
+            try:
+                proc.wait(CLOSE_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                self._signal_group(signal.SIGKILL)
+                proc.wait()
+        # The server may have exited but left children in its group (npx does).
+        self._signal_group(signal.SIGTERM)
+        for stream in (proc.stdout, proc.stderr):
+            try:
+                if stream:
+                    stream.close()
+            except OSError:
+                pass
+
+    def _signal_group(self, sig: int) -> None:
+        try:
+            os.killpg(self.process.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    # -- reading -----------------------------------------------------------
+
+    def _read_stdout(self, on_message: Callable[[dict], None], on_close: Callable[[Optional[Exception]], None]) -> None:
+        stdout = self.process.stdout
+        try:
+            for raw in iter(stdout.readline, b""):
+                line = raw.strip()
+                if not line:
+                    continue
+                try:
+                    messages = jsonrpc.decode(line)
+                except ValueError:
+                    text = line[:200].decode("utf-8", errors="replace")
+                    self._garbage.append(text)
+                    logger.debug("ignoring non-JSON line on the server's stdout: %r", text)
+                    continue
+                for message in messages:
+                    on_message(message)
+        except (OSError, ValueError):
+            pass  # stdout closed under us by close()
+        error = None if self._closing else ConnectionClosed(self.exit_description(wait=True))
+        on_close(error)
+
+    def _drain_stderr(self) -> None:
+        try:
+            for chunk in iter(lambda: self.process.stderr.read1(4096), b""):
+                self._stderr.append(chunk)
+                self._stderr_size += len(chunk)
+                while self._stderr_size > STDERR_TAIL_BYTES and len(self._stderr) > 1:
+                    self._stderr_size -= len(self._stderr.popleft())
+                if logger.isEnabledFor(logging.DEBUG):
+                    logger.debug("[%s stderr] %s", self.command, chunk.decode("utf-8", "replace").rstrip())
+        except (OSError, ValueError):
+            pass
+
+    # -- diagnostics ---------------------------------------------------------
+
+    def stderr_tail(self, lines: int = 10) -> str:
+        """The last lines the server wrote to stderr."""
+        text = b"".join(self._stderr)[-STDERR_TAIL_BYTES:].decode("utf-8", errors="replace")
+        return "\n".join(text.rstrip().splitlines()[-lines:])
+
+    def garbage_lines(self) -> List[str]:
+        """Recent non-JSON lines the server printed on stdout."""
+        return list(self._garbage)
+
+    def exit_description(self, wait: bool = False) -> str:
+        """One line: how the server ended, with the tail of its stderr."""
+        proc = self.process
+        status = None
+        if proc is not None:
+            try:
+                status = proc.wait(1.0) if wait else proc.poll()
+            except subprocess.TimeoutExpired:
+                status = None
+        # The stderr thread may still be reading the last words of the process.
+        for thread in self._threads:
+            if thread.name.startswith("mcp-stdio-stderr"):
+                thread.join(0.5)
+        if status is None:
+            text = "the server closed its stdout"
+        elif status < 0:
+            try:
+                text = f"the server was killed by {signal.Signals(-status).name}"
+            except ValueError:
+                text = f"the server was killed by signal {-status}"
+        else:
+            text = f"the server exited with status {status}"
+        tail = self.stderr_tail(1)
+        if tail:
+            text += f"; stderr: {tail.strip()}"
+        if self._garbage:
+            text += f"; it printed non-JSON on stdout: {self._garbage[-1]!r}"
+        return text
