@@ -1,0 +1,233 @@
+"""Find and launch the real MCP servers ("peers") that tests and benchmarks talk to.
+
+The peers are npm packages pinned in ``tests/peers/package.json`` (exact versions,
+with ``package-lock.json``) and installed with ``npm ci --prefix tests/peers``
+(``make test`` does this).  Nothing here is part of toolscript itself; this is
+stdlib-only test support code and must stay Python 3.9 compatible.
+
+Facts about ``@modelcontextprotocol/server-everything`` 2026.8.31 that this module
+relies on (read from its ``dist/index.js`` and ``dist/transports/*.js``):
+
+* ``node dist/index.js <stdio|sse|streamableHttp>`` picks the transport; an
+  unknown argument prints a usage text and exits 1.
+* The HTTP modes read the port from the ``PORT`` environment variable (default
+  3001) and call ``app.listen(PORT)`` with no host, so they listen on *all*
+  interfaces; there is no host flag.  Tests only ever connect to 127.0.0.1.
+* ``streamableHttp`` serves ``POST/GET/DELETE /mcp``; ``sse`` serves ``GET /sse``
+  plus ``POST /message?sessionId=...``.
+* If the port is taken the HTTP server prints "... already in use ..." and exits 1;
+  :func:`start_everything` then retries on a fresh port.
+* The streamableHttp mode logs every request to stdout (console.log), so its
+  output is sent to a log file, never to a pipe nobody drains.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import List, Optional
+
+PEERS_DIR: Path = Path(__file__).resolve().parent / "peers"
+NODE_MODULES: Path = PEERS_DIR / "node_modules"
+EVERYTHING_DIR: Path = NODE_MODULES / "@modelcontextprotocol" / "server-everything"
+
+#: Transports accepted by :func:`start_everything` and the URL path each serves.
+HTTP_MODES = {"streamableHttp": "/mcp", "sse": "/sse"}
+
+STARTUP_TIMEOUT = 15.0  # seconds to wait for an HTTP peer's port to accept connections
+STOP_TIMEOUT = 5.0  # seconds between SIGTERM and SIGKILL in Peer.stop()
+_PORT_ATTEMPTS = 3  # fresh ports to try when the chosen one turns out to be taken
+
+
+class PeerMissing(RuntimeError):
+    """A test peer (or node itself) is not installed on this machine."""
+
+
+def everything_entry() -> str:
+    """Return the path of server-everything's ``dist/index.js``.
+
+    Raises :class:`PeerMissing` if the npm peers have not been installed.
+    """
+    entry = EVERYTHING_DIR / "dist" / "index.js"
+    if not entry.is_file():
+        raise PeerMissing(
+            "server-everything is not installed; run 'make test' "
+            "(or: npm ci --prefix tests/peers)"
+        )
+    return str(entry)
+
+
+def node_binary() -> str:
+    """Return the path of the ``node`` executable on PATH, or raise :class:`PeerMissing`."""
+    node = shutil.which("node")
+    if node is None:
+        raise PeerMissing(
+            "node is not on PATH; the npm test peers need Node.js >= 20 "
+            "(then run 'make test' or: npm ci --prefix tests/peers)"
+        )
+    return node
+
+
+def everything_stdio_command() -> List[str]:
+    """Return the argv that runs server-everything on stdio."""
+    return [node_binary(), everything_entry(), "stdio"]
+
+
+def free_port() -> int:
+    """Return a TCP port that is currently free on all IPv4 interfaces.
+
+    The port is released before returning, so another process could take it
+    first; :func:`start_everything` copes with that by retrying.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("", 0))
+        return int(sock.getsockname()[1])
+
+
+def _read_tail(path: str, limit: int = 4000) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - limit))
+            return fh.read().decode("utf-8", "replace")
+    except OSError as exc:
+        return f"<log unavailable: {exc}>"
+
+
+@dataclasses.dataclass
+class Peer:
+    """A running HTTP peer.  Use :meth:`stop` (or ``with``) to end it."""
+
+    url: str
+    port: int
+    process: subprocess.Popen
+    mode: str = ""
+    log_path: str = ""
+
+    def log_tail(self, limit: int = 4000) -> str:
+        """Return the last ``limit`` bytes of the peer's combined stdout/stderr."""
+        return _read_tail(self.log_path, limit) if self.log_path else ""
+
+    def stop(self, timeout: float = STOP_TIMEOUT, remove_log: bool = True) -> Optional[int]:
+        """SIGTERM the peer's process group, SIGKILL it after ``timeout`` s, reap it.
+
+        Safe to call more than once.  Returns the exit status.
+        """
+        proc = self.process
+        # returncode is only set once Popen has reaped the child; until then the
+        # pid (== process group id, start_new_session=True) cannot be reused.
+        if proc.returncode is None:
+            _signal_group(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _signal_group(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if remove_log and self.log_path:
+            try:
+                os.unlink(self.log_path)
+            except FileNotFoundError:
+                pass
+            self.log_path = ""
+        return proc.returncode
+
+    def __enter__(self) -> Peer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _wait_for_port(proc: subprocess.Popen, port: int, deadline: float) -> bool:
+    """Poll until 127.0.0.1:port accepts a connection.  False if ``proc`` exited."""
+    while True:
+        if proc.poll() is not None:
+            return False
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                pass
+        except OSError:
+            pass
+        else:
+            # The port answers; make sure it is our process and not a squatter.
+            return proc.poll() is None
+        if time.monotonic() >= deadline:
+            raise TimeoutError
+        time.sleep(0.05)
+
+
+def start_everything(mode: str, timeout: float = STARTUP_TIMEOUT) -> Peer:
+    """Start server-everything over HTTP and wait until it accepts connections.
+
+    ``mode`` is ``"streamableHttp"`` (URL ``http://127.0.0.1:PORT/mcp``) or ``"sse"``
+    (URL ``http://127.0.0.1:PORT/sse``).  Raises :class:`PeerMissing` if node or the
+    package is absent, and RuntimeError (with the log tail) if the server exits
+    early or does not listen within ``timeout`` seconds.
+    """
+    if mode not in HTTP_MODES:
+        raise ValueError(f"unknown server-everything HTTP mode {mode!r}; expected one of {sorted(HTTP_MODES)}")
+    argv = [node_binary(), everything_entry(), mode]
+    deadline = time.monotonic() + timeout
+    last_error = ""
+    for _attempt in range(_PORT_ATTEMPTS):
+        port = free_port()
+        env = dict(os.environ)
+        env["PORT"] = str(port)
+        log = tempfile.NamedTemporaryFile(
+            prefix=f"toolscript-peer-everything-{mode}-", suffix=".log", delete=False
+        )
+        with log:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=str(PEERS_DIR),
+                start_new_session=True,
+            )
+        peer = Peer(
+            url=f"http://127.0.0.1:{port}{HTTP_MODES[mode]}",
+            port=port,
+            process=proc,
+            mode=mode,
+            log_path=log.name,
+        )
+        try:
+            ready = _wait_for_port(proc, port, deadline)
+        except TimeoutError:
+            tail = peer.log_tail()
+            peer.stop()
+            raise RuntimeError(
+                f"server-everything {mode} did not accept connections on 127.0.0.1:{port} "
+                f"within {timeout:g} s; log tail:\n{tail}"
+            ) from None
+        except BaseException:
+            peer.stop()
+            raise
+        if ready:
+            return peer
+        tail = peer.log_tail()
+        status = peer.stop()
+        last_error = (
+            f"server-everything {mode} exited early (status {status}) on port {port}; "
+            f"log tail:\n{tail}"
+        )
+        if "already in use" not in tail and "EADDRINUSE" not in tail:
+            break
+    raise RuntimeError(last_error)

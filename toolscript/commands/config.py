@@ -1,0 +1,94 @@
+"""``toolscript config show|validate``: the merged configuration, checked."""
+
+import argparse
+import sys
+
+from toolscript import config as configuration
+from toolscript.output import print_json
+
+SUMMARY = "show or validate the merged configuration"
+DESCRIPTION = """\
+Configuration is Claude Code's "mcpServers" format, read from
+~/.toolscript.json then ./.toolscript.json (later files win per server name).
+--config a.json,b.json or TOOLSCRIPT_CONFIG replace that list.
+
+examples:
+  toolscript config show                  servers as toolscript sees them, secrets masked
+  toolscript config show --json           the same as JSON, for scripts
+  toolscript config validate              list every problem; exit 1 if there is one
+  toolscript --config ./team.json config validate
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", title="actions")
+    show = sub.add_parser(
+        "show",
+        help="print the merged configuration with secrets masked",
+        description="Print the merged configuration with secrets in env, headers, URLs and args masked.\n\n"
+        "examples:\n  toolscript config show\n  toolscript config show --json | jq '.servers | keys'\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[common],
+    )
+    show.set_defaults(handler=run_show)
+    validate = sub.add_parser(
+        "validate",
+        help="check the configuration; exit 1 on errors",
+        description="Check every config file and list each problem on its own line (file:line:col for JSON\n"
+        "syntax, the JSON path for wrong values). Warnings (unknown keys) do not fail validation.\n\n"
+        "examples:\n  toolscript config validate\n  toolscript config validate --json\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[common],
+    )
+    validate.set_defaults(handler=run_validate)
+
+
+def run_show(args: argparse.Namespace) -> int:
+    config = configuration.load_config(args.config_paths)
+    view = configuration.masked_view(config)
+    if args.json:
+        print_json(view)
+        return 0
+    for warning in config.warnings:
+        print(f"toolscript: warning: {warning}", file=sys.stderr)
+    print("files: " + (", ".join(view["files"]) or "none found (" + ", ".join(configuration.default_config_paths()) + ")"))
+    if not view["servers"]:
+        print("servers: none")
+    for name, server in view["servers"].items():
+        where = server.get("command") or server.get("url") or ""
+        if server.get("args"):
+            where += " " + " ".join(server["args"])
+        flags = " (disabled)" if server.get("disabled") else ""
+        print(f"{name}: {server['type']} {where}{flags}")
+        for key in ("env", "headers"):
+            for k, v in (server.get(key) or {}).items():
+                print(f"    {key}.{k} = {v}")
+        for key in ("cwd", "includeTools", "excludeTools", "timeout"):
+            if key in server:
+                value = ", ".join(server[key]) if isinstance(server[key], list) else server[key]
+                print(f"    {key} = {value}")
+        print(f"    from {server['source']}")
+    return 0
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    try:
+        config = configuration.load_config(args.config_paths)
+    except configuration.ConfigError as exc:
+        if args.json:
+            print_json({"ok": False, "problems": exc.problems, "warnings": exc.warnings})
+        else:
+            for warning in exc.warnings:
+                print(f"warning: {warning}")
+            for problem in exc.problems:
+                print(f"error: {problem}")
+            print(f"{len(exc.problems)} problem(s) found; fix them and run 'toolscript config validate' again")
+        return 1
+    if args.json:
+        print_json({"ok": True, "files": config.files, "servers": len(config.servers), "warnings": config.warnings})
+        return 0
+    for warning in config.warnings:
+        print(f"warning: {warning}")
+    files = ", ".join(config.files) or "no config files found (zero servers is fine)"
+    print(f"ok: {len(config.servers)} server(s) from {files}")
+    return 0

@@ -1,0 +1,93 @@
+"""``toolscript servers check``: connect to configured MCP servers directly, no gateway."""
+
+import argparse
+import sys
+
+from toolscript import config as configuration
+from toolscript.errors import UserError
+from toolscript.output import format_table, print_json
+
+SUMMARY = "check that configured MCP servers connect"
+DESCRIPTION = """\
+Connect to each configured MCP server directly (no gateway), list its tools,
+and report the transport, protocol version, server name and version, tool
+count and time taken -- or exactly why it failed (command not found, exit
+status with the end of its stderr, HTTP status, timeout).
+
+examples:
+  toolscript servers check                    every enabled server, in parallel
+  toolscript servers check github memory      just these two
+  toolscript servers check --json             one JSON object per server
+  toolscript --config ./ci.json servers check
+
+exit status: 0 when every checked server connected, 1 when any failed.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", title="actions")
+    check = sub.add_parser(
+        "check",
+        help="connect to each server and report",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[common],
+    )
+    check.add_argument("names", nargs="*", metavar="NAME", help="servers to check (default: every enabled server)")
+    check.set_defaults(handler=run_check)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from toolscript.mcp.connect import probe_all  # the MCP client is only needed here
+
+    config = configuration.load_config(args.config_paths)
+    for warning in config.warnings:
+        print(f"toolscript: warning: {warning}", file=sys.stderr)
+    servers = _select(config, args.names)
+    if not servers:
+        if args.json:
+            print_json([])
+        else:
+            looked = ", ".join(config.files) or "no config file found"
+            print(
+                f"No MCP servers configured ({looked}).\n"
+                'Add one to ./.toolscript.json, e.g. {"mcpServers": {"everything": {"command": "npx", '
+                '"args": ["-y", "@modelcontextprotocol/server-everything"]}}}'
+            )
+        return 0
+    reports = probe_all(servers)
+    if args.json:
+        print_json(reports)
+    else:
+        _print_reports(reports)
+    return 0 if all(r["ok"] for r in reports) else 1
+
+
+def _select(config: "configuration.Config", names: list) -> list:
+    if not names:
+        return config.enabled_servers()
+    unknown = [n for n in names if n not in config.servers]
+    if unknown:
+        known = ", ".join(config.servers) or "none"
+        raise UserError(f"unknown server {unknown[0]!r}; configured servers: {known} (see 'toolscript config show')", exit_code=2)
+    # Naming a disabled server checks it anyway: the user asked for it by name.
+    return [config.servers[n] for n in names]
+
+
+def _print_reports(reports: list) -> None:
+    rows = []
+    for r in reports:
+        if r["ok"]:
+            server = " ".join(str(v) for v in (r["server"].get("name"), r["server"].get("version")) if v) or "-"
+            tools = f"{r['tools']} tools" + (f" (of {r['toolsTotal']})" if r["toolsTotal"] != r["tools"] else "")
+            rows.append((r["name"], "ok", r["transport"], r["protocolVersion"], server, tools, f"{r['seconds']:.2f}s"))
+        else:
+            rows.append((r["name"], "FAIL", r["transport"], "-", "-", "-", f"{r['seconds']:.2f}s"))
+    for line, r in zip(format_table(rows), reports):
+        print(line)
+        if not r["ok"]:
+            print(f"    {r['error']}")
+            for tail in (r.get("stderrTail") or "").splitlines()[-10:]:
+                print(f"    | {tail}")
+    failed = sum(not r["ok"] for r in reports)
+    print(f"{len(reports) - failed} of {len(reports)} servers connected" + (f"; {failed} failed" if failed else ""))
