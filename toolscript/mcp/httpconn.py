@@ -130,6 +130,8 @@ class Pool:
         for attempt in range(2):
             with self._lock:
                 conn = self._idle.pop() if self._idle and attempt == 0 else None
+            if conn is not None and conn.sock is None:
+                conn = None  # closed while idle (e.g. by a concurrent close)
             reused = conn is not None
             if conn is None:
                 conn = open_connection(self.endpoint, self.connect_timeout)

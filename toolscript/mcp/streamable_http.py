@@ -210,7 +210,12 @@ class StreamableHttpTransport:
             conn.close()
             return
         if answered:
-            self._pool.release(conn, resp)
+            with self._lock:
+                still_ours = self._active.pop(request_id, None) is conn
+            if still_ours:
+                self._pool.release(conn, resp)
+            else:
+                conn.close()
             return
         conn.close()
         if self._closed or request_id not in self._active:
