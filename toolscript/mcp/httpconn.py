@@ -71,6 +71,10 @@ def open_connection(endpoint: Endpoint, timeout: Optional[float]) -> http.client
         conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     except OSError:
         pass
+    # http.client drops ``conn.sock`` when a response says "Connection: close"
+    # (the response then owns the socket), yet we still need the socket to set
+    # read timeouts on a stream and to shut it down from another thread.
+    conn.raw_sock = conn.sock  # type: ignore[attr-defined]
     return conn
 
 
@@ -136,7 +140,7 @@ class Pool:
             if conn is None:
                 conn = open_connection(self.endpoint, self.connect_timeout)
             try:
-                conn.sock.settimeout(read_timeout)
+                conn.raw_sock.settimeout(read_timeout)
                 conn.request(method, target, body=body, headers=headers)
                 return conn.getresponse(), conn
             except _STALE as exc:
@@ -169,7 +173,7 @@ def shutdown(conn: Optional[http.client.HTTPConnection]) -> None:
     """Close a connection another thread may be blocked reading from."""
     if conn is None:
         return
-    sock = conn.sock
+    sock = getattr(conn, "raw_sock", None) or conn.sock
     if sock is not None:
         try:
             sock.shutdown(socket.SHUT_RDWR)

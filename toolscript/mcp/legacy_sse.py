@@ -75,7 +75,7 @@ class LegacySseTransport:
             conn.close()
             raise
         self._pool = Pool(self.post_endpoint, self.timeout)
-        conn.sock.settimeout(None)  # from here on the stream may be quiet for as long as it likes
+        conn.raw_sock.settimeout(None)  # from here on the stream may be quiet for as long as it likes
         threading.Thread(target=self._read, args=(events, on_message, on_close), name="mcp-sse", daemon=True).start()
 
     def _wait_for_endpoint(self, events: Iterator[sse.Event]) -> Endpoint:

@@ -203,7 +203,7 @@ class StreamableHttpTransport:
                 retry_ms = event.retry if event.retry is not None else retry_ms
                 if self._deliver_event(event) and not answered:
                     answered = True
-                    conn.sock.settimeout(_DRAIN_SECONDS)
+                    conn.raw_sock.settimeout(_DRAIN_SECONDS)
         except READ_ERRORS:
             if not answered and not self._closed and request_id in self._active:
                 raise
@@ -273,7 +273,7 @@ class StreamableHttpTransport:
                     logger.debug("GET stream refused: HTTP %s", resp.status)
                     conn.close()
                     return
-                conn.sock.settimeout(None)
+                conn.raw_sock.settimeout(None)
                 delay = 1.0
                 for event in sse.iter_events(resp.readline):
                     last_id = event.id if event.id is not None else last_id
