@@ -8,7 +8,6 @@ import http.client
 import json
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -21,9 +20,7 @@ from toolscript.config import ServerConfig
 from toolscript.mcp import jsonrpc
 from toolscript.mcp.connect import open_session
 from toolscript.mcp.errors import ConnectionClosed, HttpStatusError, McpError, RequestTimeout, TransportError
-from toolscript.mcp.session import ClientSession
 from toolscript.mcp.stdio import StdioTransport
-from toolscript.mcp.streamable_http import StreamableHttpTransport
 
 TRANSPORTS = ["stdio", "http", "http-json", "sse"]
 BASE_TOOLS = [

@@ -45,6 +45,20 @@ class Endpoint:
         return self.url
 
 
+def request_headers(
+    configured: Dict[str, str], accept: str, *, session_id: Optional[str] = None, protocol_version: Optional[str] = None
+) -> Dict[str, str]:
+    """Headers for one MCP HTTP request: the user's configured ones plus the protocol's."""
+    headers = {"User-Agent": USER_AGENT}
+    headers.update(configured)
+    headers["Accept"] = accept
+    if session_id:
+        headers["Mcp-Session-Id"] = session_id
+    if protocol_version:
+        headers["MCP-Protocol-Version"] = protocol_version
+    return headers
+
+
 def redact_url(url: str) -> str:
     """The URL without userinfo or query string, safe to print in errors."""
     parts = urlsplit(url)

@@ -16,12 +16,12 @@ from toolscript.mcp import jsonrpc, sse
 from toolscript.mcp.errors import ConnectionClosed, McpError, TransportError
 from toolscript.mcp.httpconn import (
     READ_ERRORS,
-    USER_AGENT,
     Endpoint,
     Pool,
     describe_oserror,
     open_connection,
     redact_url,
+    request_headers,
     shutdown,
     status_error,
 )
@@ -44,17 +44,11 @@ class LegacySseTransport:
         self._conn = None
         self._closed = False
 
-    def _headers(self, accept: str) -> Dict[str, str]:
-        headers = {"User-Agent": USER_AGENT}
-        headers.update(self.headers)
-        headers["Accept"] = accept
-        return headers
-
     def start(self, on_message: Callable[[dict], None], on_close: Callable[[Optional[Exception]], None], on_request_error=None) -> None:
         conn = open_connection(self.endpoint, self.timeout)
         self._conn = conn
         try:
-            conn.request("GET", self.endpoint.target, headers=self._headers("text/event-stream"))
+            conn.request("GET", self.endpoint.target, headers=request_headers(self.headers, "text/event-stream"))
             resp = conn.getresponse()
             if resp.status != 200:
                 body = resp.read(4096)
@@ -113,10 +107,8 @@ class LegacySseTransport:
     def send(self, message: dict) -> None:
         if self._closed or self._pool is None:
             raise ConnectionClosed(f"the SSE connection to {redact_url(self.endpoint.url)} is closed")
-        headers = self._headers("application/json, text/event-stream")
+        headers = request_headers(self.headers, "application/json, text/event-stream", protocol_version=self.protocol_version)
         headers["Content-Type"] = "application/json"
-        if self.protocol_version:
-            headers["MCP-Protocol-Version"] = self.protocol_version
         resp, conn = self._pool.exchange("POST", self.post_endpoint.target, jsonrpc.encode(message), headers, self.timeout)
         try:
             body = resp.read()

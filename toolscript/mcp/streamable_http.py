@@ -22,12 +22,12 @@ from toolscript.mcp import jsonrpc, sse
 from toolscript.mcp.errors import ConnectionClosed, McpError, SessionExpired, TransportError
 from toolscript.mcp.httpconn import (
     READ_ERRORS,
-    USER_AGENT,
     Endpoint,
     Pool,
     describe_oserror,
     open_connection,
     redact_url,
+    request_headers,
     shutdown,
     status_error,
 )
@@ -108,14 +108,7 @@ class StreamableHttpTransport:
         shutdown(conn)
 
     def _headers(self, accept: str = "application/json, text/event-stream") -> Dict[str, str]:
-        headers = {"User-Agent": USER_AGENT}
-        headers.update(self.headers)
-        headers["Accept"] = accept
-        if self.session_id:
-            headers["Mcp-Session-Id"] = self.session_id
-        if self.protocol_version:
-            headers["MCP-Protocol-Version"] = self.protocol_version
-        return headers
+        return request_headers(self.headers, accept, session_id=self.session_id, protocol_version=self.protocol_version)
 
     def _post_request(self, message: dict) -> None:
         request_id = message["id"]
