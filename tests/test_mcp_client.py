@@ -15,6 +15,7 @@ import time
 import pytest
 
 import peers
+from conftest import missing_prerequisite
 from mcp_servers.launch import start_fixture, stdio_command
 from toolscript.config import ServerConfig
 from toolscript.mcp import jsonrpc
@@ -398,9 +399,7 @@ def everything(request):
             return
         peer = peers.start_everything(request.param)
     except peers.PeerMissing as exc:
-        if os.environ.get("TOOLSCRIPT_REQUIRE_PEERS") == "1":
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
+        missing_prerequisite(str(exc))
     try:
         kind = "http" if request.param == "streamableHttp" else "sse"
         yield ServerConfig(name="everything", type=kind, source="test", url=peer.url, timeout=20)

@@ -1,4 +1,4 @@
-"""``toolscript servers check`` end to end: the built zipapp, run isolated (``python3 -I``),
+"""``toolscript servers check`` end to end: the built pyz, run isolated (``python3 -I``),
 against server-everything on stdio, Streamable HTTP and legacy SSE, plus our fixture
 servers failing in the ways users meet (exit at start, hang, wrong credentials).
 """
@@ -11,18 +11,8 @@ import sys
 import pytest
 
 import peers
+from conftest import missing_prerequisite
 from mcp_servers.launch import FIXTURE, start_fixture
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-@pytest.fixture(scope="module")
-def zipapp(tmp_path_factory):
-    sys.path.insert(0, ROOT)
-    import build_pyz
-
-    return build_pyz.build(str(tmp_path_factory.mktemp("dist") / "toolscript.pyz"))
-
 
 @pytest.fixture(scope="module")
 def everything_peers():
@@ -30,24 +20,22 @@ def everything_peers():
         entry = peers.everything_entry()
         http_peer = peers.start_everything("streamableHttp")
     except peers.PeerMissing as exc:
-        if os.environ.get("TOOLSCRIPT_REQUIRE_PEERS") == "1":
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
+        missing_prerequisite(str(exc))
     sse_peer = peers.start_everything("sse")
     yield entry, http_peer, sse_peer
     http_peer.stop()
     sse_peer.stop()
 
 
-def check(zipapp, cwd, *args):
+def check(pyz, cwd, *args):
     env = {"PATH": os.environ["PATH"], "HOME": str(cwd)}
     return subprocess.run(
-        [sys.executable, "-I", zipapp, "servers", "check", *args],
+        [sys.executable, "-I", pyz, "servers", "check", *args],
         cwd=str(cwd), env=env, capture_output=True, text=True, timeout=120,
     )
 
 
-def test_all_three_transports_connect(zipapp, everything_peers, tmp_path):
+def test_all_three_transports_connect(pyz, everything_peers, tmp_path):
     entry, http_peer, sse_peer = everything_peers
     config = {"mcpServers": {
         "everything-stdio": {"command": "node", "args": [entry, "stdio"]},
@@ -55,7 +43,7 @@ def test_all_three_transports_connect(zipapp, everything_peers, tmp_path):
         "everything-sse": {"type": "sse", "url": sse_peer.url},
     }}
     (tmp_path / ".toolscript.json").write_text(json.dumps(config))
-    result = check(zipapp, tmp_path)
+    result = check(pyz, tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     for name, transport in (("everything-stdio", "stdio"), ("everything-http", "http"), ("everything-sse", "sse")):
@@ -64,24 +52,24 @@ def test_all_three_transports_connect(zipapp, everything_peers, tmp_path):
         assert "mcp-servers/everything" in line and " 13 tools " in line, line
     assert lines[-1] == "3 of 3 servers connected"
 
-    as_json = json.loads(check(zipapp, tmp_path, "--json").stdout)
+    as_json = json.loads(check(pyz, tmp_path, "--json").stdout)
     assert [(r["name"], r["ok"], r["transport"], r["tools"]) for r in as_json] == [
         ("everything-stdio", True, "stdio", 13), ("everything-http", True, "http", 13), ("everything-sse", True, "sse", 13),
     ]
     assert all(r["server"]["name"] == "mcp-servers/everything" and r["seconds"] > 0 for r in as_json)
 
 
-def test_include_and_exclude_tools_shape_the_count(zipapp, everything_peers, tmp_path):
+def test_include_and_exclude_tools_shape_the_count(pyz, everything_peers, tmp_path):
     entry, _, _ = everything_peers
     config = {"mcpServers": {"e": {"command": "node", "args": [entry, "stdio"], "includeTools": ["get-*", "echo"], "excludeTools": ["get-env"]}}}
     (tmp_path / ".toolscript.json").write_text(json.dumps(config))
-    [report] = json.loads(check(zipapp, tmp_path, "--json").stdout)
+    [report] = json.loads(check(pyz, tmp_path, "--json").stdout)
     assert report["toolsTotal"] == 13
     # echo + get-annotated-message, get-resource-links, get-resource-reference, get-structured-content, get-sum, get-tiny-image
     assert report["tools"] == 7
 
 
-def test_failures_are_reported_per_server(zipapp, tmp_path):
+def test_failures_are_reported_per_server(pyz, tmp_path):
     http_peer = start_fixture("http", "--require-header", "Authorization=Bearer right")
     try:
         config = {"mcpServers": {
@@ -92,7 +80,7 @@ def test_failures_are_reported_per_server(zipapp, tmp_path):
             "off": {"command": "nothing-here", "disabled": True},
         }}
         (tmp_path / ".toolscript.json").write_text(json.dumps(config))
-        result = check(zipapp, tmp_path)
+        result = check(pyz, tmp_path)
         out = result.stdout
         assert result.returncode == 1
         assert "off" not in [l.split()[0] for l in out.splitlines() if l.strip()]  # disabled servers are not checked
@@ -102,7 +90,7 @@ def test_failures_are_reported_per_server(zipapp, tmp_path):
         assert out.splitlines()[-1] == "1 of 4 servers connected; 3 failed"
 
         # Naming a server checks only it (even a disabled one); exit 0 when it connects.
-        only = check(zipapp, tmp_path, "good")
+        only = check(pyz, tmp_path, "good")
         assert only.returncode == 0 and only.stdout.splitlines()[-1] == "1 of 1 servers connected"
     finally:
         http_peer.stop()

@@ -126,6 +126,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else 2
+    except BrokenPipeError:
+        # ``toolscript --help | true``: before 3.11 argparse lets this escape.
+        _silence_stdout()
+        return 0
     log.setup(args.verbose)
     # ``--config a,b`` replaces the default file list (None: the defaults, or TOOLSCRIPT_CONFIG).
     args.config_paths = [p.strip() for p in args.config.split(",") if p.strip()] if args.config else None

@@ -1,0 +1,280 @@
+"""Shared test support: the built zipapp, CLI runners, a Python 3.9 finder, a hard per-test limit.
+
+Stdlib only (plus pytest) and Python 3.9 compatible, like everything in tests/.
+
+* ``pyz`` (session fixture): ``build_pyz.build()`` into a temp dir; the path of the archive.
+* ``run_cli(*args, env=None, cwd=None, input=None, python=sys.executable, timeout=60)``:
+  ``python -m toolscript ARGS`` from the checkout (PYTHONPATH = repo root).
+* ``run_pyz(pyz, *args, python=sys.executable, isolated=True, ...)``: ``python -I PYZ ARGS``.
+* ``find_python39()``: a working Python 3.9 interpreter, or skip (fail under
+  ``TOOLSCRIPT_REQUIRE_PEERS=1``).
+* ``clean_env``: an environment with ``HOME`` set to an empty temp dir and none of the
+  variables that change toolscript's behaviour (``TOOLSCRIPT_CONFIG``, ``DEBUG``).
+
+Every subprocess call here has a timeout.  On top of that each test has a hard
+limit (SIGALRM, where available): ``TOOLSCRIPT_TEST_TIMEOUT`` seconds (default
+300), or ``@pytest.mark.timeout(N)`` for one test.
+"""
+
+import glob
+import os
+import signal
+import subprocess
+import sys
+import threading
+from typing import Dict, Iterator, List, Mapping, Optional
+
+import pytest
+
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.dirname(TESTS_DIR)
+
+# ``import peers`` from tests, and ``import toolscript`` / ``import build_pyz`` from the checkout.
+for _path in (REPO_ROOT, TESTS_DIR):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
+DEFAULT_TIMEOUT = 60.0  # seconds, for every subprocess a test starts
+_HARD_LIMIT_ENV = "TOOLSCRIPT_TEST_TIMEOUT"
+_HARD_LIMIT_DEFAULT = 300.0
+# Variables that change what toolscript does; tests start without them.
+_BEHAVIOUR_VARS = ("TOOLSCRIPT_CONFIG", "DEBUG", "PYTHONSTARTUP", "PYTHONWARNINGS", "PYTHONHOME")
+
+
+def require_peers() -> bool:
+    """True when a missing prerequisite must fail the run instead of skipping (CI)."""
+    return os.environ.get("TOOLSCRIPT_REQUIRE_PEERS") == "1"
+
+
+def missing_prerequisite(reason: str) -> None:
+    """Skip the test, or fail it under ``TOOLSCRIPT_REQUIRE_PEERS=1``."""
+    if require_peers():
+        pytest.fail(f"{reason} (TOOLSCRIPT_REQUIRE_PEERS=1)", pytrace=False)
+    pytest.skip(reason)
+
+
+# --- running toolscript -----------------------------------------------------
+
+
+def _with_pythonpath(env: Optional[Mapping[str, str]]) -> Dict[str, str]:
+    result = dict(os.environ if env is None else env)
+    result["PYTHONPATH"] = REPO_ROOT
+    return result
+
+
+def run_cli(
+    *args: str,
+    env: Optional[Mapping[str, str]] = None,
+    cwd: Optional[str] = None,
+    input: Optional[str] = None,
+    python: str = sys.executable,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> "subprocess.CompletedProcess[str]":
+    """Run ``python -m toolscript ARGS`` from the checkout; text stdout/stderr, never raises on exit status.
+
+    ``env`` is the whole environment (default: this process's); PYTHONPATH is
+    always set to the repository root so the checkout's package is the one run.
+    """
+    return subprocess.run(
+        [python, "-m", "toolscript", *map(str, args)],
+        env=_with_pythonpath(env),
+        cwd=None if cwd is None else str(cwd),
+        input=input,
+        stdin=None if input is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def run_pyz(
+    pyz: str,
+    *args: str,
+    python: str = sys.executable,
+    isolated: bool = True,
+    env: Optional[Mapping[str, str]] = None,
+    cwd: Optional[str] = None,
+    input: Optional[str] = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> "subprocess.CompletedProcess[str]":
+    """Run the zipapp: ``python -I PYZ ARGS`` (``isolated=False`` drops the ``-I``)."""
+    argv: List[str] = [python] + (["-I"] if isolated else []) + [str(pyz)] + list(map(str, args))
+    return subprocess.run(
+        argv,
+        env=None if env is None else dict(env),
+        cwd=None if cwd is None else str(cwd),
+        input=input,
+        stdin=None if input is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(name="run_cli")
+def _run_cli_fixture():
+    """The :func:`run_cli` function."""
+    return run_cli
+
+
+@pytest.fixture(name="run_pyz")
+def _run_pyz_fixture():
+    """The :func:`run_pyz` function."""
+    return run_pyz
+
+
+@pytest.fixture(scope="session")
+def pyz(tmp_path_factory) -> str:
+    """``build_pyz.build()`` of the checkout into a temp dir; the archive's path."""
+    import build_pyz
+
+    out = tmp_path_factory.mktemp("pyz") / "toolscript.pyz"
+    return build_pyz.build(str(out))
+
+
+@pytest.fixture
+def empty_home(tmp_path) -> str:
+    """An empty directory to use as ``HOME``."""
+    home = tmp_path / "home"
+    home.mkdir()
+    return str(home)
+
+
+@pytest.fixture
+def workdir(tmp_path) -> str:
+    """An empty directory to run commands in (no ./.toolscript.json)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    return str(work)
+
+
+@pytest.fixture
+def clean_env(empty_home) -> Dict[str, str]:
+    """This process's environment with ``HOME`` empty and no toolscript-relevant variables."""
+    env = {k: v for k, v in os.environ.items() if k not in _BEHAVIOUR_VARS}
+    env["HOME"] = empty_home
+    return env
+
+
+# --- Python 3.9 ---------------------------------------------------------------
+
+
+def _python_version(python: str) -> Optional[tuple]:
+    """``sys.version_info[:2]`` of ``python``, or None if it does not run (e.g. a pyenv shim)."""
+    try:
+        proc = subprocess.run(
+            [python, "-c", "import sys;print(sys.version_info[:2])"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    try:
+        major, minor = proc.stdout.strip().strip("()").split(",")
+        return int(major), int(minor)
+    except ValueError:
+        return None
+
+
+def python39_candidates() -> List[str]:
+    """Where a Python 3.9 may live, in the order they are tried."""
+    import shutil
+
+    candidates: List[str] = []
+    explicit = os.environ.get("TOOLSCRIPT_PYTHON39", "").strip()
+    if explicit:
+        candidates.append(explicit)
+    on_path = shutil.which("python3.9")
+    if on_path:
+        candidates.append(on_path)
+    candidates += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.9*/bin/python3")), reverse=True)
+    candidates.append("/usr/bin/python3.9")
+    return candidates
+
+
+def find_python39() -> str:
+    """The path of a working Python 3.9 interpreter; skip (or fail under REQUIRE_PEERS) if none.
+
+    ``TOOLSCRIPT_PYTHON39`` wins; then ``python3.9`` on PATH if it really runs
+    (pyenv shims exist but fail), then ``~/.pyenv/versions/3.9*/bin/python3``
+    and ``/usr/bin/python3.9``.
+    """
+    tried = []
+    for candidate in python39_candidates():
+        if candidate in tried:
+            continue
+        tried.append(candidate)
+        if _python_version(candidate) == (3, 9):
+            return candidate
+    missing_prerequisite(
+        "no working Python 3.9 found (tried: " + ", ".join(tried) + "); "
+        "set TOOLSCRIPT_PYTHON39=/path/to/python3.9"
+    )
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+@pytest.fixture(scope="session")
+def python39() -> str:
+    """:func:`find_python39` as a fixture."""
+    return find_python39()
+
+
+# --- hard per-test limit --------------------------------------------------------
+
+
+class HardTimeout(Exception):
+    """A test ran past its hard limit."""
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        f"timeout(seconds): hard limit for one test (default ${_HARD_LIMIT_ENV} or {_HARD_LIMIT_DEFAULT:g} s)",
+    )
+
+
+def _limit_for(item) -> float:
+    marker = item.get_closest_marker("timeout")
+    if marker is not None and marker.args:
+        return float(marker.args[0])
+    try:
+        return float(os.environ.get(_HARD_LIMIT_ENV, _HARD_LIMIT_DEFAULT))
+    except ValueError:
+        return _HARD_LIMIT_DEFAULT
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem) -> Iterator[None]:
+    """Interrupt a test (setup, call and teardown together) that runs past its limit.
+
+    Uses SIGALRM, so it only works on POSIX and in the main thread; elsewhere
+    the subprocess timeouts are the only guard.
+    """
+    limit = _limit_for(item)
+    usable = (
+        limit > 0
+        and hasattr(signal, "SIGALRM")
+        and threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, signal.SIG_IGN, None)
+    )
+    if not usable:
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise HardTimeout(f"{item.nodeid} exceeded its hard limit of {limit:g} s")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
