@@ -1,0 +1,736 @@
+"""The tool executor (toolscript.tools) and the five built-in tools (toolscript.builtins)."""
+
+import base64
+import datetime
+import logging
+import os
+import re
+import time
+
+import pytest
+
+from toolscript import builtins, jsonschema
+from toolscript.builtins import builtin_specs, resolve_path, select_builtins
+from toolscript.errors import UserError
+from toolscript.tools import (
+    DEFAULT_TIMEOUT,
+    ERROR_EXECUTION,
+    ERROR_INVALID_ARGS,
+    ERROR_TOOL_NOT_FOUND,
+    ToolCall,
+    ToolContext,
+    ToolFailure,
+    ToolResult,
+    ToolSpec,
+    execute,
+)
+
+OUTSIDE = "is outside the workspace"
+ALLOWED_SUFFIX = "only files under the workspace roots are allowed"
+
+
+# --- fixtures and helpers -------------------------------------------------------
+
+
+@pytest.fixture
+def root(tmp_path) -> str:
+    """An empty workspace root, realpath'd as the CLI would pass it."""
+    path = tmp_path / "root"
+    path.mkdir()
+    return os.path.realpath(str(path))
+
+
+@pytest.fixture
+def ctx(root) -> ToolContext:
+    return ToolContext(workspace_roots=[root])
+
+
+def write(path: str, content=b"") -> str:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as handle:
+        handle.write(content if isinstance(content, bytes) else content.encode("utf-8"))
+    return path
+
+
+def run(name: str, ctx: ToolContext, **args) -> ToolResult:
+    return execute(builtin_specs(), ToolCall(name=name, args=args), ctx)
+
+
+def ok_data(result: ToolResult):
+    assert result.ok, result.error
+    return result.data
+
+
+def error_of(result: ToolResult):
+    assert not result.ok, result.data
+    return result.error["code"], result.error["message"]
+
+
+def outside_message(path: str, *roots: str) -> str:
+    return f'path "{path}" is outside the workspace ({", ".join(roots)}); {ALLOWED_SUFFIX}'
+
+
+def spec(name="t", handler=None, schema=None, **kwargs) -> ToolSpec:
+    return ToolSpec(
+        name=name,
+        description=f"test tool {name}",
+        input_schema=schema if schema is not None else {"type": "object"},
+        handler=handler or (lambda args, context: {"got": args}),
+        **kwargs,
+    )
+
+
+# --- executor -------------------------------------------------------------------
+
+
+def test_unknown_tool_lists_known_names(ctx):
+    registry = {"a.one": spec("a.one"), "b.two": spec("b.two")}
+    result = execute(registry, ToolCall(name="nope", args={}), ctx)
+    assert error_of(result) == (ERROR_TOOL_NOT_FOUND, 'unknown tool "nope"; known tools: a.one, b.two')
+    assert result.data is None
+
+
+def test_unknown_tool_lists_at_most_ten_names(ctx):
+    registry = {f"t{i:02d}": spec(f"t{i:02d}") for i in range(12)}
+    _, message = error_of(execute(registry, ToolCall(name="x", args={}), ctx))
+    shown = ", ".join(f"t{i:02d}" for i in range(10))
+    assert message == f'unknown tool "x"; known tools: {shown} (and 2 more)'
+
+
+def test_unknown_tool_with_empty_registry(ctx):
+    assert error_of(execute({}, ToolCall(name="x", args={}), ctx)) == (
+        ERROR_TOOL_NOT_FOUND,
+        'unknown tool "x"; no tools are available',
+    )
+
+
+@pytest.mark.parametrize(
+    "args, kind",
+    [([1, 2], "array"), ("text", "string"), (None, "null"), (3, "integer"), (True, "boolean")],
+)
+def test_args_must_be_an_object(ctx, args, kind):
+    called = []
+    registry = {"t": spec(handler=lambda a, c: called.append(a))}
+    result = execute(registry, ToolCall(name="t", args=args), ctx)
+    assert error_of(result) == (ERROR_INVALID_ARGS, f"arguments must be a JSON object, got {kind}")
+    assert called == []
+
+
+def test_invalid_args_wrong_type(ctx):
+    result = run("fs.read_file", ctx, path="a.txt", maxBytes="10")
+    assert error_of(result) == (ERROR_INVALID_ARGS, "/maxBytes: expected integer, got string")
+
+
+def test_invalid_args_missing_required(ctx):
+    result = run("fs.read_file", ctx)
+    assert error_of(result) == (ERROR_INVALID_ARGS, "/path: required property is missing")
+
+
+def test_invalid_args_unexpected_property(ctx):
+    result = run("fs.list_dir", ctx, path=".", bogus=1)
+    assert error_of(result) == (ERROR_INVALID_ARGS, "/bogus: unexpected property")
+
+
+def test_invalid_args_problems_joined_with_semicolons(ctx):
+    result = run("fs.list_dir", ctx, path=3, recursive="yes")
+    assert error_of(result) == (
+        ERROR_INVALID_ARGS,
+        "/path: expected string, got integer; /recursive: expected boolean, got string",
+    )
+
+
+@pytest.mark.parametrize("depth, message", [(0, "expected >= 1, got 0"), (33, "expected <= 32, got 33")])
+def test_invalid_args_max_depth_range(ctx, depth, message):
+    result = run("fs.list_dir", ctx, recursive=True, maxDepth=depth)
+    assert error_of(result) == (ERROR_INVALID_ARGS, "/maxDepth: " + message)
+
+
+def test_invalid_args_handler_not_called(ctx):
+    called = []
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "additionalProperties": False}
+    registry = {"t": spec(schema=schema, handler=lambda a, c: called.append(a))}
+    result = execute(registry, ToolCall(name="t", args={"n": "1"}), ctx)
+    assert error_of(result) == (ERROR_INVALID_ARGS, "/n: expected integer, got string")
+    assert called == []
+
+
+def test_handler_gets_args_and_context(ctx):
+    seen = []
+    registry = {"t": spec(handler=lambda a, c: seen.append((a, c)) or {"n": a["n"] + 1})}
+    result = execute(registry, ToolCall(name="t", args={"n": 1}), ctx)
+    assert ok_data(result) == {"n": 2}
+    assert seen == [({"n": 1}, ctx)]
+    assert result.error is None
+
+
+def test_tool_failure_becomes_execution_error(ctx):
+    def handler(args, context):
+        raise ToolFailure("the disk is on fire")
+
+    result = execute({"t": spec(handler=handler)}, ToolCall(name="t", args={}), ctx)
+    assert error_of(result) == (ERROR_EXECUTION, "the disk is on fire")
+
+
+def test_multi_line_failure_message_is_one_line(ctx):
+    def handler(args, context):
+        raise ToolFailure("first line\n  second line\n")
+
+    result = execute({"t": spec(handler=handler)}, ToolCall(name="t", args={}), ctx)
+    assert error_of(result) == (ERROR_EXECUTION, "first line second line")
+
+
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+def test_handler_crash_reports_type_and_logs_traceback(ctx):
+    def handler(args, context):
+        raise ValueError("boom")
+
+    # A handler of our own: log.setup() elsewhere in the session may stop propagation to caplog's.
+    logger = logging.getLogger("toolscript.tools")
+    capture, level = _Records(), logger.level
+    logger.addHandler(capture)
+    logger.setLevel(logging.DEBUG)
+    try:
+        result = execute({"t": spec(handler=handler)}, ToolCall(name="t", args={}), ctx)
+    finally:
+        logger.removeHandler(capture)
+        logger.setLevel(level)
+    assert error_of(result) == (ERROR_EXECUTION, "ValueError: boom")
+    tracebacks = [r for r in capture.records if r.exc_info and r.exc_info[1] is not None]
+    assert len(tracebacks) == 1
+    assert isinstance(tracebacks[0].exc_info[1], ValueError)
+
+
+def test_handler_crash_without_message(ctx):
+    def handler(args, context):
+        raise KeyError()
+
+    result = execute({"t": spec(handler=handler)}, ToolCall(name="t", args={}), ctx)
+    assert error_of(result) == (ERROR_EXECUTION, "KeyError")
+
+
+def test_handler_system_exit_does_not_escape(ctx):
+    def handler(args, context):
+        raise SystemExit(3)
+
+    result = execute({"t": spec(handler=handler)}, ToolCall(name="t", args={}), ctx)
+    assert error_of(result) == (ERROR_EXECUTION, "SystemExit: 3")
+
+
+def test_non_json_data_is_an_execution_error(ctx):
+    registry = {"t": spec(handler=lambda a, c: {"s": {1, 2}})}
+    code, message = error_of(execute(registry, ToolCall(name="t", args={}), ctx))
+    assert code == ERROR_EXECUTION
+    assert message.startswith('tool "t" returned data that is not JSON: TypeError: ')
+
+
+def test_timeout(ctx):
+    registry = {"slow": spec("slow", handler=lambda a, c: time.sleep(2), timeout=0.2)}
+    started = time.monotonic()
+    result = execute(registry, ToolCall(name="slow", args={}), ctx)
+    elapsed = time.monotonic() - started
+    assert elapsed < 1.5
+    assert error_of(result) == (ERROR_EXECUTION, 'tool "slow" timed out after 0.2s')
+    assert 150 <= result.meta["durationMs"] < 1500
+
+
+def test_meta_on_success_and_failure(ctx):
+    registry = {"t": spec()}
+    call = ToolCall(name="t", args={}, source="gateway")
+    for result in (
+        execute(registry, call, ctx),
+        execute(registry, ToolCall(name="t", args=[], source="gateway", id=call.id), ctx),
+        execute(registry, ToolCall(name="missing", args={}, source="gateway", id=call.id), ctx),
+    ):
+        assert set(result.meta) == {"tool", "callId", "source", "durationMs"}
+        assert result.meta["callId"] == call.id
+        assert result.meta["source"] == "gateway"
+        assert isinstance(result.meta["durationMs"], int) and result.meta["durationMs"] >= 0
+    assert execute(registry, call, ctx).meta["tool"] == "t"
+
+
+def test_duration_is_measured(ctx):
+    registry = {"t": spec(handler=lambda a, c: time.sleep(0.15) or {})}
+    result = execute(registry, ToolCall(name="t", args={}), ctx)
+    assert result.meta["durationMs"] >= 150
+
+
+def test_call_defaults():
+    first, second = ToolCall(name="t", args={}), ToolCall(name="t", args={})
+    assert first.source == "cli"
+    assert re.fullmatch(r"[0-9a-f]{12}", first.id)
+    assert first.id != second.id
+
+
+def test_result_to_dict(ctx):
+    registry = {"t": spec()}
+    good = execute(registry, ToolCall(name="t", args={"a": 1}), ctx).to_dict()
+    assert list(good) == ["ok", "data", "error", "meta"]
+    assert good["ok"] is True and good["error"] is None and good["data"] == {"got": {"a": 1}}
+    bad = execute(registry, ToolCall(name="zzz", args={}), ctx).to_dict()
+    assert list(bad) == ["ok", "data", "error", "meta"]
+    assert bad["ok"] is False and bad["data"] is None
+    assert set(bad["error"]) == {"code", "message"}
+    assert bad["meta"]["tool"] == "zzz"
+
+
+def test_failure_constructor_adds_extra_meta():
+    call = ToolCall(name="t", args={}, source="mcp")
+    result = ToolResult.failure(ERROR_EXECUTION, "nope", call, time.monotonic() - 0.05, server="s1")
+    assert result.ok is False
+    assert result.error == {"code": ERROR_EXECUTION, "message": "nope"}
+    assert result.meta["server"] == "s1"
+    assert result.meta["callId"] == call.id and result.meta["source"] == "mcp"
+    assert result.meta["durationMs"] >= 50
+
+
+def test_to_mcp():
+    plain = spec("x", schema={"type": "object"})
+    assert plain.to_mcp() == {"name": "x", "description": "test tool x", "inputSchema": {"type": "object"}}
+    with_output = spec("y", output_schema={"type": "object", "properties": {}})
+    assert with_output.to_mcp()["outputSchema"] == {"type": "object", "properties": {}}
+
+
+# --- built-in specs ---------------------------------------------------------------------
+
+
+def test_builtin_specs_order_and_timeouts():
+    specs = builtin_specs()
+    assert list(specs) == ["time.now", "tools.echo", "shell.pwd", "fs.list_dir", "fs.read_file"]
+    assert DEFAULT_TIMEOUT == 8.0
+    assert all(s.timeout == 8.0 and s.name == name for name, s in specs.items())
+
+
+def test_builtin_specs_are_fresh_objects():
+    first = builtin_specs()
+    first["fs.read_file"].input_schema["properties"].clear()
+    assert "path" in builtin_specs()["fs.read_file"].input_schema["properties"]
+
+
+def _all_properties(schema):
+    """Every (name, property-schema) in a schema, nested ones included."""
+    for name, prop in schema.get("properties", {}).items():
+        yield name, prop
+        yield from _all_properties(prop)
+        if isinstance(prop.get("items"), dict):
+            yield from _all_properties(prop["items"])
+
+
+@pytest.mark.parametrize("name", ["time.now", "tools.echo", "shell.pwd", "fs.list_dir", "fs.read_file"])
+def test_schemas_are_documented_and_closed(name):
+    tool = builtin_specs()[name]
+    assert tool.description
+    for schema in (tool.input_schema, tool.output_schema):
+        assert schema["type"] == "object"
+        assert schema["additionalProperties"] is (name == "tools.echo")
+        for prop_name, prop in _all_properties(schema):
+            assert prop.get("description"), f"{name}: {prop_name} has no description"
+    assert tool.to_mcp()["inputSchema"] is tool.input_schema
+
+
+# --- time.now, tools.echo, shell.pwd -----------------------------------------------------
+
+
+def test_time_now(ctx):
+    before = int(time.time() * 1000)
+    data = ok_data(run("time.now", ctx))
+    after = int(time.time() * 1000)
+    assert set(data) == {"timestamp", "iso"}
+    assert isinstance(data["timestamp"], int)
+    assert before - 1 <= data["timestamp"] <= after + 1
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", data["iso"])
+    parsed = datetime.datetime.strptime(data["iso"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    assert (parsed - epoch) // datetime.timedelta(milliseconds=1) == data["timestamp"]
+
+
+def test_time_now_refuses_arguments(ctx):
+    assert error_of(run("time.now", ctx, zone="UTC")) == (ERROR_INVALID_ARGS, "/zone: unexpected property")
+
+
+def test_echo_returns_the_input(ctx):
+    args = {"text": "hi", "n": 1.5, "nested": {"list": [1, None, True]}, "empty": {}}
+    assert ok_data(run("tools.echo", ctx, **args)) == args
+    assert ok_data(run("tools.echo", ctx)) == {}
+
+
+def test_pwd_is_first_root(tmp_path, root):
+    other = os.path.realpath(str(tmp_path))
+    data = ok_data(run("shell.pwd", ToolContext(workspace_roots=[root, other])))
+    assert data == {"cwd": root}
+
+
+def test_no_roots_is_an_execution_error():
+    assert error_of(run("shell.pwd", ToolContext(workspace_roots=[]))) == (
+        ERROR_EXECUTION,
+        "no workspace roots are configured",
+    )
+
+
+# --- fs.list_dir ----------------------------------------------------------------------
+
+
+def test_list_dir_top_level(root, ctx):
+    write(os.path.join(root, "b.txt"), b"12345")
+    write(os.path.join(root, "a.txt"), b"")
+    write(os.path.join(root, "sub", "inner.txt"), b"x")
+    os.symlink("a.txt", os.path.join(root, "link"))
+    data = ok_data(run("fs.list_dir", ctx))
+    assert data == {
+        "path": ".",
+        "entries": [
+            {"name": "a.txt", "path": "a.txt", "type": "file", "size": 0},
+            {"name": "b.txt", "path": "b.txt", "type": "file", "size": 5},
+            {"name": "link", "path": "link", "type": "symlink"},
+            {"name": "sub", "path": "sub", "type": "dir"},
+        ],
+        "truncated": False,
+    }
+
+
+def test_list_dir_other_type(root, ctx):
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs here")
+    os.mkfifo(os.path.join(root, "pipe"))
+    assert ok_data(run("fs.list_dir", ctx))["entries"] == [{"name": "pipe", "path": "pipe", "type": "other"}]
+
+
+def _tree(root):
+    # a/b/c/d/e/f.txt, plus a/top.txt
+    write(os.path.join(root, "a", "b", "c", "d", "e", "f.txt"), b"deep")
+    write(os.path.join(root, "a", "top.txt"), b"t")
+
+
+def test_list_dir_recursive_default_depth(root, ctx):
+    _tree(root)
+    paths = [e["path"] for e in ok_data(run("fs.list_dir", ctx, recursive=True))["entries"]]
+    assert paths == ["a", "a/b", "a/b/c", "a/b/c/d", "a/top.txt"]
+
+
+def test_list_dir_recursive_max_depth(root, ctx):
+    _tree(root)
+    paths = [e["path"] for e in ok_data(run("fs.list_dir", ctx, recursive=True, maxDepth=2))["entries"]]
+    assert paths == ["a", "a/b", "a/top.txt"]
+    paths = [e["path"] for e in ok_data(run("fs.list_dir", ctx, recursive=True, maxDepth=32))["entries"]]
+    assert paths == ["a", "a/b", "a/b/c", "a/b/c/d", "a/b/c/d/e", "a/b/c/d/e/f.txt", "a/top.txt"]
+
+
+def test_list_dir_max_depth_ignored_without_recursive(root, ctx):
+    _tree(root)
+    paths = [e["path"] for e in ok_data(run("fs.list_dir", ctx, maxDepth=5))["entries"]]
+    assert paths == ["a"]
+
+
+def test_list_dir_sorted_by_path(root, ctx):
+    for name in ["zeta", "Alpha", "beta", "_x", "10", "9"]:
+        write(os.path.join(root, "d", name), b"")
+    write(os.path.join(root, "c.txt"), b"")
+    data = ok_data(run("fs.list_dir", ctx, recursive=True))
+    paths = [e["path"] for e in data["entries"]]
+    assert paths == ["c.txt", "d", "d/10", "d/9", "d/Alpha", "d/_x", "d/beta", "d/zeta"]
+
+
+def test_list_dir_subdirectory(root, ctx):
+    write(os.path.join(root, "sub", "deeper", "x.txt"), b"xy")
+    data = ok_data(run("fs.list_dir", ctx, path="sub", recursive=True))
+    assert data["path"] == "sub"
+    assert data["entries"] == [
+        {"name": "deeper", "path": "deeper", "type": "dir"},
+        {"name": "x.txt", "path": "deeper/x.txt", "type": "file", "size": 2},
+    ]
+    assert ok_data(run("fs.list_dir", ctx, path=os.path.join(root, "sub")))["path"] == "sub"
+
+
+def test_list_dir_does_not_follow_symlinked_directories(root, ctx):
+    write(os.path.join(root, "real", "inside.txt"), b"")
+    os.symlink(os.path.join(root, "real"), os.path.join(root, "alias"))
+    paths_types = [(e["path"], e["type"]) for e in ok_data(run("fs.list_dir", ctx, recursive=True))["entries"]]
+    assert paths_types == [("alias", "symlink"), ("real", "dir"), ("real/inside.txt", "file")]
+
+
+def test_list_dir_symlink_loop_is_harmless(root, ctx):
+    os.symlink(".", os.path.join(root, "self"))
+    entries = ok_data(run("fs.list_dir", ctx, recursive=True, maxDepth=32))["entries"]
+    assert entries == [{"name": "self", "path": "self", "type": "symlink"}]
+
+
+def test_list_dir_truncates(root, ctx, monkeypatch):
+    monkeypatch.setattr(builtins, "MAX_LIST_ENTRIES", 3)
+    for name in ["e", "d", "c", "b", "a"]:
+        write(os.path.join(root, name), b"")
+    data = ok_data(run("fs.list_dir", ctx))
+    assert [e["path"] for e in data["entries"]] == ["a", "b", "c"]
+    assert data["truncated"] is True
+
+
+def test_list_dir_truncates_while_recursing(root, ctx, monkeypatch):
+    monkeypatch.setattr(builtins, "MAX_LIST_ENTRIES", 3)
+    for name in ["a/1", "a/2", "a/3", "b"]:
+        write(os.path.join(root, name), b"")
+    data = ok_data(run("fs.list_dir", ctx, recursive=True))
+    assert [e["path"] for e in data["entries"]] == ["a", "a/1", "a/2"]
+    assert data["truncated"] is True
+
+
+def test_list_dir_exactly_at_the_cap_is_not_truncated(root, ctx, monkeypatch):
+    monkeypatch.setattr(builtins, "MAX_LIST_ENTRIES", 3)
+    for name in ["a", "b", "c"]:
+        write(os.path.join(root, name), b"")
+    data = ok_data(run("fs.list_dir", ctx))
+    assert len(data["entries"]) == 3
+    assert data["truncated"] is False
+
+
+def test_list_dir_default_cap_is_5000():
+    assert builtins.MAX_LIST_ENTRIES == 5000
+    assert "5000 entries" in builtin_specs()["fs.list_dir"].description
+
+
+def test_list_dir_errors(root, ctx):
+    write(os.path.join(root, "f.txt"), b"")
+    assert error_of(run("fs.list_dir", ctx, path="f.txt")) == (ERROR_EXECUTION, 'path "f.txt" is not a directory')
+    assert error_of(run("fs.list_dir", ctx, path="nope")) == (ERROR_EXECUTION, 'path "nope" does not exist')
+
+
+# --- fs.read_file ----------------------------------------------------------------------
+
+
+def test_read_text_file(root, ctx):
+    write(os.path.join(root, "notes", "a.md"), "héllo\nwörld ✓\n")
+    data = ok_data(run("fs.read_file", ctx, path="notes/a.md"))
+    assert data == {
+        "path": "notes/a.md",
+        "size": len("héllo\nwörld ✓\n".encode("utf-8")),
+        "encoding": "utf-8",
+        "content": "héllo\nwörld ✓\n",
+    }
+
+
+def test_read_binary_file_as_base64(root, ctx):
+    blob = bytes(range(256))
+    write(os.path.join(root, "blob.bin"), blob)
+    data = ok_data(run("fs.read_file", ctx, path="blob.bin"))
+    assert data["encoding"] == "base64"
+    assert data["size"] == 256
+    assert base64.b64decode(data["content"]) == blob
+
+
+def test_read_nul_bytes_as_base64(root, ctx):
+    write(os.path.join(root, "z.bin"), b"abc\x00def")
+    data = ok_data(run("fs.read_file", ctx, path="z.bin"))
+    assert (data["encoding"], base64.b64decode(data["content"])) == ("base64", b"abc\x00def")
+
+
+def test_read_empty_file(root, ctx):
+    write(os.path.join(root, "empty"), b"")
+    data = ok_data(run("fs.read_file", ctx, path="empty"))
+    assert (data["size"], data["encoding"], data["content"]) == (0, "utf-8", "")
+
+
+def test_read_over_default_max_bytes_is_an_error(root, ctx):
+    write(os.path.join(root, "big.txt"), b"x" * 300000)
+    assert error_of(run("fs.read_file", ctx, path="big.txt")) == (
+        ERROR_EXECUTION,
+        "file is 300000 bytes, over maxBytes 204800; ask for a larger maxBytes or read a smaller file",
+    )
+    data = ok_data(run("fs.read_file", ctx, path="big.txt", maxBytes=300000))
+    assert data["size"] == 300000 and len(data["content"]) == 300000
+
+
+def test_read_max_bytes_boundary(root, ctx):
+    write(os.path.join(root, "ten"), b"0123456789")
+    assert ok_data(run("fs.read_file", ctx, path="ten", maxBytes=10))["content"] == "0123456789"
+    assert error_of(run("fs.read_file", ctx, path="ten", maxBytes=9)) == (
+        ERROR_EXECUTION,
+        "file is 10 bytes, over maxBytes 9; ask for a larger maxBytes or read a smaller file",
+    )
+
+
+def test_read_max_bytes_must_be_positive(root, ctx):
+    result = run("fs.read_file", ctx, path="x", maxBytes=0)
+    assert error_of(result) == (ERROR_INVALID_ARGS, "/maxBytes: expected >= 1, got 0")
+
+
+def test_read_directory_is_an_error(root, ctx):
+    os.mkdir(os.path.join(root, "dir"))
+    assert error_of(run("fs.read_file", ctx, path="dir")) == (
+        ERROR_EXECUTION,
+        'path "dir" is a directory, not a regular file; use fs.list_dir to list it',
+    )
+    assert error_of(run("fs.read_file", ctx, path="."))[1].startswith('path "." is a directory')
+
+
+def test_read_fifo_is_an_error_and_does_not_block(root, ctx):
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs here")
+    os.mkfifo(os.path.join(root, "pipe"))
+    assert error_of(run("fs.read_file", ctx, path="pipe")) == (ERROR_EXECUTION, 'path "pipe" is not a regular file')
+
+
+def test_read_missing_file(ctx):
+    assert error_of(run("fs.read_file", ctx, path="nope.txt")) == (ERROR_EXECUTION, 'path "nope.txt" does not exist')
+
+
+def test_read_symlink_inside_the_workspace(root, ctx):
+    write(os.path.join(root, "real.txt"), "data")
+    os.symlink("real.txt", os.path.join(root, "alias.txt"))
+    data = ok_data(run("fs.read_file", ctx, path="alias.txt"))
+    assert (data["path"], data["content"]) == ("real.txt", "data")
+
+
+# --- workspace confinement ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["..", "../../etc/passwd", "/etc/passwd", "sub/../../x", "/"])
+def test_escapes_are_refused(root, ctx, path):
+    os.mkdir(os.path.join(root, "sub"))
+    with pytest.raises(ToolFailure) as info:
+        resolve_path(path, ctx)
+    assert str(info.value) == outside_message(path, root)
+    for tool in ("fs.read_file", "fs.list_dir"):
+        assert error_of(run(tool, ctx, path=path)) == (ERROR_EXECUTION, outside_message(path, root))
+
+
+def test_dotdot_that_stays_inside_is_allowed(root, ctx):
+    write(os.path.join(root, "a.txt"), "A")
+    os.mkdir(os.path.join(root, "sub"))
+    assert resolve_path("sub/../a.txt", ctx) == os.path.join(root, "a.txt")
+    assert ok_data(run("fs.read_file", ctx, path="sub/../a.txt"))["content"] == "A"
+
+
+def test_root_itself_is_allowed(root, ctx):
+    assert resolve_path(".", ctx) == root
+    assert resolve_path(root, ctx) == root
+    assert resolve_path("", ctx) == root
+    assert ok_data(run("fs.list_dir", ctx, path=root))["path"] == "."
+
+
+def test_symlink_pointing_out_is_refused(tmp_path, root, ctx):
+    outside = os.path.realpath(str(tmp_path / "secret"))
+    write(os.path.join(outside, "key.txt"), "s3cret")
+    os.symlink(outside, os.path.join(root, "out"))
+    os.symlink(os.path.join(outside, "key.txt"), os.path.join(root, "key-link.txt"))
+
+    for tool, path in [
+        ("fs.read_file", "key-link.txt"),
+        ("fs.read_file", "out/key.txt"),
+        ("fs.list_dir", "out"),
+        ("fs.list_dir", "out/"),
+    ]:
+        assert error_of(run(tool, ctx, path=path)) == (ERROR_EXECUTION, outside_message(path, root)), (tool, path)
+
+    # Listing the root shows the links but never what is behind them.
+    data = ok_data(run("fs.list_dir", ctx, recursive=True))
+    assert [(e["path"], e["type"]) for e in data["entries"]] == [("key-link.txt", "symlink"), ("out", "symlink")]
+
+
+def test_sibling_with_common_prefix_is_outside(tmp_path, root, ctx):
+    sibling = root + "2"
+    write(os.path.join(sibling, "f.txt"), "nope")
+    for path in [os.path.join(sibling, "f.txt"), "../root2/f.txt", sibling]:
+        with pytest.raises(ToolFailure) as info:
+            resolve_path(path, ctx)
+        assert str(info.value) == outside_message(path, root)
+    assert error_of(run("fs.read_file", ctx, path="../root2/f.txt"))[0] == ERROR_EXECUTION
+
+
+def test_second_root_is_allowed(tmp_path, root):
+    second = os.path.realpath(str(tmp_path / "second"))
+    write(os.path.join(second, "doc.txt"), "two")
+    elsewhere = os.path.realpath(str(tmp_path / "elsewhere"))
+    write(os.path.join(elsewhere, "x.txt"), "no")
+    ctx = ToolContext(workspace_roots=[root, second])
+
+    data = ok_data(run("fs.read_file", ctx, path=os.path.join(second, "doc.txt")))
+    # Absolute: relative, it would be read against the first root.
+    assert (data["path"], data["content"]) == (os.path.join(second, "doc.txt"), "two")
+    listing = ok_data(run("fs.list_dir", ctx, path=second))
+    assert listing["path"] == second
+    assert [e["path"] for e in listing["entries"]] == ["doc.txt"]
+
+    # Relative paths still start from the first root, and other places stay closed.
+    assert error_of(run("fs.read_file", ctx, path="doc.txt"))[1] == 'path "doc.txt" does not exist'
+    bad = os.path.join(elsewhere, "x.txt")
+    assert error_of(run("fs.read_file", ctx, path=bad))[1] == outside_message(bad, root, second)
+
+
+def test_symlink_into_second_root_is_allowed(tmp_path, root):
+    second = os.path.realpath(str(tmp_path / "second"))
+    write(os.path.join(second, "doc.txt"), "two")
+    os.symlink(os.path.join(second, "doc.txt"), os.path.join(root, "doc-link"))
+    ctx = ToolContext(workspace_roots=[root, second])
+    assert ok_data(run("fs.read_file", ctx, path="doc-link"))["content"] == "two"
+    assert error_of(run("fs.read_file", ToolContext(workspace_roots=[root]), path="doc-link"))[0] == ERROR_EXECUTION
+
+
+def test_nul_byte_in_path_is_refused(ctx):
+    for tool in ("fs.read_file", "fs.list_dir"):
+        assert error_of(run(tool, ctx, path="a\x00b")) == (
+            ERROR_EXECUTION,
+            'path "a\x00b" is not usable: it contains a NUL byte',
+        )
+
+
+# --- outputs match the published output schemas ----------------------------------------
+
+
+def test_outputs_match_output_schemas(root, ctx):
+    write(os.path.join(root, "d", "f.txt"), "x")
+    write(os.path.join(root, "b.bin"), b"\xff\xfe")
+    os.symlink("d", os.path.join(root, "l"))
+    specs = builtin_specs()
+    calls = [
+        ("time.now", {}),
+        ("tools.echo", {"a": [1]}),
+        ("shell.pwd", {}),
+        ("fs.list_dir", {"recursive": True}),
+        ("fs.read_file", {"path": "d/f.txt"}),
+        ("fs.read_file", {"path": "b.bin"}),
+    ]
+    for name, args in calls:
+        data = ok_data(execute(specs, ToolCall(name=name, args=args), ctx))
+        assert jsonschema.validate(data, specs[name].output_schema) == [], name
+    # The check itself can fail: a listing entry with a made-up type does not match.
+    bad = {"path": ".", "entries": [{"name": "x", "path": "x", "type": "weird"}], "truncated": False}
+    assert jsonschema.validate(bad, specs["fs.list_dir"].output_schema) != []
+
+
+# --- select_builtins --------------------------------------------------------------------
+
+
+def test_select_all_and_none():
+    assert list(select_builtins(True)) == list(builtin_specs())
+    assert select_builtins(False) == {}
+
+
+def test_select_list_keeps_builtin_order():
+    chosen = select_builtins(["fs.read_file", "time.now"])
+    assert list(chosen) == ["time.now", "fs.read_file"]
+    assert all(isinstance(s, ToolSpec) for s in chosen.values())
+    assert select_builtins([]) == {}
+
+
+def test_select_unknown_name():
+    with pytest.raises(UserError) as info:
+        select_builtins(["time.now", "fs.write_file"])
+    assert str(info.value) == (
+        'unknown built-in tool "fs.write_file"; known built-in tools: '
+        "time.now, tools.echo, shell.pwd, fs.list_dir, fs.read_file"
+    )
+    with pytest.raises(UserError) as info:
+        select_builtins(["a", "b"])
+    assert str(info.value).startswith('unknown built-in tools "a", "b"; known built-in tools: time.now, ')
+
+
+@pytest.mark.parametrize("setting", ["time.now", 1, None, [1]])
+def test_select_bad_setting(setting):
+    with pytest.raises(UserError) as info:
+        select_builtins(setting)
+    assert str(info.value) == "the built-in tools setting must be true, false or a list of tool names"
