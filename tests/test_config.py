@@ -546,6 +546,8 @@ def test_masked_view_masks_literals_and_shows_templates():
     assert view == {
         "files": [SRC],
         "warnings": ["w"],
+        "builtinTools": True,
+        "workspaceRoots": [],
         "servers": {
             "local": {
                 "type": "stdio",

@@ -32,7 +32,7 @@ import os
 import re
 import urllib.parse
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from toolscript.errors import UserError
 
@@ -41,7 +41,7 @@ DEFAULT_CALL_TIMEOUT = 60.0  # seconds
 
 DEFAULT_PATHS = ["~/.toolscript.json", "./.toolscript.json"]
 
-_TOP_LEVEL_KEYS = ["mcpServers", "$schema"]
+_TOP_LEVEL_KEYS = ["mcpServers", "builtinTools", "workspaceRoots", "$schema"]
 _SERVER_KEYS = [
     "type",
     "command",
@@ -128,6 +128,10 @@ class Config:
     servers: Dict[str, ServerConfig]  # insertion-ordered, disabled ones included
     files: List[str]  # files that existed and were read, in order
     warnings: List[str]  # one line each
+    # Built-in tools: True (all), False (none) or the names allowed.
+    builtin_tools: Union[bool, List[str]] = True
+    # Extra directories the file built-ins may read, besides the workspace itself.
+    workspace_roots: List[str] = field(default_factory=list)
 
     def enabled_servers(self) -> List[ServerConfig]:
         return [server for server in self.servers.values() if not server.disabled]
@@ -179,6 +183,7 @@ def load_config(
     files: List[str] = []
     warnings: List[str] = []
     problems: List[str] = []
+    settings: Dict[str, Any] = {}
     for path in selected:
         try:
             with open(path, "rb") as f:
@@ -199,7 +204,8 @@ def load_config(
             byte = data[exc.start]
             problems.append(f"{path}:{line}:{col}: file is not valid UTF-8 (byte 0x{byte:02x}); save it as UTF-8")
             continue
-        file_servers, file_warnings, file_problems = _parse(text, path, environ)
+        file_servers, file_warnings, file_problems, file_settings = _parse(text, path, environ)
+        settings.update(file_settings)  # later files win per setting, as per server
         warnings.extend(file_warnings)
         problems.extend(file_problems)
         # A later definition replaces the earlier one wholesale, and dict.update
@@ -207,14 +213,14 @@ def load_config(
         servers.update(file_servers)
     if problems:
         raise ConfigError(problems, warnings)
-    return Config(servers=servers, files=files, warnings=warnings)
+    return Config(servers=servers, files=files, warnings=warnings, **settings)
 
 
 def parse_config_text(
     text: str, source: str, *, environ: Mapping[str, str]
 ) -> Tuple[Dict[str, ServerConfig], List[str]]:
     """Parse one file's text; return ``(servers, warnings)`` or raise ``ConfigError``."""
-    servers, warnings, problems = _parse(text, source, environ)
+    servers, warnings, problems, _ = _parse(text, source, environ)
     if problems:
         raise ConfigError(problems, warnings)
     return servers, warnings
@@ -255,7 +261,13 @@ def masked_view(config: Config) -> Dict[str, Any]:
             view["disabled"] = True
         view["source"] = server.source
         servers[name] = view
-    return {"files": list(config.files), "servers": servers, "warnings": list(config.warnings)}
+    return {
+        "files": list(config.files),
+        "servers": servers,
+        "builtinTools": config.builtin_tools,
+        "workspaceRoots": list(config.workspace_roots),
+        "warnings": list(config.warnings),
+    }
 
 
 # --- file selection ---------------------------------------------------------
@@ -299,43 +311,66 @@ def _resolve_path(path: str, base: str, environ: Mapping[str, str]) -> str:
 
 def _parse(
     text: str, source: str, environ: Mapping[str, str]
-) -> Tuple[Dict[str, ServerConfig], List[str], List[str]]:
-    """Parse one file's text into ``(servers, warnings, problems)``."""
+) -> Tuple[Dict[str, ServerConfig], List[str], List[str], Dict[str, Any]]:
+    """Parse one file's text into ``(servers, warnings, problems, settings)``.
+
+    ``settings`` holds the top-level keys other than ``mcpServers``, as
+    keyword arguments of ``Config``.
+    """
     servers: Dict[str, ServerConfig] = {}
     warnings: List[str] = []
     problems: List[str] = []
+    settings: Dict[str, Any] = {}
     if text.startswith("\ufeff"):
         text = text[1:]
     if not text.strip():
         problems.append(f'{source}: file is empty; write {{"mcpServers": {{}}}} or delete it')
-        return servers, warnings, problems
+        return servers, warnings, problems, settings
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         problems.append(f"{source}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}{_json_hint(text, exc)}")
-        return servers, warnings, problems
+        return servers, warnings, problems, settings
     except RecursionError:
         problems.append(f"{source}: invalid JSON: nested too deeply")
-        return servers, warnings, problems
+        return servers, warnings, problems, settings
     if not isinstance(document, dict):
         problems.append(f'{source}: top level must be a JSON object with "mcpServers"')
-        return servers, warnings, problems
+        return servers, warnings, problems, settings
     for key in document:
         if key not in _TOP_LEVEL_KEYS:
             hint = _did_you_mean(key, _TOP_LEVEL_KEYS)
             warnings.append(f"{source}: unknown top-level key {_quote(key)} ignored{hint}")
+    _parse_settings(document, source, environ, settings, problems)
     if "mcpServers" not in document:
         warnings.append(f'{source}: no "mcpServers" key; this file defines no servers')
-        return servers, warnings, problems
+        return servers, warnings, problems, settings
     entries = document["mcpServers"]
     if not isinstance(entries, dict):
         problems.append(f"{source}: mcpServers: expected an object, got {_json_type(entries)}")
-        return servers, warnings, problems
+        return servers, warnings, problems, settings
     for name, entry in entries.items():
         server = _parse_server(name, entry, source, environ, warnings, problems)
         if server is not None:
             servers[name] = server
-    return servers, warnings, problems
+    return servers, warnings, problems, settings
+
+
+def _parse_settings(document: Dict[str, Any], source: str, environ: Mapping[str, str], settings: Dict[str, Any], problems: List[str]) -> None:
+    """The gateway-wide keys: ``builtinTools`` and ``workspaceRoots``."""
+    if "builtinTools" in document:
+        value = document["builtinTools"]
+        if isinstance(value, bool) or (isinstance(value, list) and all(isinstance(v, str) and v for v in value)):
+            settings["builtin_tools"] = value
+        else:
+            problems.append(f"{source}: builtinTools: expected true, false or an array of tool names, got {_json_type(value)}")
+    if "workspaceRoots" in document:
+        value = document["workspaceRoots"]
+        if isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value):
+            base = os.path.dirname(os.path.abspath(source))
+            settings["workspace_roots"] = [_resolve_path(v, base, environ) for v in value]
+        else:
+            problems.append(f"{source}: workspaceRoots: expected an array of directory paths, got {_json_type(value)}")
 
 
 def _parse_server(

@@ -28,13 +28,14 @@ def open_session(
     *,
     on_tools_changed: Optional[Callable[[], None]] = None,
     on_log: Optional[Callable[[Dict[str, Any]], None]] = None,
+    on_close: Optional[Callable[[Exception], None]] = None,
 ) -> ClientSession:
     """Connect to ``server`` and complete the handshake within its connect timeout.
 
     Raises ``McpError`` (a ``UserError``) whose message says what went wrong
     and, for stdio servers, includes the tail of the server's stderr.
     """
-    callbacks = {"on_tools_changed": on_tools_changed, "on_log": on_log}
+    callbacks = {"on_tools_changed": on_tools_changed, "on_log": on_log, "on_close": on_close}
     timeout = server.connect_timeout
     if server.type == "stdio":
         transport = StdioTransport(server.command, server.args, server.env, server.cwd)

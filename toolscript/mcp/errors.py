@@ -36,3 +36,7 @@ class RequestTimeout(McpError):
     def __init__(self, message: str, seconds: Optional[float] = None) -> None:
         super().__init__(message)
         self.seconds = seconds
+
+
+class RequestCancelled(McpError):
+    """The caller gave up on the request (for example its own client cancelled)."""

@@ -20,11 +20,12 @@ A transport is any object with::
 
 import itertools
 import threading
+import time
 from typing import Any, Callable, Dict, List, Optional
 
 from toolscript import __version__, log
 from toolscript.mcp import jsonrpc
-from toolscript.mcp.errors import ConnectionClosed, McpError, RequestTimeout, SessionExpired
+from toolscript.mcp.errors import ConnectionClosed, McpError, RequestCancelled, RequestTimeout, SessionExpired
 
 logger = log.get("mcp.session")
 
@@ -58,12 +59,14 @@ class ClientSession:
         on_tools_changed: Optional[Callable[[], None]] = None,
         on_log: Optional[Callable[[Dict[str, Any]], None]] = None,
         on_notification: Optional[Callable[[Dict[str, Any]], None]] = None,
+        on_close: Optional[Callable[[Exception], None]] = None,
     ) -> None:
         self.transport = transport
         self.client_info = {"name": client_name, "version": client_version}
         self.on_tools_changed = on_tools_changed
         self.on_log = on_log
         self.on_notification = on_notification
+        self.on_close = on_close  # told when the server goes away on its own (crash, stream closed)
         self.protocol_version: Optional[str] = None
         self.server_info: Dict[str, Any] = {}
         self.server_capabilities: Dict[str, Any] = {}
@@ -139,22 +142,32 @@ class ClientSession:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         on_progress: Optional[ProgressCallback] = None,
+        cancel: Optional[threading.Event] = None,
     ) -> Any:
         """Send a request and wait for its result; raises JsonRpcError, RequestTimeout, McpError.
 
-        If an HTTP server forgot our session, the handshake is redone and the
+        Setting ``cancel`` abandons the request (the server is sent
+        ``notifications/cancelled``) and raises ``RequestCancelled``.  If an
+        HTTP server forgot our session, the handshake is redone and the
         request sent once more.
         """
         try:
-            return self._request_once(method, params, timeout, on_progress)
+            return self._request_once(method, params, timeout, on_progress, cancel)
         except SessionExpired:
             if self.protocol_version is None:
                 raise
             logger.info("the server forgot our session; initializing again")
             self.initialize(timeout)
-            return self._request_once(method, params, timeout, on_progress)
+            return self._request_once(method, params, timeout, on_progress, cancel)
 
-    def _request_once(self, method: str, params: Optional[Dict[str, Any]], timeout: float, on_progress: Optional[ProgressCallback]) -> Any:
+    def _request_once(
+        self,
+        method: str,
+        params: Optional[Dict[str, Any]],
+        timeout: float,
+        on_progress: Optional[ProgressCallback],
+        cancel: Optional[threading.Event] = None,
+    ) -> Any:
         if self.closed:
             raise self.close_reason or ConnectionClosed("the session is closed")
         request_id = next(self._ids)
@@ -172,7 +185,10 @@ class ClientSession:
                 self._progress[token] = on_progress
         try:
             self.transport.send(jsonrpc.request(request_id, method, params))
-            if not pending.event.wait(timeout):
+            if not self._wait(pending, timeout, cancel):
+                if cancel is not None and cancel.is_set():
+                    self._cancel(request_id, "cancelled by the client")
+                    raise RequestCancelled(f"{_describe(method, params)} was cancelled")
                 self._cancel(request_id, f"timed out after {timeout:g}s")
                 raise RequestTimeout(f"{_describe(method, params)} got no answer within {timeout:g}s", timeout)
             if pending.error is not None:
@@ -183,6 +199,22 @@ class ClientSession:
                 self._pending.pop(request_id, None)
                 if token:
                     self._progress.pop(token, None)
+
+    @staticmethod
+    def _wait(pending: _Pending, timeout: float, cancel: Optional[threading.Event]) -> bool:
+        """Wait for the answer; False on timeout or cancellation."""
+        if cancel is None:
+            return pending.event.wait(timeout)
+        deadline = time.monotonic() + timeout
+        # Poll the cancel flag: an answer still wakes us at once, a
+        # cancellation is noticed within the poll interval.
+        while not cancel.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            if pending.event.wait(min(remaining, 0.05)):
+                return True
+        return pending.event.is_set()
 
     def _cancel(self, request_id: Any, reason: str) -> None:
         if hasattr(self.transport, "abandon"):
@@ -224,6 +256,7 @@ class ClientSession:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         on_progress: Optional[ProgressCallback] = None,
+        cancel: Optional[threading.Event] = None,
     ) -> Dict[str, Any]:
         """Call a tool; the CallToolResult comes back whole (content, structuredContent, isError, _meta).
 
@@ -231,7 +264,8 @@ class ClientSession:
         an exception.  Protocol failures (unknown tool, bad params) raise
         ``JsonRpcError``.
         """
-        result = self.request("tools/call", {"name": name, "arguments": arguments or {}}, timeout=timeout, on_progress=on_progress)
+        params = {"name": name, "arguments": arguments or {}}
+        result = self.request("tools/call", params, timeout=timeout, on_progress=on_progress, cancel=cancel)
         if not isinstance(result, dict):
             raise McpError(f"the server answered tools/call {name!r} with {type(result).__name__}, not an object")
         return result
@@ -306,9 +340,15 @@ class ClientSession:
     def _on_close(self, error: Optional[Exception]) -> None:
         if error is not None:
             logger.debug("connection closed: %s", error)
+        unexpected = not self.closed and error is not None
         self.closed = True
         self.close_reason = error or ConnectionClosed("the session was closed")
         self._fail_all(self.close_reason)
+        if unexpected and self.on_close is not None:
+            try:
+                self.on_close(self.close_reason)
+            except Exception:
+                logger.exception("the on_close callback failed")
 
     def _fail_all(self, error: Optional[Exception]) -> None:
         with self._lock:
