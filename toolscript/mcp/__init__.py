@@ -7,4 +7,5 @@ It knows nothing of gateways, hooks or Claude.  Layers, bottom up:
 - ``stdio``, ``streamable_http``, ``legacy_sse``   transports (move JSON-RPC messages)
 - ``session``          ``ClientSession``: handshake, requests, notifications
 - ``connect``          pick and open the transport for a configured server
+- ``server``           the server side: a Streamable HTTP endpoint serving a tool provider
 """

@@ -1,0 +1,771 @@
+"""The server side of MCP's Streamable HTTP transport (legacy era, 2024-11-05 … 2025-11-25).
+
+``McpHttpEndpoint`` serves the tools of a *provider* (any object with
+``list_tools``, ``call_tool`` and ``add_listener``) as one MCP endpoint.  The
+HTTP server around it is the caller's: its request handler checks whatever it
+wants (auth, Host, Origin), reads the body and then calls
+``endpoint.handle(handler, body)``, which writes the whole response.
+
+What goes on the wire:
+
+- POST carries one JSON-RPC message (or a 2025-03-26 batch array).  Requests
+  are answered with ``application/json``; notifications and responses with
+  ``202``.  ``initialize`` mints a session (``Mcp-Session-Id``); everything
+  else must name a live one (400 without, 404 for an unknown or ended one).
+- ``tools/call`` runs in the request's thread.  Its answer starts out as plain
+  JSON (one write, connection kept alive), and switches to an SSE stream the
+  moment the tool reports progress or logs, or once it has run for
+  ``STREAM_AFTER_SECONDS``: then the client gets headers at once and keep-alive
+  comments while it waits, so its read timeout does not fire on a slow tool.
+- GET opens the session's stream for ``notifications/tools/list_changed``.
+- DELETE ends a session; in-flight calls see their ``cancelled`` event set.
+
+No event ids are sent, so clients never try to resume a stream (resumption is
+optional and would need an event store).
+"""
+
+import base64
+import binascii
+import http.server
+import json
+import queue
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
+
+from toolscript import log
+from toolscript.mcp import jsonrpc
+from toolscript.mcp.session import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+
+logger = log.get("mcp.server")
+
+# RFC 5424 severities, lowest first, as MCP's logging/setLevel names them.
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+DEFAULT_LOG_LEVEL = "info"
+
+KEEPALIVE_SECONDS = 15.0  # ": keepalive" comment on a silent stream, so dead clients are noticed
+STREAM_AFTER_SECONDS = 1.0  # a tools/call silent this long is answered as SSE from then on
+WRITE_TIMEOUT_SECONDS = 30.0  # a stream write that blocks this long means the client stopped reading
+_TICK_SECONDS = 0.25  # how often the housekeeping thread looks at calls and sessions
+
+_JSON = "application/json"
+_SSE = "text/event-stream"
+_ALLOW = "GET, POST, DELETE"
+_KEEPALIVE_EVENT = b": keepalive\n\n"
+
+
+class UnknownTool(Exception):
+    """Raised by a provider for a tool it does not have; the client gets JSON-RPC -32602."""
+
+
+@dataclass
+class CallContext:
+    """What a provider's ``call_tool`` gets besides the arguments."""
+
+    request_id: Any
+    cancelled: threading.Event  # set on notifications/cancelled for this request, or when the session ends
+    # (progress, total, message) -> notifications/progress with the client's
+    # progressToken; a no-op if it gave none.  total and message default to None.
+    progress: Callable[[float, Optional[float], Optional[str]], None]
+    # (level, data, logger) -> notifications/message, unless level is below the
+    # session's logging/setLevel level (default info).  logger defaults to None.
+    log: Callable[[str, Any, Optional[str]], None]
+
+
+class ToolProvider(Protocol):
+    """The tools an endpoint serves."""
+
+    def list_tools(self) -> List[Dict[str, Any]]:
+        """MCP Tool objects, passed through verbatim (``description`` is added if missing)."""
+
+    def call_tool(self, name: str, arguments: Dict[str, Any], call: CallContext) -> Dict[str, Any]:
+        """A CallToolResult.  Raise UnknownTool for -32602; any other exception becomes an isError result."""
+
+    def add_listener(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` whenever the tool list changes; return a function that unsubscribes it."""
+
+
+# -- writing responses ---------------------------------------------------------------
+
+
+def _head(handler: http.server.BaseHTTPRequestHandler, status: int, headers: List[Tuple[str, str]]) -> bytes:
+    """Status line and headers, built by hand so headers and body leave in one write.
+
+    ``send_response`` and friends would flush the headers on their own and the
+    body after, and two small writes cost a 40 ms Nagle/delayed-ACK stall.
+    """
+    reason = handler.responses.get(status, ("",))[0]
+    lines = [
+        f"{handler.protocol_version} {status} {reason}",
+        f"Server: {handler.version_string()}",
+        f"Date: {handler.date_time_string()}",
+    ]
+    lines += [f"{name}: {value}" for name, value in headers]
+    if handler.close_connection:
+        lines.append("Connection: close")
+    handler.log_request(status)
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def _write(handler: http.server.BaseHTTPRequestHandler, data: bytes) -> bool:
+    """Write and flush; False (and the connection marked for closing) if the client is gone."""
+    try:
+        handler.wfile.write(data)
+        handler.wfile.flush()
+        return True
+    except (OSError, ValueError) as exc:  # ValueError: the file was closed under us
+        logger.debug("client went away while writing: %s", exc)
+        handler.close_connection = True
+        return False
+
+
+def _send(handler: http.server.BaseHTTPRequestHandler, status: int, body: bytes = b"", headers: Optional[List[Tuple[str, str]]] = None) -> None:
+    fields = list(headers or [])
+    if body:
+        fields.insert(0, ("Content-Type", _JSON))
+    fields.append(("Content-Length", str(len(body))))
+    _write(handler, _head(handler, status, fields) + body)
+
+
+def _send_error(handler: http.server.BaseHTTPRequestHandler, status: int, code: int, message: str, headers: Optional[List[Tuple[str, str]]] = None) -> None:
+    """An HTTP error whose body is a JSON-RPC error with a null id, as the SDKs answer."""
+    _send(handler, status, jsonrpc.encode(jsonrpc.error(None, code, message)), headers)
+
+
+def _start_stream(handler: http.server.BaseHTTPRequestHandler) -> bytes:
+    """The head of an SSE response.  The stream ends when the connection closes."""
+    handler.close_connection = True
+    try:
+        # A client that stops reading must not pin this thread (or a
+        # notifying provider thread) forever; reads are over by now.
+        handler.connection.settimeout(WRITE_TIMEOUT_SECONDS)
+    except (AttributeError, OSError):
+        pass
+    headers = [("Content-Type", _SSE), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no")]
+    return _head(handler, 200, headers)
+
+
+def _event(data: bytes) -> bytes:
+    """One SSE event carrying one encoded message (``encode`` never emits a raw newline)."""
+    return b"event: message\ndata: " + data + b"\n\n"
+
+
+def _encode(message: Dict[str, Any]) -> bytes:
+    """Encode a response, turning a provider's unserializable result into -32603."""
+    try:
+        return jsonrpc.encode(message)
+    except (TypeError, ValueError) as exc:
+        logger.warning("answer to request %r is not JSON: %s", message.get("id"), exc)
+        return jsonrpc.encode(jsonrpc.error(message.get("id"), jsonrpc.INTERNAL_ERROR, f"Internal error: the result is not JSON ({exc})"))
+
+
+# -- request headers -----------------------------------------------------------------
+
+
+def _header(handler: http.server.BaseHTTPRequestHandler, name: str) -> Optional[str]:
+    value = handler.headers.get(name)
+    return value.strip() if isinstance(value, str) else None
+
+
+def _accepts(handler: http.server.BaseHTTPRequestHandler, media_type: str) -> bool:
+    """Does ``Accept`` allow ``media_type``?  Wildcards count (RFC 9110), as in the Python SDK."""
+    wanted = {media_type, media_type.split("/")[0] + "/*", "*/*"}
+    for value in handler.headers.get_all("Accept") or []:
+        for item in value.split(","):
+            if item.split(";")[0].strip().lower() in wanted:
+                return True
+    return False
+
+
+# -- sessions ------------------------------------------------------------------------
+
+
+class _Session:
+    """One client's state between ``initialize`` and DELETE (or idleness)."""
+
+    def __init__(self, session_id: str, protocol_version: str) -> None:
+        self.id = session_id
+        self.protocol_version = protocol_version
+        self.initialized = False  # notifications/initialized arrived
+        self.log_level = LOG_LEVELS.index(DEFAULT_LOG_LEVEL)
+        self.last_used = time.monotonic()
+        self.ended = False
+        self.calls: Dict[Any, "_Call"] = {}  # in-flight tools/call by request id, for cancellation
+        self.stream: Optional["_GetStream"] = None
+        self.lock = threading.Lock()
+
+    def busy(self) -> bool:
+        return bool(self.calls) or self.stream is not None
+
+
+class _GetStream:
+    """The queue behind a session's GET stream; the GET's own thread writes it out."""
+
+    def __init__(self) -> None:
+        self.queue: "queue.Queue[Optional[Dict[str, Any]]]" = queue.Queue()
+        self._lock = threading.Lock()
+        self._changed_queued = False
+
+    def tools_changed(self) -> None:
+        # The provider may fire many changes in a row; one queued notice is enough.
+        with self._lock:
+            if self._changed_queued:
+                return
+            self._changed_queued = True
+        self.queue.put(jsonrpc.notification("notifications/tools/list_changed"))
+
+    def taken(self, message: Dict[str, Any]) -> None:
+        if message.get("method") == "notifications/tools/list_changed":
+            with self._lock:
+                self._changed_queued = False
+
+    def close(self) -> None:
+        self.queue.put(None)
+
+
+class _Call:
+    """One tools/call in flight and the HTTP response it will be answered on.
+
+    The answer stays undecided ("pending") until the tool finishes, reports
+    progress or logs, or runs for STREAM_AFTER_SECONDS; only then is it
+    committed to JSON or to SSE.  All writes go through ``lock`` because the
+    provider may report from its own threads and the housekeeper may commit.
+    """
+
+    def __init__(self, handler: Optional[http.server.BaseHTTPRequestHandler], request_id: Any) -> None:
+        self.handler = handler  # None inside a batch: no stream to report on
+        self.request_id = request_id
+        self.cancelled = threading.Event()
+        self.lock = threading.Lock()
+        self.state = "pending"  # -> "streaming" -> "done", or "pending" -> "done"
+        self.gone = False  # a write failed: the client hung up, so stop writing
+        self.started = self.last_write = time.monotonic()
+        self.last_progress: Optional[float] = None
+
+    def _write(self, data: bytes) -> None:
+        assert self.handler is not None
+        if not self.gone:
+            self.gone = not _write(self.handler, data)
+            self.last_write = time.monotonic()
+
+    def _commit(self) -> None:
+        assert self.handler is not None
+        self.state = "streaming"
+        self._write(_start_stream(self.handler))
+
+    def notify(self, message: Dict[str, Any]) -> None:
+        """Relay a progress or log notification on this call's stream."""
+        if self.handler is None or self.cancelled.is_set():
+            return
+        try:
+            data = _event(jsonrpc.encode(message))
+        except (TypeError, ValueError) as exc:
+            logger.debug("dropping a %s that is not JSON: %s", message.get("method"), exc)
+            return
+        with self.lock:
+            if self.state == "done":
+                return  # a straggler from a provider thread after the answer went out
+            if self.state == "pending":
+                self._commit()
+            self._write(data)
+
+    def tick(self, now: float) -> None:
+        """Housekeeping: commit a slow call to SSE; keep a silent stream alive."""
+        if self.handler is None:
+            return
+        with self.lock:
+            if self.state == "pending" and now - self.started >= STREAM_AFTER_SECONDS:
+                self._commit()
+            elif self.state == "streaming" and now - self.last_write >= KEEPALIVE_SECONDS:
+                self._write(_KEEPALIVE_EVENT)
+
+    def finish(self, response: Optional[Dict[str, Any]]) -> None:
+        """Send the answer (None: the call was cancelled, so none) and end the response."""
+        assert self.handler is not None
+        with self.lock:
+            state, self.state = self.state, "done"
+            if state == "pending" and response is not None:
+                _send(self.handler, 200, _encode(response))
+            elif state == "pending":
+                # The client gave up; it still gets a well-formed (empty) answer.
+                self._write(_start_stream(self.handler))
+            elif response is not None:
+                self._write(_event(_encode(response)))
+
+
+# -- the endpoint --------------------------------------------------------------------
+
+
+class McpHttpEndpoint:
+    """Serves a provider's tools as one Streamable HTTP MCP endpoint.  Thread-safe."""
+
+    def __init__(
+        self,
+        provider: ToolProvider,
+        *,
+        server_name: str,
+        server_version: str,
+        instructions: Optional[str] = None,
+        page_size: int = 100,
+        session_idle_seconds: float = 3600,
+    ) -> None:
+        if page_size < 1:
+            raise ValueError("page_size must be at least 1")
+        self.provider = provider
+        self.server_info = {"name": server_name, "version": server_version}
+        self.instructions = instructions
+        self.page_size = page_size
+        self.session_idle_seconds = session_idle_seconds
+        self._sessions: Dict[str, _Session] = {}
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._housekeeper: Optional[threading.Thread] = None
+
+    # -- entry points --------------------------------------------------------------
+
+    def handle(self, handler: http.server.BaseHTTPRequestHandler, body: bytes) -> None:
+        """Serve one HTTP request (POST/GET/DELETE/other) for the MCP path, writing the whole response to handler."""
+        if self._closed.is_set():
+            _send_error(handler, 503, jsonrpc.INTERNAL_ERROR, "Service Unavailable: the server is shutting down")
+            return
+        method = handler.command
+        if method == "POST":
+            self._post(handler, body)
+        elif method == "GET":
+            self._get(handler)
+        elif method == "DELETE":
+            self._delete(handler)
+        elif method == "HEAD":
+            _send(handler, 405, b"", [("Allow", _ALLOW)])  # a HEAD answer must not have a body
+        else:
+            _send_error(handler, 405, jsonrpc.INVALID_REQUEST, f"Method Not Allowed: {method}", [("Allow", _ALLOW)])
+
+    def close(self) -> None:
+        """End every session: GET streams close, in-flight calls see ``cancelled``."""
+        self._closed.set()
+        with self._lock:
+            sessions = list(self._sessions.values())
+        for session in sessions:
+            self._end(session)
+        thread = self._housekeeper
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(2 * _TICK_SECONDS)
+
+    # -- sessions ------------------------------------------------------------------
+
+    def _new_session(self, protocol_version: str) -> _Session:
+        session = _Session(secrets.token_urlsafe(24), protocol_version)
+        with self._lock:
+            self._sessions[session.id] = session
+            if self._housekeeper is None:
+                self._housekeeper = threading.Thread(target=self._housekeep, name="mcp-server-housekeeper", daemon=True)
+                self._housekeeper.start()
+        return session
+
+    def _end(self, session: _Session) -> None:
+        with self._lock:
+            if self._sessions.get(session.id) is session:
+                del self._sessions[session.id]
+        with session.lock:
+            session.ended = True
+            calls = list(session.calls.values())
+            stream, session.stream = session.stream, None
+        for call in calls:
+            call.cancelled.set()
+        if stream is not None:
+            stream.close()
+
+    def _expired(self, session: _Session, now: float) -> bool:
+        return not session.busy() and now - session.last_used > self.session_idle_seconds
+
+    def _session(self, handler: http.server.BaseHTTPRequestHandler) -> Optional[_Session]:
+        """The request's live session, or None after answering 400/404 for it."""
+        session_id = _header(handler, "Mcp-Session-Id")
+        if not session_id:
+            _send_error(handler, 400, jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header required")
+            return None
+        with self._lock:
+            session = self._sessions.get(session_id)
+        now = time.monotonic()
+        if session is not None and self._expired(session, now):
+            self._end(session)
+            session = None
+        if session is None:
+            _send_error(handler, 404, jsonrpc.INVALID_REQUEST, "Session not found")
+            return None
+        # Any supported version is fine, not only the negotiated one: the
+        # conformance suite sends 2025-03-26 on a 2025-11-25 session.
+        version = _header(handler, "MCP-Protocol-Version")
+        if version is not None and version not in SUPPORTED_PROTOCOL_VERSIONS:
+            _send_error(
+                handler,
+                400,
+                jsonrpc.INVALID_REQUEST,
+                f"Bad Request: Unsupported protocol version: {version} (supported versions: {', '.join(SUPPORTED_PROTOCOL_VERSIONS)})",
+            )
+            return None
+        session.last_used = now
+        return session
+
+    def _housekeep(self) -> None:
+        """Commit slow calls to SSE, keep their streams alive, drop idle sessions."""
+        while not self._closed.wait(_TICK_SECONDS):
+            now = time.monotonic()
+            with self._lock:
+                sessions = list(self._sessions.values())
+            for session in sessions:
+                if self._expired(session, now):
+                    logger.debug("session %s idle for %gs; dropping it", session.id[:8], self.session_idle_seconds)
+                    self._end(session)
+                    continue
+                with session.lock:
+                    calls = list(session.calls.values())
+                for call in calls:
+                    try:
+                        call.tick(now)
+                    except Exception:  # one broken stream must not stop the others' keep-alives
+                        logger.debug("housekeeping a call failed", exc_info=True)
+
+    # -- POST ----------------------------------------------------------------------
+
+    def _post(self, handler: http.server.BaseHTTPRequestHandler, body: bytes) -> None:
+        if not (_accepts(handler, _JSON) and _accepts(handler, _SSE)):
+            _send_error(handler, 406, jsonrpc.INVALID_REQUEST, "Not Acceptable: Client must accept both application/json and text/event-stream")
+            return
+        content_type = (_header(handler, "Content-Type") or "").split(";")[0].strip().lower()
+        if content_type != _JSON:
+            _send_error(handler, 415, jsonrpc.INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json")
+            return
+        try:
+            value = json.loads(body.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            _send_error(handler, 400, jsonrpc.PARSE_ERROR, f"Parse error: {exc}")
+            return
+        batch = isinstance(value, list)
+        messages = value if batch else [value]
+        if not messages:
+            _send_error(handler, 400, jsonrpc.INVALID_REQUEST, "Invalid Request: empty batch")
+            return
+
+        if len(messages) == 1 and _kind(messages[0]) == "request" and messages[0]["method"] == "initialize":
+            # A new session, even if the request names an old one.
+            response, session = self._initialize(messages[0])
+            headers = [("Mcp-Session-Id", session.id)] if session is not None else []
+            data = _encode(response)
+            _send(handler, 200, b"[" + data + b"]" if batch else data, headers)
+            return
+
+        session = self._session(handler)
+        if session is None:
+            return
+        requests = [m for m in messages if _kind(m) in ("request", "invalid")]
+        if not requests:
+            for message in messages:
+                self._client_notification(session, message)
+            _send(handler, 202)
+            return
+        if not batch:
+            message = messages[0]
+            if _kind(message) == "invalid":
+                _send(handler, 400, jsonrpc.encode(jsonrpc.error(_id_of(message), jsonrpc.INVALID_REQUEST, "Invalid Request")))
+            elif message["method"] == "tools/call":
+                self._call_streamed(handler, session, message)
+            else:
+                _send(handler, 200, _encode(self._dispatch(session, message)))
+            return
+        # A 2025-03-26 batch: answered in order, as one JSON array.  Calls in
+        # a batch have no stream, so their progress and logs are dropped.
+        answers = []
+        for message in messages:
+            kind = _kind(message)
+            if kind == "invalid":
+                answers.append(jsonrpc.error(_id_of(message), jsonrpc.INVALID_REQUEST, "Invalid Request"))
+            elif kind != "request":
+                self._client_notification(session, message)
+            elif message["method"] == "initialize":
+                answers.append(jsonrpc.error(message["id"], jsonrpc.INVALID_REQUEST, "initialize must not be part of a batch"))
+            elif message["method"] == "tools/call":
+                answer = self._call(None, session, message)
+                if answer is not None:
+                    answers.append(answer)
+            else:
+                answers.append(self._dispatch(session, message))
+        if answers:
+            _send(handler, 200, b"[" + b",".join(_encode(a) for a in answers) + b"]")
+        else:
+            _send(handler, 202)  # every call was cancelled: nothing left to say
+
+    def _initialize(self, message: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[_Session]]:
+        params = message.get("params")
+        if not isinstance(params, dict):
+            return jsonrpc.error(message["id"], jsonrpc.INVALID_PARAMS, "initialize needs params"), None
+        # Any client version gets an answer: its own if we speak it, else our latest.
+        requested = params.get("protocolVersion")
+        version = requested if requested in SUPPORTED_PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
+        session = self._new_session(version)
+        result: Dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": {"tools": {"listChanged": True}, "logging": {}},
+            "serverInfo": dict(self.server_info),
+        }
+        if self.instructions is not None:
+            result["instructions"] = self.instructions
+        client = params.get("clientInfo") if isinstance(params.get("clientInfo"), dict) else {}
+        logger.debug("session %s: %s %s, protocol %s", session.id[:8], client.get("name"), client.get("version"), version)
+        return jsonrpc.result(message["id"], result), session
+
+    def _client_notification(self, session: _Session, message: Dict[str, Any]) -> None:
+        """Notifications and responses from the client (we send it no requests, so responses are dropped)."""
+        if _kind(message) != "notification":
+            return
+        method = message["method"]
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        if method == "notifications/initialized":
+            session.initialized = True
+        elif method == "notifications/cancelled":
+            request_id = params.get("requestId")
+            if not _valid_id(request_id):
+                return
+            with session.lock:
+                call = session.calls.get(request_id)
+            if call is not None:
+                logger.debug("request %r cancelled by the client: %s", call.request_id, params.get("reason"))
+                call.cancelled.set()
+
+    def _dispatch(self, session: _Session, message: Dict[str, Any]) -> Dict[str, Any]:
+        """Answer every request but initialize and tools/call."""
+        request_id, method = message["id"], message["method"]
+        params = message.get("params")
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            return jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, "params must be an object")
+        if method == "ping":
+            return jsonrpc.result(request_id, {})
+        if method == "tools/list":
+            return self._list_tools(request_id, params)
+        if method == "logging/setLevel":
+            level = params.get("level")
+            if level not in LOG_LEVELS:
+                return jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, f"Invalid log level: {level!r} (expected one of {', '.join(LOG_LEVELS)})")
+            session.log_level = LOG_LEVELS.index(level)
+            return jsonrpc.result(request_id, {})
+        return jsonrpc.error(request_id, jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    def _list_tools(self, request_id: Any, params: Dict[str, Any]) -> Dict[str, Any]:
+        offset = 0
+        cursor = params.get("cursor")
+        if cursor is not None:
+            offset = _decode_cursor(cursor)
+            if offset is None:
+                return jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, f"Invalid cursor: {cursor!r}")
+        try:
+            tools = list(self.provider.list_tools())
+        except Exception as exc:
+            logger.warning("listing tools failed: %s", exc, exc_info=True)
+            return jsonrpc.error(request_id, jsonrpc.INTERNAL_ERROR, f"Internal error: {exc}")
+        page = []
+        for tool in tools[offset:offset + self.page_size]:
+            # Conformance wants a description on every tool; nothing else is touched.
+            if isinstance(tool, dict) and not isinstance(tool.get("description"), str):
+                tool = dict(tool)
+                tool["description"] = ""
+            page.append(tool)
+        result: Dict[str, Any] = {"tools": page}
+        if offset + self.page_size < len(tools):
+            result["nextCursor"] = _encode_cursor(offset + self.page_size)
+        return jsonrpc.result(request_id, result)
+
+    # -- tools/call ------------------------------------------------------------------
+
+    def _call_streamed(self, handler: http.server.BaseHTTPRequestHandler, session: _Session, message: Dict[str, Any]) -> None:
+        call = _Call(handler, message["id"])
+        call.finish(self._call(call, session, message))
+
+    def _call(self, call: Optional[_Call], session: _Session, message: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        """Run one tools/call; its response, or None if it was cancelled."""
+        request_id = message["id"]
+        params = message.get("params")
+        if not isinstance(params, dict) or not isinstance(params.get("name"), str):
+            return jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, "tools/call needs params with a string \"name\"")
+        name = params["name"]
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            return jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, "tools/call \"arguments\" must be an object")
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        token = meta.get("progressToken")
+        if isinstance(token, bool) or not isinstance(token, (str, int)):
+            token = None
+
+        if call is None:
+            call = _Call(None, request_id)
+        with session.lock:
+            if session.ended:
+                return None
+            if request_id in session.calls:
+                return jsonrpc.error(request_id, jsonrpc.INVALID_REQUEST, f"Request id {request_id!r} is already in use")
+            session.calls[request_id] = call
+        context = CallContext(request_id, call.cancelled, _progress_fn(call, token), _log_fn(call, session))
+        try:
+            try:
+                result = self.provider.call_tool(name, arguments, context)
+            except UnknownTool:
+                response = jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}")
+            except Exception as exc:
+                # Execution failures are tool errors the model should see, not protocol errors.
+                logger.debug("tool %r failed", name, exc_info=True)
+                text = str(exc) or type(exc).__name__
+                response = jsonrpc.result(request_id, {"content": [{"type": "text", "text": text}], "isError": True})
+            else:
+                if isinstance(result, dict):
+                    response = jsonrpc.result(request_id, result)
+                else:
+                    response = jsonrpc.error(request_id, jsonrpc.INTERNAL_ERROR, f"Internal error: tool {name!r} returned {type(result).__name__}, not an object")
+        finally:
+            with session.lock:
+                if session.calls.get(request_id) is call:
+                    del session.calls[request_id]
+            session.last_used = time.monotonic()
+        return None if call.cancelled.is_set() else response
+
+    # -- GET: the session's own stream -------------------------------------------------
+
+    def _get(self, handler: http.server.BaseHTTPRequestHandler) -> None:
+        if not _accepts(handler, _SSE):
+            _send_error(handler, 406, jsonrpc.INVALID_REQUEST, "Not Acceptable: Client must accept text/event-stream")
+            return
+        session = self._session(handler)
+        if session is None:
+            return
+        stream = _GetStream()
+        with session.lock:
+            if session.ended:
+                old = None
+                stream = None
+            else:
+                old, session.stream = session.stream, stream
+        if stream is None:
+            _send_error(handler, 404, jsonrpc.INVALID_REQUEST, "Session not found")
+            return
+        if old is not None:
+            old.close()  # one GET stream per session: the newest wins
+        unsubscribe: Optional[Callable[[], None]] = None
+        try:
+            unsubscribe = self.provider.add_listener(stream.tools_changed)
+            if not _write(handler, _start_stream(handler)):
+                return
+            while True:
+                try:
+                    message = stream.queue.get(timeout=KEEPALIVE_SECONDS)
+                except queue.Empty:
+                    if not _write(handler, _KEEPALIVE_EVENT):
+                        return
+                    continue
+                if message is None:
+                    return
+                stream.taken(message)
+                if not _write(handler, _event(jsonrpc.encode(message))):
+                    return
+        finally:
+            if unsubscribe is not None:
+                try:
+                    unsubscribe()
+                except Exception:
+                    logger.debug("unsubscribing a tools listener failed", exc_info=True)
+            with session.lock:
+                if session.stream is stream:
+                    session.stream = None
+            session.last_used = time.monotonic()
+            handler.close_connection = True
+
+    # -- DELETE ----------------------------------------------------------------------
+
+    def _delete(self, handler: http.server.BaseHTTPRequestHandler) -> None:
+        session = self._session(handler)
+        if session is None:
+            return
+        self._end(session)
+        logger.debug("session %s ended by the client", session.id[:8])
+        _send(handler, 200)
+
+
+# -- helpers -----------------------------------------------------------------------------
+
+
+def _valid_id(value: Any) -> bool:
+    """JSON-RPC ids are strings or integers (MCP forbids null)."""
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
+def _kind(message: Any) -> str:
+    """``jsonrpc.kind``, but a request with an id of the wrong type is invalid (ids key dicts here)."""
+    kind = jsonrpc.kind(message)
+    if kind == "request" and not _valid_id(message["id"]):
+        return "invalid"
+    return kind
+
+
+def _id_of(message: Any) -> Any:
+    """The id of an invalid message, if it has a usable one (else null)."""
+    if isinstance(message, dict) and _valid_id(message.get("id")):
+        return message["id"]
+    return None
+
+
+def _encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"offset:{offset}".encode("ascii")).decode("ascii")
+
+
+def _decode_cursor(cursor: Any) -> Optional[int]:
+    """The offset in a cursor we issued, or None if it is not one."""
+    if not isinstance(cursor, str):
+        return None
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode("ascii")).decode("ascii")
+    except (ValueError, binascii.Error, UnicodeError):
+        return None
+    prefix, _, number = text.partition(":")
+    if prefix != "offset" or not number.isdigit():
+        return None
+    return int(number)
+
+
+def _progress_fn(call: _Call, token: Any) -> Callable[..., None]:
+    lock = threading.Lock()
+
+    def progress(progress: float, total: Optional[float] = None, message: Optional[str] = None) -> None:
+        if token is None:
+            return  # the client asked for no progress
+        # Progress MUST increase; a provider relaying a confused upstream must
+        # not make us break that.
+        with lock:
+            if call.last_progress is not None and progress <= call.last_progress:
+                return
+            call.last_progress = progress
+        params: Dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        call.notify(jsonrpc.notification("notifications/progress", params))
+
+    return progress
+
+
+def _log_fn(call: _Call, session: _Session) -> Callable[..., None]:
+    def log_message(level: str, data: Any, logger_name: Optional[str] = None) -> None:
+        if level not in LOG_LEVELS:
+            logger.debug("dropping a log message with unknown level %r", level)
+            return
+        if LOG_LEVELS.index(level) < session.log_level:
+            return
+        params: Dict[str, Any] = {"level": level, "data": data}
+        if logger_name is not None:
+            params["logger"] = logger_name
+        call.notify(jsonrpc.notification("notifications/message", params))
+
+    return log_message
