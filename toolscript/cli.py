@@ -26,12 +26,18 @@ from toolscript.errors import UserError
 
 # name -> (module, summary).  Summaries live here so ``--help`` imports nothing.
 COMMANDS = {
-    "config": ("toolscript.commands.config", "show or validate the merged configuration"),
+    "gateway": ("toolscript.commands.gateway", "start, inspect or stop the gateway"),
+    "list-servers": ("toolscript.commands.list_servers", "the gateway's servers and their state"),
+    "list-tools": ("toolscript.commands.list_tools", "one server's tools, via the gateway"),
+    "tools": ("toolscript.commands.tools", "list, describe or invoke tools"),
     "servers": ("toolscript.commands.servers", "check that configured MCP servers connect"),
+    "config": ("toolscript.commands.config", "show or validate the merged configuration"),
 }
 
 EPILOG = """\
 examples:
+  toolscript gateway start              serve built-in tools and every configured server
+  toolscript tools invoke builtin__time.now
   toolscript servers check              connect to every configured MCP server and report
   toolscript config show --json         the merged configuration, secrets masked
   toolscript config validate            exit 1 if the configuration has errors
@@ -43,7 +49,7 @@ diagnostics: -v for progress, DEBUG=1 (or -vv) for debug lines and tracebacks.
 
 # Global options that take a value, so the command name can be found in argv
 # without parsing it (which would need every command's arguments).
-_VALUE_OPTIONS = {"--config"}
+_VALUE_OPTIONS = {"--config", "--gateway-url", "--session"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -70,6 +76,18 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
         metavar="PATHS",
         default=default(None),
         help="comma-separated config files replacing ~/.toolscript.json,./.toolscript.json (env: TOOLSCRIPT_CONFIG)",
+    )
+    group.add_argument(
+        "--gateway-url",
+        metavar="URL",
+        default=default(None),
+        help="the gateway to talk to (default: $TOOLSCRIPT_GATEWAY_URL, else the session's state file)",
+    )
+    group.add_argument(
+        "--session",
+        metavar="ID",
+        default=default(None),
+        help="the session whose gateway to use or start (default: $CLAUDE_CODE_SESSION_ID, else 'default')",
     )
     return common
 

@@ -1,0 +1,291 @@
+"""``toolscript gateway start|status|stop``: run and manage the per-session gateway."""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from toolscript.errors import UserError
+from toolscript.output import format_table, print_json
+
+SUMMARY = "start, inspect or stop the gateway"
+DESCRIPTION = """\
+The gateway serves the built-in tools and every configured MCP server behind
+one loopback URL that carries a fresh random token:
+TOOLSCRIPT_GATEWAY_URL=http://127.0.0.1:PORT/t/TOKEN.  It offers a JSON API for
+toolscript's own commands and a standard MCP endpoint at $TOOLSCRIPT_GATEWAY_URL/mcp.
+
+examples:
+  toolscript gateway start                       run in the foreground (Ctrl-C stops it)
+  eval "$(toolscript gateway start --detach)"    run in the background, export its URL
+  toolscript gateway status                      is it up? which servers are ready?
+  toolscript gateway stop                        stop the gateway of this session
+  toolscript gateway start --detach --session S  one gateway per Claude Code session
+"""
+
+READY_TIMEOUT = 15.0
+STOP_TIMEOUT = 10.0
+
+
+def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", title="actions")
+    start = sub.add_parser(
+        "start",
+        help="start a gateway",
+        parents=[common],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Start a gateway on 127.0.0.1 and a random port with a fresh token.\n"
+        "It prints TOOLSCRIPT_GATEWAY_URL=... as soon as the port is open; servers connect in the background.\n\n"
+        "examples:\n"
+        "  toolscript gateway start\n"
+        "  toolscript gateway start --port 8765\n"
+        '  eval "$(toolscript gateway start --detach)" && toolscript list-servers\n'
+        "  toolscript gateway start --detach --session my-session --json\n",
+    )
+    start.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
+    start.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    start.add_argument("--allow-remote", action="store_true", help="required to bind a non-loopback address")
+    start.add_argument("--detach", action="store_true", help="run in the background; return once it listens")
+    start.add_argument("--workspace", metavar="DIR", help="the directory file built-ins may read (default: the current one)")
+    start.set_defaults(handler=run_start)
+
+    status = sub.add_parser(
+        "status",
+        help="health of the gateway and its servers",
+        parents=[common],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Is the gateway reachable, is the token valid, and what state is each server in?\n"
+        "Exit 1 when it is not running or a server failed, with the next step to take.\n\n"
+        "examples:\n  toolscript gateway status\n  toolscript gateway status --json\n",
+    )
+    status.set_defaults(handler=run_status)
+
+    stop = sub.add_parser(
+        "stop",
+        help="stop the gateway",
+        parents=[common],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Stop the gateway named by --gateway-url, $TOOLSCRIPT_GATEWAY_URL or the session's\n"
+        "state file -- only after checking the process really is that gateway.\n\n"
+        "examples:\n  toolscript gateway stop\n  toolscript gateway stop --session my-session\n",
+    )
+    stop.set_defaults(handler=run_stop)
+
+
+# -- start ---------------------------------------------------------------------
+
+
+def _session(args: argparse.Namespace):
+    return args.session or os.environ.get("CLAUDE_CODE_SESSION_ID") or None
+
+
+def _check_host(args: argparse.Namespace) -> None:
+    if args.host not in ("127.0.0.1", "localhost", "::1") and not args.allow_remote:
+        raise UserError(
+            f"refusing to listen on {args.host}: anyone who can reach it could use your tools; "
+            "add --allow-remote if you really mean it",
+            exit_code=2,
+        )
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"toolscript: warning: listening on {args.host}, reachable from other machines; the token is the only protection", file=sys.stderr)
+
+
+def run_start(args: argparse.Namespace) -> int:
+    from toolscript import config as configuration
+    from toolscript.gateway import state
+
+    _check_host(args)
+    session = _session(args)
+    running = _live_gateway(session)
+    if running is not None:
+        _announce(args, running, already=True)
+        return 0
+    if args.detach:
+        return _start_detached(args, session)
+    config = configuration.load_config(args.config_paths)
+    for warning in config.warnings:
+        print(f"toolscript: warning: {warning}", file=sys.stderr)
+    return _serve(args, config, session, state)
+
+
+def _serve(args, config, session, state) -> int:
+    from toolscript.gateway.http_api import serve
+    from toolscript.gateway.service import Gateway
+
+    workspace = os.path.abspath(args.workspace or os.getcwd())
+    gateway = Gateway(config, workspace=workspace, session=session)
+    try:
+        server, thread = serve(gateway, args.host, args.port)
+    except OSError as exc:
+        raise UserError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc} (pick another --port, or omit it)") from exc
+    gateway.start()
+    info = state.new_state(server.url, os.getpid(), session, os.environ.get("TOOLSCRIPT_GATEWAY_LOG"), workspace)
+    state.write_state(session, info)
+    _announce(args, info)
+    stop = threading.Event()
+
+    def on_signal(signum, frame):
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, on_signal)
+    while not stop.wait(0.5):
+        pass
+    server.shutdown_all()
+    gateway.stop()
+    state.remove_state(session, pid=os.getpid())
+    return 0
+
+
+def _announce(args, info, already: bool = False) -> None:
+    if args.json:
+        print_json({"url": info["url"], "pid": info["pid"], "session": info["session"], "log": info.get("log"), "alreadyRunning": already})
+    else:
+        print(f"TOOLSCRIPT_GATEWAY_URL={info['url']}")
+        if already:
+            print(f"toolscript: the gateway of session {info['session']!r} is already running (pid {info['pid']})", file=sys.stderr)
+    sys.stdout.flush()
+
+
+def _live_gateway(session):
+    """The state of a healthy gateway already serving this session, if any."""
+    from toolscript.gateway import state
+    from toolscript.gateway.client import GatewayClient
+
+    found = state.read_state(session)
+    if not found or not state.pid_alive(int(found.get("pid", 0))):
+        return None
+    try:
+        health = GatewayClient(found["url"], timeout=2).get("/health")
+    except UserError:
+        return None
+    return found if isinstance(health, dict) and health.get("pid") == found.get("pid") else None
+
+
+def _start_detached(args, session) -> int:
+    from toolscript import paths
+    from toolscript.gateway import state
+
+    argv, extra_env = paths.toolscript_command()
+    argv = argv + ["gateway", "start", "--port", str(args.port), "--host", args.host]
+    if args.allow_remote:
+        argv.append("--allow-remote")
+    if session:
+        argv += ["--session", session]
+    if args.config:
+        argv += ["--config", args.config]
+    argv += ["--workspace", os.path.abspath(args.workspace or os.getcwd())]
+    log_file = state.log_path(session)
+    env = dict(os.environ, **extra_env, TOOLSCRIPT_GATEWAY_LOG=log_file)
+    with open(log_file, "ab") as log:
+        os.chmod(log_file, 0o600)
+        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, start_new_session=True, close_fds=True)
+    deadline = time.monotonic() + READY_TIMEOUT
+    while time.monotonic() < deadline:
+        found = state.read_state(session)
+        if found and found.get("pid") == child.pid:
+            _announce(args, found)
+            return 0
+        if child.poll() is not None:
+            raise UserError(f"the gateway exited with status {child.returncode} while starting: {_tail(log_file)} (log: {log_file})")
+        time.sleep(0.02)
+    child.terminate()
+    raise UserError(f"the gateway did not start within {READY_TIMEOUT:g}s (log: {log_file})")
+
+
+def _tail(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - 2000))
+            lines = f.read().decode("utf-8", "replace").strip().splitlines()
+    except OSError:
+        return "no log"
+    return lines[-1] if lines else "no output"
+
+
+# -- status and stop -------------------------------------------------------------
+
+
+def run_status(args: argparse.Namespace) -> int:
+    from toolscript.gateway.client import GatewayClient, GatewayUnavailable, find_url
+
+    url = find_url(args.gateway_url, _session(args))
+    if not url:
+        return _report(args, {"running": False, "error": "no gateway is running for this session", "next": "toolscript gateway start --detach"})
+    client = GatewayClient(url, timeout=5)
+    try:
+        health = client.get("/health")
+        servers = client.get("/servers")["servers"]
+    except GatewayUnavailable as exc:
+        return _report(args, {"running": False, "url": _redact(url), "error": str(exc), "next": "toolscript gateway start --detach"})
+    failed = [s for s in servers if s["state"] == "failed"]
+    report = {"running": True, "url": _redact(url), "health": health, "servers": servers}
+    if failed:
+        report["next"] = f"toolscript servers check {failed[0]['name']}  (or fix its config; the gateway retries it)"
+    return _report(args, report)
+
+
+def _report(args, report) -> int:
+    ok = report["running"] and all(s["state"] != "failed" for s in report.get("servers", []))
+    if args.json:
+        print_json(report)
+        return 0 if ok else 1
+    if not report["running"]:
+        print(f"gateway: not running ({report['error']})")
+        print(f"next: {report['next']}")
+        return 1
+    health = report["health"]
+    print(f"gateway: running at {report['url']} (pid {health['pid']}, up {health['uptimeSeconds']:g}s, session {health['session'] or 'default'})")
+    rows = [(s["name"], s["state"], s["transport"], f"{s['tools']} tools", s.get("error", "")) for s in report["servers"]]
+    for line in format_table(rows):
+        print("  " + line)
+    if report.get("next"):
+        print(f"next: {report['next']}")
+    return 0 if ok else 1
+
+
+def _redact(url: str) -> str:
+    head, sep, _ = url.partition("/t/")
+    return f"{head}/t/****" if sep else url
+
+
+def run_stop(args: argparse.Namespace) -> int:
+    from toolscript.gateway import state
+    from toolscript.gateway.client import GatewayClient, GatewayUnavailable, find_url
+
+    session = _session(args)
+    found = state.read_state(session)
+    url = find_url(args.gateway_url, session)
+    if not url:
+        print("gateway: not running; nothing to stop")
+        return 0
+    pid = None
+    try:
+        pid = GatewayClient(url, timeout=3).get("/health").get("pid")
+    except (GatewayUnavailable, UserError):
+        pass
+    if pid is None and found and found.get("url") == url and state.is_our_gateway(int(found["pid"])):
+        pid = int(found["pid"])  # alive but not answering: still ours to stop
+    if pid is None:
+        if found:
+            state.remove_state(session)
+        print("gateway: not running (removed its stale state file)" if found else "gateway: not running")
+        return 0
+    if not state.is_our_gateway(pid):
+        raise UserError(f"process {pid} is not a toolscript gateway; not stopping it")
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT
+    while state.pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if state.pid_alive(pid):
+        os.kill(pid, signal.SIGKILL)
+    if found and found.get("pid") == pid:
+        state.remove_state(session, pid=pid)
+    print(f"gateway: stopped (pid {pid})")
+    return 0

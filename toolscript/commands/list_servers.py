@@ -1,0 +1,40 @@
+"""``toolscript list-servers``: the gateway's servers and their state."""
+
+import argparse
+
+from toolscript.output import format_table, print_json
+
+SUMMARY = "the gateway's servers and their state"
+DESCRIPTION = """\
+List the servers of the running gateway: the built-in tools (server "builtin")
+and every configured MCP server, with state (connecting / ready / failed and
+why) and tool count.  Servers still connecting are waited for briefly.
+
+examples:
+  toolscript list-servers
+  toolscript list-servers --json
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from toolscript.gateway.client import connect
+
+    answer = connect(args.gateway_url, args.session).get("/servers")
+    if args.json:
+        print_json(answer)
+        return 0
+    rows = []
+    for s in answer["servers"]:
+        detail = s.get("error") or (s.get("serverInfo") or {}).get("name", "")
+        rows.append((s["name"], s["state"], s["transport"], f"{s['tools']} tools", detail))
+    for line in format_table(rows):
+        print(line)
+    if len(answer["servers"]) == 1:
+        print('no MCP servers configured: add them to ./.toolscript.json as {"mcpServers": {...}} (Claude Code\'s format)')
+    if answer.get("pending"):
+        print(f"still connecting: {', '.join(answer['pending'])}")
+    return 0

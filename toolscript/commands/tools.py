@@ -1,0 +1,177 @@
+"""``toolscript tools list|info|invoke``: the tool registry from the command line.
+
+Built-in tools (``time.now``, ``fs.read_file``, ...) work with no gateway at
+all: when none is reachable they run in this process.  MCP tools
+(``server__tool``) go through the gateway.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+from toolscript.errors import UserError
+from toolscript.output import print_json
+
+SUMMARY = "list, describe or invoke tools"
+DESCRIPTION = """\
+Tools are named server__tool; built-ins may also be named without the
+"builtin__" prefix.  invoke prints the ToolResult JSON
+({"ok", "data", "error": {"code", "message"}, "meta"}) and exits 0 when ok, 1 otherwise.
+
+examples:
+  toolscript tools list
+  toolscript tools list --tool-allow time.now,fs.read_file --json
+  toolscript tools info fs.read_file
+  toolscript tools invoke time.now
+  toolscript tools invoke fs.list_dir --args '{"path": ".", "recursive": true}'
+  toolscript tools invoke everything__echo --args '{"message": "hi"}'
+"""
+
+BUILTIN_PREFIX = "builtin__"
+
+
+def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", title="actions")
+    listing = sub.add_parser(
+        "list",
+        help="list the tools",
+        parents=[common],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="List tools with name, description and input schema (--json).\n\n"
+        "examples:\n  toolscript tools list\n  toolscript tools list --tool-allow time.now,shell.pwd --json\n",
+    )
+    listing.add_argument("--tool-allow", metavar="A,B", help="only these tools (ids or built-in names)")
+    listing.set_defaults(handler=run_list)
+    info = sub.add_parser(
+        "info",
+        help="one tool's schema and runtime details",
+        parents=[common],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Print one tool's description, input schema and runtime details as JSON.\n\n"
+        "examples:\n  toolscript tools info fs.read_file\n  toolscript tools info github__search_issues\n",
+    )
+    info.add_argument("name", help="tool id (server__tool) or built-in name")
+    info.set_defaults(handler=run_info)
+    invoke = sub.add_parser(
+        "invoke",
+        help="call a tool and print its ToolResult",
+        parents=[common],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Call a tool. Arguments are a JSON object (--args '{...}', or --args - to read stdin).\n"
+        "Exit 0 when the result is ok, 1 otherwise.\n\n"
+        "examples:\n  toolscript tools invoke time.now\n"
+        "  toolscript tools invoke fs.read_file --args '{\"path\": \"README.md\", \"maxBytes\": 10000}'\n"
+        "  echo '{\"message\": \"hi\"}' | toolscript tools invoke everything__echo --args -\n",
+    )
+    invoke.add_argument("name", help="tool id (server__tool) or built-in name")
+    invoke.add_argument("--args", default="{}", metavar="JSON", help="arguments as a JSON object (default {}); - reads stdin")
+    invoke.add_argument("--timeout", type=float, help="seconds to wait for the tool (default: the server's timeout)")
+    invoke.set_defaults(handler=run_invoke)
+
+
+def _gateway(args):
+    """A client for the gateway, or None when none is reachable."""
+    from toolscript.gateway.client import GatewayUnavailable, connect
+
+    try:
+        client = connect(args.gateway_url, args.session, timeout=5)
+        client.get("/health")
+        return client
+    except GatewayUnavailable:
+        return None
+
+
+def _local_builtins(args):
+    from toolscript import config as configuration
+    from toolscript.builtins import select_builtins
+
+    config = configuration.load_config(args.config_paths)
+    return config, select_builtins(config.builtin_tools)
+
+
+def _canonical(name: str, builtins) -> str:
+    """Gateway id for ``name``: built-in names get the builtin__ prefix."""
+    return BUILTIN_PREFIX + name if "__" not in name and name in builtins else name
+
+
+def _all_tools(args):
+    client = _gateway(args)
+    if client is not None:
+        return client.get("/tools")["tools"], client
+    _, builtins = _local_builtins(args)
+    return [dict(id=BUILTIN_PREFIX + name, server="builtin", name=name, description=spec.description, inputSchema=spec.input_schema) for name, spec in builtins.items()], None
+
+
+def run_list(args: argparse.Namespace) -> int:
+    tools, client = _all_tools(args)
+    if args.tool_allow:
+        allowed = {part.strip() for part in args.tool_allow.split(",") if part.strip()}
+        tools = [t for t in tools if t["id"] in allowed or (t["server"] == "builtin" and t["name"] in allowed)]
+    if args.json:
+        print_json([{"name": t["id"], "description": t.get("description", ""), "inputSchema": t.get("inputSchema", {})} for t in tools])
+        return 0
+    for tool in tools:
+        description = " ".join((tool.get("description") or "").split())
+        print(f"{tool['id']}  {description[:100]}")
+    if client is None:
+        print("(no gateway reachable: showing built-in tools only; start one with 'toolscript gateway start --detach')", file=sys.stderr)
+    return 0
+
+
+def run_info(args: argparse.Namespace) -> int:
+    tools, client = _all_tools(args)
+    builtin_names = {t["name"] for t in tools if t["server"] == "builtin"}
+    wanted = _canonical(args.name, builtin_names)
+    for tool in tools:
+        if tool["id"] == wanted:
+            info = dict(tool)
+            info["runtime"] = {"via": "gateway" if client else "in-process"}
+            if tool["server"] == "builtin":
+                info["runtime"]["timeoutSeconds"] = 8
+            print_json(info)
+            return 0
+    known = ", ".join(t["id"] for t in tools[:15])
+    raise UserError(f"unknown tool {args.name!r}; known tools: {known}" + ("" if client else " (no gateway reachable: only built-ins are known)"))
+
+
+def run_invoke(args: argparse.Namespace) -> int:
+    arguments = _parse_arguments(args.args)
+    client = _gateway(args)
+    if client is not None:
+        tools_known = client.get("/tools", server="builtin")["tools"]
+        tool = _canonical(args.name, {t["name"] for t in tools_known})
+        payload = {"tool": tool, "arguments": arguments, "source": "cli"}
+        if args.timeout:
+            payload["timeout"] = args.timeout
+        result = client.post("/call", payload, timeout=(args.timeout or 600) + 5)
+    else:
+        result = _invoke_locally(args, arguments)
+    print_json(result)
+    return 0 if result.get("ok") else 1
+
+
+def _invoke_locally(args, arguments):
+    from toolscript.tools import ToolCall, ToolContext, execute
+
+    config, builtins = _local_builtins(args)
+    name = args.name[len(BUILTIN_PREFIX):] if args.name.startswith(BUILTIN_PREFIX) else args.name
+    if "__" in name:
+        from toolscript.gateway.client import START_HINT
+
+        raise UserError(f"{args.name!r} is an MCP tool and needs the gateway, which is not reachable; {START_HINT}")
+    roots = [os.path.realpath(os.getcwd())] + [os.path.realpath(r) for r in config.workspace_roots]
+    result = execute(builtins, ToolCall(name=name, args=arguments, source="cli"), ToolContext(workspace_roots=roots))
+    return result.to_dict()
+
+
+def _parse_arguments(text: str):
+    if text == "-":
+        text = sys.stdin.read()
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise UserError(f"--args is not valid JSON: {exc} (example: --args '{{\"path\": \".\"}}')", exit_code=2) from exc
+    if not isinstance(value, dict):
+        raise UserError("--args must be a JSON object, e.g. --args '{\"path\": \".\"}'", exit_code=2)
+    return value

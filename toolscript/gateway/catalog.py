@@ -1,0 +1,114 @@
+"""The gateway's tool catalog: every tool of every server under one id space.
+
+A tool's gateway-wide id is ``server__tool`` (server names cannot contain
+``__``, so the first ``__`` splits an id unambiguously).  Built-in tools
+appear as server ``builtin``.  The catalog is rebuilt whenever an upstream
+connects, fails or reports ``tools/list_changed``; listeners (the MCP
+endpoint, later the search index and stub generator) hear about each real
+change.  A server that fails keeps its last known tools listed, so a call
+fails fast with the reason instead of the tool vanishing and reappearing.
+"""
+
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from toolscript import log
+
+logger = log.get("gateway.catalog")
+
+SEPARATOR = "__"
+BUILTIN_SERVER = "builtin"
+
+
+def tool_id(server: str, name: str) -> str:
+    return f"{server}{SEPARATOR}{name}"
+
+
+def split_id(identifier: str) -> Tuple[str, str]:
+    """``("server", "tool")`` from ``"server__tool"``; the server is ``""`` if there is no separator."""
+    server, sep, name = identifier.partition(SEPARATOR)
+    return (server, name) if sep else ("", identifier)
+
+
+@dataclass
+class Entry:
+    id: str
+    server: str
+    name: str
+    tool: Dict[str, Any]  # the MCP Tool object as the server gave it
+
+    def describe(self) -> Dict[str, Any]:
+        """What the JSON API and the CLI show for a tool."""
+        info: Dict[str, Any] = {"id": self.id, "server": self.server, "name": self.name}
+        for key in ("title", "description", "inputSchema", "outputSchema", "annotations"):
+            if key in self.tool:
+                info[key] = self.tool[key]
+        info.setdefault("description", "")
+        return info
+
+    def as_mcp_tool(self) -> Dict[str, Any]:
+        """The tool as the gateway's MCP endpoint lists it: renamed to its id, otherwise verbatim."""
+        tool = dict(self.tool)
+        tool["name"] = self.id
+        return tool
+
+
+class Catalog:
+    """A snapshot of all tools, rebuilt from its sources on demand."""
+
+    def __init__(self, sources: Callable[[], List[Tuple[str, List[Dict[str, Any]]]]]) -> None:
+        # ``sources`` returns (server name, MCP tool dicts) pairs, in display order.
+        self._sources = sources
+        self._entries: Dict[str, Entry] = {}
+        self._fingerprint = ""
+        self._listeners: List[Callable[[], None]] = []
+        self._lock = threading.Lock()
+        self.version = 0
+        self.rebuild()
+
+    def rebuild(self) -> bool:
+        """Re-read the sources; tell listeners and return True if anything changed."""
+        entries: Dict[str, Entry] = {}
+        for server, tools in self._sources():
+            for tool in tools:
+                entry = Entry(tool_id(server, tool["name"]), server, tool["name"], tool)
+                entries.setdefault(entry.id, entry)
+        fingerprint = json.dumps([[e.id, e.tool] for e in entries.values()], sort_keys=True, default=str)
+        with self._lock:
+            if fingerprint == self._fingerprint:
+                return False
+            self._entries = entries
+            self._fingerprint = fingerprint
+            self.version += 1
+            listeners = list(self._listeners)
+        logger.debug("catalog version %d: %d tools", self.version, len(entries))
+        for listener in listeners:
+            try:
+                listener()
+            except Exception:
+                logger.exception("a catalog listener failed")
+        return True
+
+    def entries(self, servers: Optional[List[str]] = None) -> List[Entry]:
+        with self._lock:
+            entries = list(self._entries.values())
+        if servers is not None:
+            entries = [e for e in entries if e.server in servers]
+        return entries
+
+    def get(self, identifier: str) -> Optional[Entry]:
+        with self._lock:
+            return self._entries.get(identifier)
+
+    def add_listener(self, callback: Callable[[], None]) -> Callable[[], None]:
+        with self._lock:
+            self._listeners.append(callback)
+
+        def remove() -> None:
+            with self._lock:
+                if callback in self._listeners:
+                    self._listeners.remove(callback)
+
+        return remove

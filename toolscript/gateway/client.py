@@ -1,0 +1,94 @@
+"""How CLI commands find the gateway and talk to its JSON API.
+
+The URL comes from ``--gateway-url``, else ``TOOLSCRIPT_GATEWAY_URL``, else the
+state file of ``--session`` / ``CLAUDE_CODE_SESSION_ID`` / the default
+session.  Every failure is one line that says how to get a gateway running.
+"""
+
+import http.client
+import json
+import os
+from typing import Any, Dict, Mapping, Optional
+from urllib.parse import urlencode
+
+from toolscript.errors import UserError
+from toolscript.gateway import state
+from toolscript.mcp.httpconn import Endpoint, describe_oserror, redact_url
+
+START_HINT = "start one with 'toolscript gateway start --detach'"
+
+
+class GatewayUnavailable(UserError):
+    """No gateway, or it does not answer."""
+
+
+def find_url(
+    explicit: Optional[str] = None, session: Optional[str] = None, environ: Optional[Mapping[str, str]] = None
+) -> Optional[str]:
+    """The gateway URL to use, or None when nothing names one."""
+    env = os.environ if environ is None else environ
+    if explicit:
+        return explicit
+    if env.get("TOOLSCRIPT_GATEWAY_URL"):
+        return env["TOOLSCRIPT_GATEWAY_URL"]
+    found = state.read_state(session or env.get("CLAUDE_CODE_SESSION_ID"), environ)
+    return found["url"] if found else None
+
+
+class GatewayClient:
+    """A few JSON requests to one gateway URL (which carries the token)."""
+
+    def __init__(self, url: str, timeout: float = 30.0) -> None:
+        try:
+            self.endpoint = Endpoint(url.rstrip("/"))
+        except UserError as exc:
+            raise GatewayUnavailable(f"bad gateway URL {url!r}: {exc}") from exc
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+
+    def get(self, path: str, **params: str) -> Any:
+        query = urlencode({k: v for k, v in params.items() if v}) if params else ""
+        return self._request("GET", path + (f"?{query}" if query else ""), None)
+
+    def post(self, path: str, payload: Dict[str, Any], timeout: Optional[float] = None) -> Any:
+        return self._request("POST", path, json.dumps(payload).encode("utf-8"), timeout)
+
+    def _request(self, method: str, path: str, body: Optional[bytes], timeout: Optional[float] = None) -> Any:
+        target = self.endpoint.target.rstrip("/") + path
+        conn = http.client.HTTPConnection(self.endpoint.host, self.endpoint.port, timeout=timeout or self.timeout)
+        try:
+            headers = {"Content-Type": "application/json"} if body is not None else {}
+            conn.request(method, target, body=body, headers=headers)
+            resp = conn.getresponse()
+            data = resp.read()
+        except OSError as exc:
+            raise GatewayUnavailable(
+                f"the gateway at {redact_url(self.url)} is not reachable ({describe_oserror(exc, self.url)}); "
+                f"check 'toolscript gateway status', or {START_HINT}"
+            ) from exc
+        finally:
+            conn.close()
+        try:
+            payload = json.loads(data) if data else None
+        except ValueError:
+            payload = None
+        if resp.status == 401:
+            raise GatewayUnavailable(
+                f"the gateway at {redact_url(self.url)} refused our token: TOOLSCRIPT_GATEWAY_URL belongs to another "
+                f"gateway or session; {START_HINT}"
+            )
+        if resp.status >= 400:
+            message = payload.get("error") if isinstance(payload, dict) else data[:200].decode("utf-8", "replace")
+            error = UserError(f"gateway: {message}")
+            error.status = resp.status  # type: ignore[attr-defined]
+            error.payload = payload  # type: ignore[attr-defined]
+            raise error
+        return payload
+
+
+def connect(explicit: Optional[str] = None, session: Optional[str] = None, *, timeout: float = 30.0) -> GatewayClient:
+    """A client for the gateway named by the usual sources, or GatewayUnavailable."""
+    url = find_url(explicit, session)
+    if not url:
+        raise GatewayUnavailable(f"no gateway is running for this session (TOOLSCRIPT_GATEWAY_URL is not set); {START_HINT}")
+    return GatewayClient(url, timeout)

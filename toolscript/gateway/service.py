@@ -1,0 +1,194 @@
+"""The gateway: built-in tools plus every configured MCP server, behind one token.
+
+``Gateway`` owns the upstream connections and the catalog, and performs tool
+calls for both HTTP surfaces (the JSON API and the MCP endpoint, see
+``http_api``).  The port opens before any upstream is connected: servers
+connect in parallel in the background, and discovery answers wait a bounded
+time for the ones still connecting.
+"""
+
+import json
+import os
+import secrets
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+from toolscript import __version__, jsonschema, log
+from toolscript.builtins import select_builtins
+from toolscript.config import Config
+from toolscript.gateway.catalog import BUILTIN_SERVER, Catalog, split_id
+from toolscript.gateway.upstream import Upstream, UpstreamUnavailable, wait_settled
+from toolscript.mcp.errors import McpError, RequestCancelled, RequestTimeout
+from toolscript.tools import (
+    ERROR_EXECUTION,
+    ERROR_INVALID_ARGS,
+    ERROR_TOOL_NOT_FOUND,
+    ToolCall,
+    ToolContext,
+    ToolResult,
+    execute,
+)
+
+logger = log.get("gateway")
+
+# How long discovery answers wait for servers that are still connecting.
+DISCOVERY_WAIT_SECONDS = 10.0
+
+
+class Gateway:
+    """Everything the gateway serves, independent of HTTP."""
+
+    def __init__(self, config: Config, *, workspace: str, session: Optional[str] = None, token: Optional[str] = None) -> None:
+        self.config = config
+        self.session = session
+        self.token = token or secrets.token_urlsafe(32)
+        self.started = time.time()
+        root = os.path.realpath(workspace)
+        self.context = ToolContext(workspace_roots=[root] + [os.path.realpath(r) for r in config.workspace_roots])
+        self.builtins = select_builtins(config.builtin_tools)
+        self.upstreams: Dict[str, Upstream] = {s.name: Upstream(s, self._upstream_changed) for s in config.enabled_servers()}
+        self.catalog = Catalog(self._sources)
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def start(self) -> None:
+        """Connect every upstream in parallel (returns at once)."""
+        for upstream in self.upstreams.values():
+            upstream.start()
+
+    def stop(self) -> None:
+        """Disconnect every upstream, in parallel, so shutdown stays quick."""
+        threads = [threading.Thread(target=u.stop, daemon=True) for u in self.upstreams.values()]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10)
+
+    def wait_for_servers(self, timeout: float = DISCOVERY_WAIT_SECONDS) -> List[str]:
+        """Wait (bounded) for connecting servers; return the names still connecting."""
+        return wait_settled(list(self.upstreams.values()), time.monotonic() + timeout)
+
+    def _sources(self):
+        sources = [(BUILTIN_SERVER, [spec.to_mcp() for spec in self.builtins.values()])]
+        sources += [(u.name, u.tools) for u in self.upstreams.values()]
+        return sources
+
+    def _upstream_changed(self, upstream: Upstream) -> None:
+        self.catalog.rebuild()
+
+    # -- what the HTTP surfaces serve -----------------------------------------------
+
+    def health(self) -> Dict[str, Any]:
+        states = {u.name: u.state for u in self.upstreams.values()}
+        healthy = all(state == "ready" for state in states.values())
+        return {
+            "status": "ok" if healthy else "degraded",
+            "version": __version__,
+            "pid": os.getpid(),
+            "session": self.session,
+            "uptimeSeconds": round(time.time() - self.started, 1),
+            "servers": states,
+            "tools": len(self.catalog.entries()),
+            "workspace": self.context.workspace_roots[0],
+        }
+
+    def servers(self, wait: bool = True) -> Dict[str, Any]:
+        pending = self.wait_for_servers() if wait else [u.name for u in self.upstreams.values() if u.state == "connecting"]
+        builtin = {"name": BUILTIN_SERVER, "transport": "builtin", "state": "ready", "tools": len(self.builtins), "toolsTotal": len(self.builtins), "restarts": 0}
+        return {"servers": [builtin] + [u.describe() for u in self.upstreams.values()], "pending": pending}
+
+    def tools(self, servers: Optional[List[str]] = None, ids: Optional[List[str]] = None, wait: bool = True) -> Dict[str, Any]:
+        pending = self.wait_for_servers() if wait else []
+        entries = self.catalog.entries(servers)
+        if ids is not None:
+            wanted = set(ids)
+            entries = [e for e in entries if e.id in wanted]
+        return {"tools": [e.describe() for e in entries], "pending": pending}
+
+    def known_servers(self) -> List[str]:
+        return [BUILTIN_SERVER] + list(self.upstreams)
+
+    def call(
+        self,
+        identifier: str,
+        arguments: Any,
+        *,
+        source: str,
+        timeout: Optional[float] = None,
+        on_progress: Optional[Callable[[Dict[str, Any]], None]] = None,
+        on_log: Optional[Callable[[Dict[str, Any]], None]] = None,
+        cancel: Optional[threading.Event] = None,
+    ) -> ToolResult:
+        """Call one tool by gateway id; always a ToolResult, never an exception.
+
+        For MCP tools ``data`` is the whole CallToolResult; an upstream tool
+        error (``isError``) is ``ok: false`` with that result still in ``data``.
+        """
+        started = time.monotonic()
+        server, name = split_id(identifier)
+        call = ToolCall(name=name or identifier, args=arguments if isinstance(arguments, dict) else {}, source=source)
+        if server == BUILTIN_SERVER:
+            if not isinstance(arguments, dict):
+                return ToolResult.failure(ERROR_INVALID_ARGS, "arguments must be a JSON object", call, started, tool=identifier)
+            result = execute(self.builtins, call, self.context)
+            result.meta["tool"] = identifier
+            return result
+        upstream = self.upstreams.get(server)
+        if upstream is not None and upstream.state == "connecting":
+            # Right after start (or a restart) the first call waits like discovery does.
+            upstream.wait_while_connecting(min(DISCOVERY_WAIT_SECONDS, upstream.server.connect_timeout))
+        entry = self.catalog.get(identifier)
+        if entry is None or upstream is None:
+            if upstream is not None and upstream.state != "ready" and not upstream.tools:
+                return ToolResult.failure(ERROR_EXECUTION, upstream.unavailable_reason(), call, started, tool=identifier)
+            return ToolResult.failure(ERROR_TOOL_NOT_FOUND, self._not_found(identifier), call, started, tool=identifier)
+        if not isinstance(arguments, dict):
+            return ToolResult.failure(ERROR_INVALID_ARGS, "arguments must be a JSON object", call, started, tool=identifier)
+        problems = jsonschema.validate(arguments, entry.tool.get("inputSchema", {}))
+        if problems:
+            return ToolResult.failure(ERROR_INVALID_ARGS, "; ".join(problems), call, started, tool=identifier)
+        try:
+            data = upstream.call(name, arguments, timeout=timeout, on_progress=on_progress, on_log=on_log, cancel=cancel)
+        except UpstreamUnavailable as exc:
+            return ToolResult.failure(ERROR_EXECUTION, str(exc), call, started, tool=identifier, server=server)
+        except RequestCancelled as exc:
+            return ToolResult.failure(ERROR_EXECUTION, str(exc), call, started, tool=identifier, server=server, cancelled=True)
+        except RequestTimeout as exc:
+            return ToolResult.failure(ERROR_EXECUTION, f"{exc} (raise \"timeout\" for server {server!r} in the config if it is slow)", call, started, tool=identifier, server=server)
+        except McpError as exc:
+            return ToolResult.failure(ERROR_EXECUTION, f"{server}: {exc}", call, started, tool=identifier, server=server)
+        meta = {"tool": identifier, "server": server, "callId": call.id, "source": source, "durationMs": int((time.monotonic() - started) * 1000)}
+        if data.get("isError"):
+            return ToolResult(ok=False, data=data, error={"code": ERROR_EXECUTION, "message": _error_text(data)}, meta=meta)
+        return ToolResult(ok=True, data=data, meta=meta)
+
+    def _not_found(self, identifier: str) -> str:
+        server, _ = split_id(identifier)
+        if server and server not in self.known_servers():
+            return f"unknown tool {identifier!r}: no server {server!r} (servers: {', '.join(self.known_servers())})"
+        if not server:
+            return f"unknown tool {identifier!r}: tool ids are server__tool, e.g. builtin__time.now"
+        names = [e.id for e in self.catalog.entries([server])][:10]
+        return f"unknown tool {identifier!r}; {server} has: {', '.join(names) or 'no tools'}"
+
+
+def _error_text(result: Dict[str, Any]) -> str:
+    """One line from an isError result's text content."""
+    texts = [b.get("text", "") for b in result.get("content") or [] if isinstance(b, dict) and b.get("type") == "text"]
+    text = " ".join(" ".join(texts).split())
+    return text[:500] or "the tool reported an error"
+
+
+def as_call_tool_result(result: ToolResult) -> Dict[str, Any]:
+    """A ToolResult as MCP's CallToolResult (for the MCP endpoint)."""
+    data = result.data
+    if isinstance(data, dict) and isinstance(data.get("content"), list):
+        return data  # an upstream's result, passed through whole
+    if not result.ok:
+        return {"content": [{"type": "text", "text": result.error["message"] if result.error else "failed"}], "isError": True}
+    text = json.dumps(data, ensure_ascii=False)
+    answer: Dict[str, Any] = {"content": [{"type": "text", "text": text}]}
+    if isinstance(data, dict):
+        answer["structuredContent"] = data
+    return answer

@@ -1,0 +1,92 @@
+"""Gateway state files: how commands and hooks find a running gateway.
+
+One JSON file per session in ``<state dir>/gateways/<session>.json`` (the
+session is ``--session ID``, else ``default``), holding the URL (which embeds
+the token), pid, log path and start time.  It is written atomically with mode
+0600 in a 0700 directory.  ``is_our_gateway`` guards ``stop``: a pid from a
+stale file may since have been given to an unrelated process.
+"""
+
+import json
+import os
+import time
+from typing import Any, Dict, Mapping, Optional
+
+from toolscript import paths
+
+DEFAULT_SESSION = "default"
+
+
+def gateways_dir(environ: Optional[Mapping[str, str]] = None) -> str:
+    return paths.ensure_private_dir(os.path.join(paths.state_dir(environ), "gateways"))
+
+
+def state_path(session: Optional[str], environ: Optional[Mapping[str, str]] = None) -> str:
+    return os.path.join(gateways_dir(environ), paths.safe_name(session or DEFAULT_SESSION) + ".json")
+
+
+def log_path(session: Optional[str], environ: Optional[Mapping[str, str]] = None) -> str:
+    return os.path.join(gateways_dir(environ), paths.safe_name(session or DEFAULT_SESSION) + ".log")
+
+
+def write_state(session: Optional[str], state: Dict[str, Any], environ: Optional[Mapping[str, str]] = None) -> str:
+    path = state_path(session, environ)
+    paths.write_private(path, json.dumps(state, indent=2) + "\n")
+    return path
+
+
+def read_state(session: Optional[str], environ: Optional[Mapping[str, str]] = None) -> Optional[Dict[str, Any]]:
+    """The session's state, or None when there is none (or it is unreadable)."""
+    try:
+        with open(state_path(session, environ), encoding="utf-8") as f:
+            state = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) and isinstance(state.get("url"), str) else None
+
+
+def remove_state(session: Optional[str], environ: Optional[Mapping[str, str]] = None, *, pid: Optional[int] = None) -> None:
+    """Delete the state file (only if it still names ``pid``, when given)."""
+    path = state_path(session, environ)
+    if pid is not None:
+        current = read_state(session, environ)
+        if current is not None and current.get("pid") != pid:
+            return  # a newer gateway took over this session
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def new_state(url: str, pid: int, session: Optional[str], log: Optional[str], workspace: str) -> Dict[str, Any]:
+    return {
+        "url": url,
+        "pid": pid,
+        "session": session or DEFAULT_SESSION,
+        "log": log,
+        "workspace": workspace,
+        "startedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, but not ours to signal
+    return True
+
+
+def is_our_gateway(pid: int) -> bool:
+    """True if ``pid`` runs a toolscript gateway (checked on its command line where /proc exists)."""
+    if not pid_alive(pid):
+        return False
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+    except OSError:
+        return True  # no /proc (macOS): the authenticated /health pid check is the guard
+    words = [os.path.basename(a.decode("utf-8", "replace")) for a in argv]
+    return "gateway" in words and "start" in words and any("toolscript" in w for w in words)

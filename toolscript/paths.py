@@ -1,0 +1,85 @@
+"""Where toolscript keeps per-user files, and how it writes them safely.
+
+State (gateway state files and logs) lives in ``$TOOLSCRIPT_STATE_DIR``, else
+``$XDG_STATE_HOME/toolscript``, else ``~/.local/state/toolscript``.  The
+directory is private (0700) and must belong to the current user: another
+user's directory would let them plant a gateway URL for us to trust.  Files
+are written atomically (temp file + rename) with mode 0600.
+"""
+
+import os
+import re
+import sys
+import tempfile
+import zipfile
+from typing import Dict, List, Mapping, Optional, Tuple, Union
+
+from toolscript.errors import UserError
+
+
+def state_dir(environ: Optional[Mapping[str, str]] = None) -> str:
+    """The private per-user state directory, created if needed."""
+    env = os.environ if environ is None else environ
+    base = env.get("TOOLSCRIPT_STATE_DIR")
+    if not base:
+        xdg = env.get("XDG_STATE_HOME")
+        home = env.get("HOME") or os.path.expanduser("~")
+        base = os.path.join(xdg, "toolscript") if xdg else os.path.join(home, ".local", "state", "toolscript")
+    return ensure_private_dir(base)
+
+
+def ensure_private_dir(path: str) -> str:
+    """Create ``path`` (0700) or check an existing one is ours; return it."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        info = os.stat(path)
+    except OSError as exc:
+        raise UserError(f"cannot create the state directory {path}: {exc.strerror or exc} (set TOOLSCRIPT_STATE_DIR to a writable directory)") from exc
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        raise UserError(f"the state directory {path} belongs to another user; refusing to use it (set TOOLSCRIPT_STATE_DIR)")
+    if info.st_mode & 0o077:
+        os.chmod(path, 0o700)
+    return path
+
+
+def write_private(path: str, data: Union[str, bytes]) -> None:
+    """Write ``data`` to ``path`` atomically with mode 0600."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)  # mkstemp creates 0600
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def safe_name(text: str) -> str:
+    """A string usable as a file name (session ids come from outside)."""
+    cleaned = re.sub(r"[^A-Za-z0-9_.-]", "_", text)[:120].strip(".")
+    return cleaned or "default"
+
+
+def toolscript_command() -> Tuple[List[str], Dict[str, str]]:
+    """How to run this same toolscript again: (argv prefix, extra environment).
+
+    From the zipapp that is ``python3 toolscript.pyz``; from a checkout or an
+    installed package it is ``python3 -m toolscript`` with the package's parent
+    directory on PYTHONPATH.
+    """
+    import toolscript
+
+    package_dir = os.path.dirname(os.path.abspath(toolscript.__file__))
+    parent = os.path.dirname(package_dir)
+    if os.path.isfile(parent) and zipfile.is_zipfile(parent):
+        return [sys.executable, parent], {}
+    pythonpath = os.pathsep.join(p for p in (parent, os.environ.get("PYTHONPATH", "")) if p)
+    return [sys.executable, "-m", "toolscript"], {"PYTHONPATH": pythonpath}
