@@ -1,18 +1,27 @@
 # toolscript: build the zipapp, run the tests, run the benchmarks.
+#   make run     -> build, then start a gateway with the built-in tools (no config needed)
 #   make build   -> dist/toolscript.pyz (reproducible)
 #   make test    -> venv + npm peers installed into the checkout, then the whole suite
-#   make bench   -> benchmark figures as JSON
+#   make bench   -> benchmark figures as JSON (also installs the peer proxy, see peer-proxy)
 
 PYTHON ?= python3
 VENV   := .venv
 VPY    := $(VENV)/bin/python
 PEERS  := tests/peers
+# mcp-proxy needs mcp 1.x, the test venv has mcp 2.x: it gets a venv of its own
+# (inside .venv/, which .gitignore already covers).
+PROXY_VENV := $(VENV)/peers/mcp-proxy
 PYTEST_ARGS ?=
 
-.PHONY: build test venv peers bench clean
+.PHONY: build run test venv peers peer-proxy bench clean
 
 build:
 	$(PYTHON) build_pyz.py
+
+# The main job on the embedded default: a gateway serving the built-in tools (plus any
+# servers in ~/.toolscript.json or ./.toolscript.json). It prints how to call a tool.
+run: build
+	$(PYTHON) dist/toolscript.pyz gateway start
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: tests/requirements.txt
@@ -26,12 +35,20 @@ $(PEERS)/node_modules/.installed: $(PEERS)/package-lock.json
 	npm ci --prefix $(PEERS) --no-audit --no-fund --loglevel=error
 	touch $@
 
+# A peer proxy a user might pick instead of the gateway, for bench/gateway.py.
+peer-proxy: $(PROXY_VENV)/.installed
+$(PROXY_VENV)/.installed:
+	$(PYTHON) -m venv $(PROXY_VENV)
+	$(PROXY_VENV)/bin/python -m pip install --quiet --disable-pip-version-check mcp-proxy==0.13.0
+	touch $@
+
 # TOOLSCRIPT_REQUIRE_PEERS=1 turns a missing peer into a failure, never a skip.
 test: venv peers build
 	TOOLSCRIPT_REQUIRE_PEERS=1 $(VPY) -m pytest $(PYTEST_ARGS)
 
-bench: venv peers
+bench: venv peers peer-proxy
 	$(VPY) bench/mcp_client.py
+	$(VPY) bench/gateway.py
 
 clean:
 	rm -rf dist $(VENV) $(PEERS)/node_modules .pytest_cache
