@@ -548,6 +548,7 @@ def test_masked_view_masks_literals_and_shows_templates():
         "warnings": ["w"],
         "builtinTools": True,
         "workspaceRoots": [],
+        "mcpToolNames": "prefixed",
         "servers": {
             "local": {
                 "type": "stdio",

@@ -395,3 +395,19 @@ def test_client_commands_without_a_gateway_say_how_to_start_one(tmp_path):
     dead = dict(env, TOOLSCRIPT_GATEWAY_URL=f"http://127.0.0.1:{peers.free_port()}/t/abc")
     unreachable = toolscript("list-servers", env=dead, cwd=tmp_path)
     assert unreachable.returncode == 1 and "not reachable" in unreachable.stderr
+
+
+def test_plain_mcp_tool_names_keep_prefixes_only_on_collisions(gateway):
+    gw, url = gateway(fixture_server("a"), fixture_server("b", "--tools", "1"), builtin_tools=["time.now"], mcp_tool_names="plain")
+    session = ClientSession(StreamableHttpTransport(url + "/mcp"))
+    try:
+        session.initialize(10)
+        names = [t["name"] for t in session.list_tools()]
+        assert "time.now" in names and "filler_000" in names  # unique: plain
+        assert "a__echo" in names and "b__echo" in names and "echo" not in names  # shared: prefixed
+        assert session.call_tool("filler_000")["content"][0]["text"] == "filler 0"
+        assert session.call_tool("a__add", {"a": 1, "b": 2})["structuredContent"] == {"sum": 3}
+    finally:
+        session.close()
+    # The JSON API and CLI keep gateway ids whatever the MCP naming.
+    assert GatewayClient(url).post("/call", {"tool": "b__filler_000", "arguments": {}})["ok"] is True

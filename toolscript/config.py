@@ -41,7 +41,7 @@ DEFAULT_CALL_TIMEOUT = 60.0  # seconds
 
 DEFAULT_PATHS = ["~/.toolscript.json", "./.toolscript.json"]
 
-_TOP_LEVEL_KEYS = ["mcpServers", "builtinTools", "workspaceRoots", "$schema"]
+_TOP_LEVEL_KEYS = ["mcpServers", "builtinTools", "workspaceRoots", "mcpToolNames", "$schema"]
 _SERVER_KEYS = [
     "type",
     "command",
@@ -132,6 +132,9 @@ class Config:
     builtin_tools: Union[bool, List[str]] = True
     # Extra directories the file built-ins may read, besides the workspace itself.
     workspace_roots: List[str] = field(default_factory=list)
+    # How the gateway's MCP endpoint names tools: "prefixed" (server__tool) or
+    # "plain" (the server's own name, prefixed only where two servers collide).
+    mcp_tool_names: str = "prefixed"
 
     def enabled_servers(self) -> List[ServerConfig]:
         return [server for server in self.servers.values() if not server.disabled]
@@ -266,6 +269,7 @@ def masked_view(config: Config) -> Dict[str, Any]:
         "servers": servers,
         "builtinTools": config.builtin_tools,
         "workspaceRoots": list(config.workspace_roots),
+        "mcpToolNames": config.mcp_tool_names,
         "warnings": list(config.warnings),
     }
 
@@ -364,6 +368,12 @@ def _parse_settings(document: Dict[str, Any], source: str, environ: Mapping[str,
             settings["builtin_tools"] = value
         else:
             problems.append(f"{source}: builtinTools: expected true, false or an array of tool names, got {_json_type(value)}")
+    if "mcpToolNames" in document:
+        value = document["mcpToolNames"]
+        if value in ("prefixed", "plain"):
+            settings["mcp_tool_names"] = value
+        else:
+            problems.append(f'{source}: mcpToolNames: expected "prefixed" or "plain", got {json.dumps(value)}')
     if "workspaceRoots" in document:
         value = document["workspaceRoots"]
         if isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value):

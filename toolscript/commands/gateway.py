@@ -126,6 +126,8 @@ def _serve(args, config, session, state) -> int:
     info = state.new_state(server.url, os.getpid(), session, os.environ.get("TOOLSCRIPT_GATEWAY_LOG"), workspace)
     state.write_state(session, info)
     _announce(args, info)
+    if not args.json and not os.environ.get("TOOLSCRIPT_GATEWAY_LOG"):
+        _print_usage_hint(info["url"], gateway)
     stop = threading.Event()
 
     def on_signal(signum, frame):
@@ -151,6 +153,27 @@ def _announce(args, info, already: bool = False) -> None:
         if already:
             print(f"toolscript: the gateway of session {info['session']!r} is already running (pid {info['pid']})", file=sys.stderr)
     sys.stdout.flush()
+
+
+def _print_usage_hint(url: str, gateway) -> None:
+    """How to use the gateway just started in the foreground (on stderr)."""
+    me = sys.argv[0]
+    shortest = min(os.path.relpath(me), os.path.abspath(me), key=len)
+    command = f"python3 {shortest}" if me.endswith(".pyz") else "toolscript"
+    servers = len(gateway.upstreams)
+    print(
+        f"toolscript: gateway listening with {len(gateway.builtins)} built-in tools"
+        + (f" and {servers} server(s) connecting in the background" if servers else " and no MCP servers configured")
+        + "\n  try it from another shell:\n"
+        f"    export TOOLSCRIPT_GATEWAY_URL={url}\n"
+        f"    {command} tools invoke builtin__time.now\n"
+        f"    {command} tools invoke builtin__fs.list_dir --args '{{\"path\": \".\"}}'\n"
+        f"    {command} list-servers\n"
+        f"  MCP clients can connect to {url}/mcp\n"
+        "  stop it with Ctrl-C",
+        file=sys.stderr,
+    )
+    sys.stderr.flush()
 
 
 def _live_gateway(session):

@@ -42,14 +42,44 @@ class GatewayToolProvider:
 
     def __init__(self, gateway: Gateway) -> None:
         self.gateway = gateway
+        self.plain = gateway.config.mcp_tool_names == "plain"
+        self._names: Tuple[int, Dict[str, str]] = (-1, {})  # (catalog version, MCP name -> tool id)
+
+    def _name_map(self) -> Dict[str, str]:
+        """MCP tool name -> gateway id, recomputed when the catalog changes."""
+        version, names = self._names
+        if version == self.gateway.catalog.version:
+            return names
+        entries = self.gateway.catalog.entries()
+        names = {}
+        if self.plain:
+            counts: Dict[str, int] = {}
+            for entry in entries:
+                counts[entry.name] = counts.get(entry.name, 0) + 1
+            for entry in entries:
+                # A name two servers share keeps its prefix, so neither is shadowed.
+                names[entry.name if counts[entry.name] == 1 else entry.id] = entry.id
+        else:
+            names = {entry.id: entry.id for entry in entries}
+        self._names = (self.gateway.catalog.version, names)
+        return names
 
     def list_tools(self) -> List[Dict[str, Any]]:
         self.gateway.wait_for_servers()
-        return [entry.as_mcp_tool() for entry in self.gateway.catalog.entries()]
+        tools = []
+        for name, identifier in self._name_map().items():
+            entry = self.gateway.catalog.get(identifier)
+            if entry is not None:
+                tool = entry.as_mcp_tool()
+                tool["name"] = name
+                tools.append(tool)
+        return tools
 
     def call_tool(self, name: str, arguments: Dict[str, Any], call: CallContext) -> Dict[str, Any]:
-        if self.gateway.catalog.get(name) is None:
+        identifier = self._name_map().get(name)
+        if identifier is None:
             raise UnknownTool(name)
+        name = identifier
 
         def progress(params: Dict[str, Any]) -> None:
             call.progress(params.get("progress", 0), params.get("total"), params.get("message"))
