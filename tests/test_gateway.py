@@ -411,3 +411,23 @@ def test_plain_mcp_tool_names_keep_prefixes_only_on_collisions(gateway):
         session.close()
     # The JSON API and CLI keep gateway ids whatever the MCP naming.
     assert GatewayClient(url).post("/call", {"tool": "b__filler_000", "arguments": {}})["ok"] is True
+
+
+def test_idle_http_upstream_that_dies_is_noticed_and_reconnected(gateway, monkeypatch):
+    from toolscript.gateway import upstream as upstream_module
+
+    monkeypatch.setattr(upstream_module, "PING_INTERVAL", 0.3)
+    peer = start_fixture("http")
+    port = peer.port
+    gw, url = gateway(ServerConfig(name="remote", type="http", source="t", url=peer.url, timeout=2))
+    assert gw.wait_for_servers() == [] and gw.upstreams["remote"].state == "ready"
+    peer.stop()
+    assert wait_for(lambda: gw.upstreams["remote"].state == "failed", timeout=10)
+    assert "connection refused" in gw.upstreams["remote"].error
+    revived = start_fixture("http", "--port", str(port))
+    try:
+        assert wait_for(lambda: gw.upstreams["remote"].state == "ready", timeout=15)
+        echo = GatewayClient(url).post("/call", {"tool": "remote__echo", "arguments": {"message": "again"}})
+        assert echo["ok"] is True
+    finally:
+        revived.stop()

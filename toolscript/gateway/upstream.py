@@ -23,6 +23,7 @@ logger = log.get("gateway.upstream")
 
 FIRST_BACKOFF = 1.0
 MAX_BACKOFF = 60.0
+PING_INTERVAL = 30.0  # seconds between liveness pings of http/sse servers
 
 
 class UpstreamUnavailable(UserError):
@@ -123,10 +124,18 @@ class Upstream:
         return True
 
     def _wait_until_lost(self) -> None:
+        """Block while connected.  Remote servers have no process to watch, so they are pinged."""
         with self._lock:
-            lost = self._lost_event
+            lost, session = self._lost_event, self._session
+        next_ping = time.monotonic() + PING_INTERVAL
         while not self._stopped.is_set() and not lost.wait(0.5):
-            pass
+            if session is None or session.transport.name == "stdio" or time.monotonic() < next_ping:
+                continue
+            next_ping = time.monotonic() + PING_INTERVAL
+            try:
+                session.ping(timeout=min(10.0, self.server.connect_timeout))
+            except McpError as exc:
+                self._lost(exc, lost)
 
     def _lost(self, exc: Exception, lost: threading.Event) -> None:
         """The server went away on its own: mark it failed and let _run reconnect."""
