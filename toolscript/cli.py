@@ -19,7 +19,7 @@ import argparse
 import importlib
 import os
 import sys
-from typing import List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence
 
 from toolscript import __version__, log
 from toolscript.errors import UserError
@@ -90,6 +90,25 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
         help="the session whose gateway to use or start (default: $CLAUDE_CODE_SESSION_ID, else 'default')",
     )
     return common
+
+
+def add_action(
+    actions: "argparse._SubParsersAction",
+    name: str,
+    common: argparse.ArgumentParser,
+    summary: str,
+    description: str,
+    handler: Callable[[argparse.Namespace], int],
+) -> argparse.ArgumentParser:
+    """Declare one action of a command (``config show``): its help, examples and handler.
+
+    ``description`` is shown verbatim by ``--help`` and should end with examples.
+    """
+    parser = actions.add_parser(
+        name, help=summary, description=description, formatter_class=argparse.RawDescriptionHelpFormatter, parents=[common]
+    )
+    parser.set_defaults(handler=handler)
+    return parser
 
 
 def _command_in(argv: Sequence[str]) -> Optional[str]:

@@ -577,7 +577,7 @@ def _has_type(instance: Any, name: str) -> bool:
     return False
 
 
-def _json_type(instance: Any) -> str:
+def json_type(instance: Any) -> str:
     """The JSON type name of ``instance``, as users see it (3 is integer, 3.0 and 3.5 number)."""
     if instance is None:
         return "null"
@@ -669,7 +669,7 @@ def _type_message(expected: List[str], instance: Any) -> str:
         wanted = expected[0]
     else:
         wanted = ", ".join(expected[:-1]) + " or " + expected[-1]
-    return "expected {}, got {}".format(wanted, _json_type(instance))
+    return "expected {}, got {}".format(wanted, json_type(instance))
 
 
 def _count_message(bound: str, limit: Any, singular: str, plural: str, actual: int) -> str:

@@ -126,7 +126,7 @@ def execute(registry: Mapping[str, ToolSpec], call: ToolCall, context: ToolConte
         return ToolResult.failure(ERROR_TOOL_NOT_FOUND, _unknown_tool_message(call.name, registry), call, started)
 
     if not isinstance(call.args, dict):
-        message = f"arguments must be a JSON object, got {_json_type(call.args)}"
+        message = f"arguments must be a JSON object, got {jsonschema.json_type(call.args)}"
         return ToolResult.failure(ERROR_INVALID_ARGS, message, call, started)
     try:
         problems = jsonschema.validate(call.args, spec.input_schema)
@@ -205,21 +205,3 @@ def _describe(exc: BaseException) -> str:
 def _one_line(text: str) -> str:
     """Error messages are one line: join a multi-line message with spaces."""
     return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__

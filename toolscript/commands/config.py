@@ -4,6 +4,7 @@ import argparse
 import sys
 
 from toolscript import config as configuration
+from toolscript.cli import add_action
 from toolscript.output import print_json
 
 SUMMARY = "show or validate the merged configuration"
@@ -21,26 +22,20 @@ examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="action", metavar="ACTION", title="actions")
-    show = sub.add_parser(
-        "show",
-        help="print the merged configuration with secrets masked",
-        description="Print the merged configuration with secrets in env, headers, URLs and args masked.\n\n"
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", title="actions")
+    add_action(
+        actions, "show", common, "print the merged configuration with secrets masked",
+        "Print the merged configuration with secrets in env, headers, URLs and args masked.\n\n"
         "examples:\n  toolscript config show\n  toolscript config show --json | jq '.servers | keys'\n",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        parents=[common],
+        run_show,
     )
-    show.set_defaults(handler=run_show)
-    validate = sub.add_parser(
-        "validate",
-        help="check the configuration; exit 1 on errors",
-        description="Check every config file and list each problem on its own line (file:line:col for JSON\n"
+    add_action(
+        actions, "validate", common, "check the configuration; exit 1 on errors",
+        "Check every config file and list each problem on its own line (file:line:col for JSON\n"
         "syntax, the JSON path for wrong values). Warnings (unknown keys) do not fail validation.\n\n"
         "examples:\n  toolscript config validate\n  toolscript config validate --json\n",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        parents=[common],
+        run_validate,
     )
-    validate.set_defaults(handler=run_validate)
 
 
 def run_show(args: argparse.Namespace) -> int:

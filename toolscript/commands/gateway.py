@@ -1,7 +1,6 @@
 """``toolscript gateway start|status|stop``: run and manage the per-session gateway."""
 
 import argparse
-import json
 import os
 import signal
 import subprocess
@@ -9,6 +8,7 @@ import sys
 import threading
 import time
 
+from toolscript.cli import add_action
 from toolscript.errors import UserError
 from toolscript.output import format_table, print_json
 
@@ -32,48 +32,37 @@ STOP_TIMEOUT = 10.0
 
 
 def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="action", metavar="ACTION", title="actions")
-    start = sub.add_parser(
-        "start",
-        help="start a gateway",
-        parents=[common],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Start a gateway on 127.0.0.1 and a random port with a fresh token.\n"
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", title="actions")
+    start = add_action(
+        actions, "start", common, "start a gateway",
+        "Start a gateway on 127.0.0.1 and a random port with a fresh token.\n"
         "It prints TOOLSCRIPT_GATEWAY_URL=... as soon as the port is open; servers connect in the background.\n\n"
         "examples:\n"
         "  toolscript gateway start\n"
         "  toolscript gateway start --port 8765\n"
         '  eval "$(toolscript gateway start --detach)" && toolscript list-servers\n'
         "  toolscript gateway start --detach --session my-session --json\n",
+        run_start,
     )
     start.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
     start.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     start.add_argument("--allow-remote", action="store_true", help="required to bind a non-loopback address")
     start.add_argument("--detach", action="store_true", help="run in the background; return once it listens")
     start.add_argument("--workspace", metavar="DIR", help="the directory file built-ins may read (default: the current one)")
-    start.set_defaults(handler=run_start)
-
-    status = sub.add_parser(
-        "status",
-        help="health of the gateway and its servers",
-        parents=[common],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Is the gateway reachable, is the token valid, and what state is each server in?\n"
+    add_action(
+        actions, "status", common, "health of the gateway and its servers",
+        "Is the gateway reachable, is the token valid, and what state is each server in?\n"
         "Exit 1 when it is not running or a server failed, with the next step to take.\n\n"
         "examples:\n  toolscript gateway status\n  toolscript gateway status --json\n",
+        run_status,
     )
-    status.set_defaults(handler=run_status)
-
-    stop = sub.add_parser(
-        "stop",
-        help="stop the gateway",
-        parents=[common],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Stop the gateway named by --gateway-url, $TOOLSCRIPT_GATEWAY_URL or the session's\n"
+    add_action(
+        actions, "stop", common, "stop the gateway",
+        "Stop the gateway named by --gateway-url, $TOOLSCRIPT_GATEWAY_URL or the session's\n"
         "state file -- only after checking the process really is that gateway.\n\n"
         "examples:\n  toolscript gateway stop\n  toolscript gateway stop --session my-session\n",
+        run_stop,
     )
-    stop.set_defaults(handler=run_stop)
 
 
 # -- start ---------------------------------------------------------------------

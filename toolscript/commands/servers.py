@@ -4,6 +4,7 @@ import argparse
 import sys
 
 from toolscript import config as configuration
+from toolscript.cli import add_action
 from toolscript.errors import UserError
 from toolscript.output import format_table, print_json
 
@@ -25,16 +26,9 @@ exit status: 0 when every checked server connected, 1 when any failed.
 
 
 def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="action", metavar="ACTION", title="actions")
-    check = sub.add_parser(
-        "check",
-        help="connect to each server and report",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        parents=[common],
-    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", title="actions")
+    check = add_action(actions, "check", common, "connect to each server and report", DESCRIPTION, run_check)
     check.add_argument("names", nargs="*", metavar="NAME", help="servers to check (default: every enabled server)")
-    check.set_defaults(handler=run_check)
 
 
 def run_check(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ import json
 import os
 import sys
 
+from toolscript.cli import add_action
 from toolscript.errors import UserError
 from toolscript.output import print_json
 
@@ -32,42 +33,33 @@ BUILTIN_PREFIX = "builtin__"
 
 
 def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="action", metavar="ACTION", title="actions")
-    listing = sub.add_parser(
-        "list",
-        help="list the tools",
-        parents=[common],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="List tools with name, description and input schema (--json).\n\n"
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", title="actions")
+    listing = add_action(
+        actions, "list", common, "list the tools",
+        "List tools with name, description and input schema (--json).\n\n"
         "examples:\n  toolscript tools list\n  toolscript tools list --tool-allow time.now,shell.pwd --json\n",
+        run_list,
     )
     listing.add_argument("--tool-allow", metavar="A,B", help="only these tools (ids or built-in names)")
-    listing.set_defaults(handler=run_list)
-    info = sub.add_parser(
-        "info",
-        help="one tool's schema and runtime details",
-        parents=[common],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Print one tool's description, input schema and runtime details as JSON.\n\n"
+    info = add_action(
+        actions, "info", common, "one tool's schema and runtime details",
+        "Print one tool's description, input schema and runtime details as JSON.\n\n"
         "examples:\n  toolscript tools info fs.read_file\n  toolscript tools info github__search_issues\n",
+        run_info,
     )
     info.add_argument("name", help="tool id (server__tool) or built-in name")
-    info.set_defaults(handler=run_info)
-    invoke = sub.add_parser(
-        "invoke",
-        help="call a tool and print its ToolResult",
-        parents=[common],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Call a tool. Arguments are a JSON object (--args '{...}', or --args - to read stdin).\n"
+    invoke = add_action(
+        actions, "invoke", common, "call a tool and print its ToolResult",
+        "Call a tool. Arguments are a JSON object (--args '{...}', or --args - to read stdin).\n"
         "Exit 0 when the result is ok, 1 otherwise.\n\n"
         "examples:\n  toolscript tools invoke time.now\n"
         "  toolscript tools invoke fs.read_file --args '{\"path\": \"README.md\", \"maxBytes\": 10000}'\n"
         "  echo '{\"message\": \"hi\"}' | toolscript tools invoke everything__echo --args -\n",
+        run_invoke,
     )
     invoke.add_argument("name", help="tool id (server__tool) or built-in name")
     invoke.add_argument("--args", default="{}", metavar="JSON", help="arguments as a JSON object (default {}); - reads stdin")
     invoke.add_argument("--timeout", type=float, help="seconds to wait for the tool (default: the server's timeout)")
-    invoke.set_defaults(handler=run_invoke)
 
 
 def _gateway(args):

@@ -139,6 +139,9 @@ class Upstream:
 
     def _lost(self, exc: Exception, lost: threading.Event) -> None:
         """The server went away on its own: mark it failed and let _run reconnect."""
+        if self._stopped.is_set():
+            lost.set()  # we closed it ourselves while stopping
+            return
         tail = ""
         with self._lock:
             session, self._session = self._session, None
