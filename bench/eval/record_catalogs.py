@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""Record the tools/list of real MCP servers into bench/eval/catalogs/.
+
+The recorded catalogs are the corpus of the tool-search evaluation
+(bench/search.py, tests/test_search.py).  Recording is a one-off: the JSON
+files are committed and nothing else reads the servers again.
+
+The servers are installed into a scratch directory outside the checkout
+(npm packages under DIR/npm, each PyPI package in a venv DIR/venv-NAME), started on
+stdio with dummy credentials (nothing here can reach their backends), asked
+for tools/list through toolscript's own MCP client, and stopped.  Each
+catalog is written as::
+
+    {"server": NAME, "package": "PACKAGE@VERSION", "registry": "npm" | "pypi",
+     "recorded": "YYYY-MM-DD", "tools": [... verbatim from tools/list ...]}
+
+    python3 bench/eval/record_catalogs.py [--scratch DIR] [--install] [NAME ...]
+
+A server that fails to install or start is reported on stderr and skipped;
+the exit status is 1 when any failed.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
+
+from toolscript.config import ServerConfig  # noqa: E402
+from toolscript.mcp.connect import open_session  # noqa: E402
+
+CATALOGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "catalogs")
+
+# name -> (registry, package, version, argv after the executable, env).
+# "{scratch}" in args and env is replaced by the scratch directory, "{redis}"
+# by the address of a stand-in Redis (see FakeRedis).  The credentials are
+# placeholders: the servers only check that they are set.
+SERVERS = {
+    "everything": ("npm", "@modelcontextprotocol/server-everything", "2026.8.31", ["stdio"], {}),
+    "filesystem": ("npm", "@modelcontextprotocol/server-filesystem", "2026.8.31", ["{scratch}/files"], {}),
+    "memory": ("npm", "@modelcontextprotocol/server-memory", "2026.8.31", [], {"MEMORY_FILE_PATH": "{scratch}/memory.jsonl"}),
+    "sequential-thinking": ("npm", "@modelcontextprotocol/server-sequential-thinking", "2026.8.31", [], {}),
+    "github": ("npm", "@modelcontextprotocol/server-github", "2025.4.8", [], {"GITHUB_PERSONAL_ACCESS_TOKEN": "dummy"}),
+    "gitlab": ("npm", "@modelcontextprotocol/server-gitlab", "2025.4.25", [],
+               {"GITLAB_PERSONAL_ACCESS_TOKEN": "dummy", "GITLAB_API_URL": "http://127.0.0.1:9/api/v4"}),
+    "slack": ("npm", "@modelcontextprotocol/server-slack", "2025.4.25", [], {"SLACK_BOT_TOKEN": "xoxb-dummy", "SLACK_TEAM_ID": "T00000000"}),
+    "postgres": ("npm", "@modelcontextprotocol/server-postgres", "0.6.2", ["postgresql://127.0.0.1:9/none"], {}),
+    "redis": ("npm", "@modelcontextprotocol/server-redis", "2025.4.25", ["redis://{redis}"], {}),
+    "puppeteer": ("npm", "@modelcontextprotocol/server-puppeteer", "2025.5.12", [], {}),
+    "google-maps": ("npm", "@modelcontextprotocol/server-google-maps", "0.6.2", [], {"GOOGLE_MAPS_API_KEY": "dummy"}),
+    "brave-search": ("npm", "@modelcontextprotocol/server-brave-search", "0.6.2", [], {"BRAVE_API_KEY": "dummy"}),
+    "gdrive": ("npm", "@modelcontextprotocol/server-gdrive", "2025.1.14", [],
+               {"GDRIVE_CREDENTIALS_PATH": "{scratch}/gdrive-credentials.json", "GDRIVE_OAUTH_PATH": "{scratch}/gdrive-oauth.json"}),
+    "everart": ("npm", "@modelcontextprotocol/server-everart", "0.6.2", [], {"EVERART_API_KEY": "dummy"}),
+    "aws-kb": ("npm", "@modelcontextprotocol/server-aws-kb-retrieval", "0.6.2", [],
+               {"AWS_ACCESS_KEY_ID": "dummy", "AWS_SECRET_ACCESS_KEY": "dummy", "AWS_REGION": "us-east-1"}),
+    "time": ("pypi", "mcp-server-time", "2026.10.19", ["--local-timezone", "UTC"], {}),
+    "fetch": ("pypi", "mcp-server-fetch", "2026.10.24", [], {}),
+    "git": ("pypi", "mcp-server-git", "2026.10.19", ["--repository", "{scratch}/repo"], {}),
+    "sqlite": ("pypi", "mcp-server-sqlite", "2025.4.25", ["--db-path", "{scratch}/test.db"], {}),
+    "sentry": ("pypi", "mcp-server-sentry", "2025.1.14", ["--auth-token", "dummy"], {}),
+}
+
+# npm packages whose executable name differs from the package's last path part.
+NPM_BIN = {"@modelcontextprotocol/server-aws-kb-retrieval": "mcp-server-aws-kb-retrieval"}
+
+# Extra requirements of PyPI servers published before MCP SDK 2.0 changed the
+# API they use (each PyPI server gets a venv of its own, so pins don't clash).
+PYPI_EXTRA = {"mcp-server-sqlite": ["mcp<2"], "mcp-server-sentry": ["mcp<2"]}
+
+
+class FakeRedis:
+    """A loopback stand-in that answers every Redis command with +OK.
+
+    server-redis connects to Redis before it serves MCP at all; tools/list
+    needs nothing more from Redis than a connection that accepts its
+    handshake commands.
+    """
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.address = "%s:%d" % self.sock.getsockname()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        buf = b""
+        with conn:
+            while True:
+                data = conn.recv(65536)
+                if not data:
+                    return
+                buf += data
+                count, buf = _split_commands(buf)
+                conn.sendall(b"+OK\r\n" * count)
+
+    def close(self):
+        self.sock.close()
+
+
+def _split_commands(buf):
+    """(number of complete RESP commands in buf, the incomplete rest)."""
+    count = 0
+    while True:
+        pos = _parse_command(buf)
+        if pos is None:
+            return count, buf
+        count += 1
+        buf = buf[pos:]
+
+
+def _parse_command(buf):
+    # A client sends commands as arrays of bulk strings: *N, then N x ($len, data).
+    end = buf.find(b"\r\n")
+    if end < 0 or not buf.startswith(b"*"):
+        return None
+    pos = end + 2
+    for _ in range(int(buf[1:end])):
+        end = buf.find(b"\r\n", pos)
+        if end < 0:
+            return None
+        pos = end + 2 + int(buf[pos + 1:end]) + 2
+        if pos > len(buf):
+            return None
+    return pos
+
+
+def install(scratch, names):
+    npm = [f"{SERVERS[n][1]}@{SERVERS[n][2]}" for n in names if SERVERS[n][0] == "npm"]
+    if npm:
+        os.makedirs(os.path.join(scratch, "npm"), exist_ok=True)
+        # Puppeteer would otherwise download a browser build; tools/list needs none.
+        env = dict(os.environ, PUPPETEER_SKIP_DOWNLOAD="1", PUPPETEER_SKIP_CHROMIUM_DOWNLOAD="1")
+        subprocess.run(["npm", "install", "--prefix", os.path.join(scratch, "npm"), "--no-audit", "--no-fund",
+                        "--loglevel=error"] + npm, check=True, env=env)
+    for name in names:
+        registry, package, version, _, _ = SERVERS[name]
+        if registry != "pypi":
+            continue
+        venv = os.path.join(scratch, "venv-" + name)
+        if not os.path.exists(os.path.join(venv, "bin", "python")):
+            subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        subprocess.run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet",
+                        "--disable-pip-version-check", f"{package}=={version}"] + PYPI_EXTRA.get(package, []),
+                       check=True)
+
+
+def prepare(scratch):
+    """Files some servers insist on before they start."""
+    os.makedirs(os.path.join(scratch, "files"), exist_ok=True)
+    repo = os.path.join(scratch, "repo")
+    if not os.path.isdir(os.path.join(repo, ".git")):
+        os.makedirs(repo, exist_ok=True)
+        subprocess.run(["git", "init", "-q", repo], check=True)
+    # gdrive reads saved OAuth tokens at start-up and only uses them on a call.
+    with open(os.path.join(scratch, "gdrive-credentials.json"), "w") as f:
+        json.dump({"access_token": "dummy", "refresh_token": "dummy", "token_type": "Bearer"}, f)
+    with open(os.path.join(scratch, "gdrive-oauth.json"), "w") as f:
+        json.dump({"installed": {"client_id": "dummy", "client_secret": "dummy",
+                                 "redirect_uris": ["http://127.0.0.1"]}}, f)
+
+
+def command_for(scratch, name, redis):
+    registry, package, _, args, env = SERVERS[name]
+    if registry == "npm":
+        exe = NPM_BIN.get(package, "mcp-" + package.rsplit("/", 1)[-1])
+        exe = os.path.join(scratch, "npm", "node_modules", ".bin", exe)
+    else:
+        exe = os.path.join(scratch, "venv-" + name, "bin", package)
+    fill = lambda s: s.replace("{scratch}", scratch).replace("{redis}", redis)  # noqa: E731
+    return exe, [fill(a) for a in args], {k: fill(v) for k, v in env.items()}
+
+
+def record(scratch, name, timeout, redis):
+    exe, args, env = command_for(scratch, name, redis)
+    if not os.path.exists(exe):
+        raise RuntimeError(f"{exe} is not installed (run with --install)")
+    config = ServerConfig(name=name, type="stdio", source="record_catalogs", command=exe, args=args, env=env,
+                          timeout=timeout)
+    session = open_session(config)
+    try:
+        tools = session.list_tools()
+    finally:
+        session.close()
+    registry, package, version, _, _ = SERVERS[name]
+    return {
+        "server": name,
+        "package": f"{package}@{version}",
+        "registry": registry,
+        "recorded": datetime.date.today().isoformat(),
+        "tools": tools,
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", help="servers to record (default: all)")
+    parser.add_argument("--scratch", default=os.path.join(tempfile.gettempdir(), "toolscript-eval-servers"),
+                        help="where the servers are installed (outside the checkout)")
+    parser.add_argument("--install", action="store_true", help="npm/pip install the servers into --scratch first")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each server")
+    args = parser.parse_args(argv)
+    names = args.names or list(SERVERS)
+    unknown = [n for n in names if n not in SERVERS]
+    if unknown:
+        parser.error(f"unknown server(s): {', '.join(unknown)}; known: {', '.join(SERVERS)}")
+    scratch = os.path.abspath(args.scratch)
+    os.makedirs(scratch, exist_ok=True)
+    if args.install:
+        install(scratch, names)
+    prepare(scratch)
+    os.makedirs(CATALOGS, exist_ok=True)
+    redis = FakeRedis()
+    failed = []
+    for name in names:
+        try:
+            catalog = record(scratch, name, args.timeout, redis.address)
+        except Exception as exc:  # one broken server must not stop the others
+            failed.append(name)
+            print(f"{name}: FAILED: {exc}", file=sys.stderr)
+            continue
+        with open(os.path.join(CATALOGS, f"{name}.json"), "w", encoding="utf-8") as f:
+            json.dump(catalog, f, indent=1, ensure_ascii=False, sort_keys=False)
+            f.write("\n")
+        print(f"{name}: {len(catalog['tools'])} tools", file=sys.stderr)
+    redis.close()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,461 @@
+"""Rank a catalog of tools against a natural-language query.
+
+:class:`SearchIndex` is built once per catalog change and then answers
+queries from memory.  The ranking is BM25F: every tool is a document with
+weighted fields (the tool name split into words, the server name, title,
+description, parameter names and parameter descriptions), and a query word's
+matches in all fields are added up into one term frequency before BM25's
+saturation, so a word in the name counts for more than the same word in a
+long description.  On top of that:
+
+* words are lower-cased, split on camelCase, snake_case, kebab-case and dots,
+  and reduced by a light suffix stemmer (``issues`` -> ``issu`` like
+  ``issue``; ``created``, ``creating`` and ``create`` -> ``creat``);
+* a query word the catalog does not contain is matched to catalog words that
+  share its character trigrams and lie within one or two edits (``serach
+  isues`` finds ``search_issues``), at a discount;
+* a short table of developer shorthand (``repo``, ``PR``, ``mkdir``) and
+  related words (``remove`` / ``delete``, ``folder`` / ``directory``) adds
+  lookups, also at a discount, so a literal match always counts more;
+* a query that *is* a tool's name (``search_issues``, ``search issues``,
+  ``github__search_issues``) ranks that tool first with score 1.
+
+What a score means: the tool's BM25F score divided by the score of an ideal
+tool for the query -- one that has every query word, each about twice (say
+in its name and its description).  Every query word weighs by its rarity
+(idf), and a word no tool contains weighs as much as the rarest word, since
+no tool can explain it.  So the score is, roughly, the share of the query
+that the tool accounts for: about 1 when the tool's name and description say
+what the query says, about 0.5 when the description covers most of it, and
+below 0.3 when only a common word or two matched.  A threshold of 0.3 keeps
+plausible tools and drops most noise (bench/search.py measures both).
+Scores are capped at 1; results are ordered by the uncapped score, then by
+id, so the order is deterministic.
+"""
+
+import math
+import re
+from functools import lru_cache
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+__all__ = ["SearchIndex", "tokenize", "stem", "terms"]
+
+# -- words -------------------------------------------------------------------
+
+# Words are runs of letters and digits; a run is split further at case
+# changes ("getFileInfo", "HTTPServer") and between letters and digits.
+_CHUNK = re.compile(r"[A-Za-z0-9]+")
+_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_NON_WORD = re.compile(r"[^A-Za-z0-9]+")
+
+# Only words that carry no meaning in a tool request.  Kept short on purpose:
+# BM25's idf already discounts words that many tools share.
+_STOPWORDS = frozenset(
+    """a an and are as at be been but by can could do does for from has have how i if in into is it its
+    me my of on or our please should so that the their them then there these this those to was we what
+    when where which while who will with would you your""".split()
+)
+
+# Developer shorthand, read as the words it stands for: a query word on the
+# left also looks up the words on the right, nearly at full weight.
+_ABBREVIATIONS = {
+    "repo": "repository", "pr": "pull request", "mr": "merge request", "db": "database",
+    "pg": "postgres", "dir": "directory", "env": "environment", "msg": "message", "js": "javascript",
+    "img": "image", "pic": "picture", "config": "configuration", "info": "information",
+    "doc": "document", "desc": "description", "ttl": "expiration", "tz": "timezone",
+    # shell commands
+    "ls": "list", "mkdir": "create directory", "mv": "move", "rm": "remove delete", "cp": "copy",
+    "cat": "read", "grep": "search", "stat": "metadata", "diff": "difference",
+}
+_ABBREVIATION_WEIGHT = 0.9
+
+# Words that often stand for one another in tool requests.  Weaker than an
+# abbreviation: the literal word should win over a related one.
+_RELATED = [
+    "delete remove erase drop",
+    "find search lookup locate",
+    "list enumerate",
+    "get fetch retrieve obtain",
+    "create make new add",
+    "update modify change edit",
+    "run execute invoke",
+    "move rename",
+    "folder directory",
+    "image picture photo",
+    "bug issue ticket",
+    "compare diff difference",
+    "page webpage website",
+    "send post",
+    "url link",
+]
+_RELATED_WEIGHT = 0.4
+
+
+def tokenize(text: str) -> List[str]:
+    """Lower-case words of ``text``, identifiers split into their parts.
+
+    >>> tokenize("getFileInfo read_text-file v1.2 HTTPServer")
+    ['get', 'file', 'info', 'read', 'text', 'file', 'v', '1', '2', 'http', 'server']
+    """
+    words: List[str] = []
+    for chunk in _CHUNK.findall(text):
+        words.extend(_split(chunk))
+    return words
+
+
+def _split(chunk: str) -> List[str]:
+    # Most words are plain lower-case or capitalised and need no regex.
+    if chunk.isalpha():
+        if chunk.islower():
+            return [chunk]
+        if chunk[1:].islower():
+            return [chunk.lower()]
+    elif chunk.isdigit():
+        return [chunk]
+    return [part.lower() for part in _PART.findall(chunk)]
+
+
+@lru_cache(maxsize=1 << 16)
+def stem(word: str) -> str:
+    """A light English suffix stripper: plurals, -ed, -ing, a final -e.
+
+    Not a linguistic stemmer; it only has to map the common forms of a word
+    onto one key, the same way for the catalog and for the query.
+
+    >>> [stem(w) for w in ("issues", "queries", "branches", "created", "creating", "create", "status")]
+    ['issu', 'query', 'branch', 'creat', 'creat', 'creat', 'status']
+    """
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith(("sses", "shes", "ches", "xes", "zes")):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    if word.endswith("ied") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("ing") and len(word) >= 7:  # "listing", not "string"
+        word = _undouble(word[:-3])
+    elif word.endswith("ed") and len(word) >= 5 and not word.endswith("eed"):  # "added", not "speed"
+        word = _undouble(word[:-2])
+    if word.endswith("e") and len(word) > 3:
+        word = word[:-1]
+    return word
+
+
+def _undouble(word: str) -> str:
+    # "committed" -> "committ" -> "commit"; "added" -> "add" stays.
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiouls":
+        return word[:-1]
+    return word
+
+
+def terms(text: str, surface: Optional[Dict[str, str]] = None) -> List[str]:
+    """The index terms of ``text``: words without stopwords or single letters, stemmed.
+
+    An identifier split into parts also yields the whole, so "JavaScript"
+    meets both "javascript" and "java script".  ``surface``, when given,
+    collects each word as written (lower-cased) with its stem.
+
+    >>> terms("Execute JavaScript in the browser")
+    ['execut', 'java', 'script', 'javascript', 'browser']
+    """
+    out: List[str] = []
+    for chunk in _CHUNK.findall(text):
+        pairs = _chunk_terms(chunk)
+        out.extend(term for _, term in pairs)
+        if surface is not None:
+            surface.update(pairs)
+    return out
+
+
+@lru_cache(maxsize=1 << 16)  # a catalog repeats its words many times over
+def _chunk_terms(chunk: str) -> Tuple[Tuple[str, str], ...]:
+    """(word, term) for each word of one run of letters and digits."""
+    words = _split(chunk)
+    if len(words) > 1 and chunk.isalpha():
+        words.append(chunk.lower())
+    return tuple((w, stem(w)) for w in words if len(w) > 1 and w not in _STOPWORDS)
+
+
+def _compact(text: str) -> str:
+    # "search_issues", "Search Issues" and "search-issues" all become "searchissues".
+    return _NON_WORD.sub("", text).lower()
+
+
+def _build_synonyms() -> Dict[str, Dict[str, float]]:
+    """stem -> {stem of a word to look up as well: its weight}."""
+    table: Dict[str, Dict[str, float]] = {}
+    for group in _RELATED:
+        words = group.split()
+        for w in words:
+            for other in words:
+                if other != w:
+                    table.setdefault(stem(w), {})[stem(other)] = _RELATED_WEIGHT
+    for short, meaning in _ABBREVIATIONS.items():
+        for word in meaning.split():
+            table.setdefault(stem(short), {})[stem(word)] = _ABBREVIATION_WEIGHT
+    return table
+
+
+_SYNONYMS = _build_synonyms()
+
+# -- fields ------------------------------------------------------------------
+
+# (weight, BM25 length normalisation b) per field.  The name is short and
+# says what the tool does; parameter descriptions are long and mostly about
+# formats, so they count least.  The server name is one or two words on
+# every tool of that server: no length normalisation.
+_FIELDS = {
+    "name": (2.0, 0.3),
+    "server": (1.5, 0.0),
+    "title": (2.0, 0.3),
+    "description": (1.0, 0.75),
+    "params": (0.5, 0.5),
+    "param_docs": (0.5, 0.75),
+}
+_K1 = 1.2  # BM25 term frequency saturation
+_IDEAL_TF = 2.0  # the ideal tool's pseudo term frequency for every query word
+_MAX_SCHEMA_DEPTH = 4  # nested object levels looked into for parameters
+
+
+def _schema_text(schema: Any, names: List[str], docs: List[str], depth: int = 0) -> None:
+    """Collect parameter names and descriptions (with enum values) from a JSON Schema."""
+    if not isinstance(schema, dict) or depth > _MAX_SCHEMA_DEPTH:
+        return
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for key, sub in props.items():
+            names.append(str(key))
+            if isinstance(sub, dict):
+                for field in ("description", "title"):
+                    if isinstance(sub.get(field), str):
+                        docs.append(sub[field])
+                if isinstance(sub.get("enum"), list):
+                    docs.extend(v for v in sub["enum"] if isinstance(v, str))
+                _schema_text(sub, names, docs, depth + 1)
+    items = schema.get("items")
+    if isinstance(items, dict):
+        _schema_text(items, names, docs, depth + 1)
+
+
+def _fields(tool: Dict[str, Any], surface: Dict[str, str]) -> Dict[str, List[str]]:
+    """The terms of each field of ``tool``; its words go into ``surface`` for typo correction."""
+    title = tool.get("title")
+    annotations = tool.get("annotations")
+    if not isinstance(title, str) and isinstance(annotations, dict):
+        title = annotations.get("title")
+    description = tool.get("description")
+    names: List[str] = []
+    docs: List[str] = []
+    _schema_text(tool.get("inputSchema"), names, docs)
+    name = terms(str(tool.get("name", "")), surface)
+    # Adjacent name parts joined as well, so "websearch" meets "web_search".
+    name += [a + b for a, b in zip(name, name[1:])]
+    return {
+        "name": name,
+        "server": terms(str(tool.get("server", "")), surface),
+        "title": terms(title, surface) if isinstance(title, str) else [],
+        "description": terms(description, surface) if isinstance(description, str) else [],
+        "params": terms(" ".join(names), surface),
+        "param_docs": terms(" ".join(docs)),
+    }
+
+
+# -- typo tolerance ----------------------------------------------------------
+
+_FUZZY_WEIGHT = 0.8  # a corrected word counts for this times its similarity
+_MAX_CORRECTIONS = 3  # catalog words tried for one misspelt query word
+
+
+def _trigrams(word: str) -> Set[str]:
+    padded = f"  {word} "
+    return {padded[i:i + 3] for i in range(len(padded) - 2)}
+
+
+def _max_typos(word: str) -> int:
+    # Short words are left alone: "bake" is one letter from "base" and "make",
+    # and a corrected short word is more often a wrong guess than a fix.
+    return 0 if len(word) < 5 else 1 if len(word) < 8 else 2
+
+
+def _edit_distance(a: str, b: str, limit: int) -> int:
+    """Edits (insert, delete, substitute, swap two neighbours) from a to b; limit+1 once past limit."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    before: List[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], before[j - 2] + 1)
+        if min(cur) > limit:
+            return limit + 1
+        before, prev = prev, cur
+    return prev[-1]
+
+
+# -- the index ---------------------------------------------------------------
+
+
+class SearchIndex:
+    """An in-memory BM25F index over one catalog of tools.
+
+    Each tool is a dict ``{"id": "server__tool", "server", "name", "title"?,
+    "description"?, "inputSchema"?}``.  Building is linear in the catalog's
+    text; the index never changes afterwards, so one instance may serve
+    concurrent searches.  Build a new one when the catalog changes.
+    """
+
+    def __init__(self, tools: List[Dict[str, Any]]) -> None:
+        self._tools = [t for t in tools if isinstance(t, dict)]
+        self._ids = [str(t.get("id") or f"{t.get('server', '')}__{t.get('name', '')}") for t in self._tools]
+        surface: Dict[str, str] = {}
+        docs = [_fields(t, surface) for t in self._tools]
+        n = len(docs)
+        avg = {f: (sum(len(d[f]) for d in docs) / n if n else 0.0) or 1.0 for f in _FIELDS}
+        # term -> {tool index: BM25F pseudo term frequency}.  Field weights and
+        # length normalisation do not depend on the query: folded in once here.
+        postings: Dict[str, Dict[int, float]] = {}
+        for i, doc in enumerate(docs):
+            for field, words in doc.items():
+                weight, b = _FIELDS[field]
+                norm = weight / (1.0 - b + b * len(words) / avg[field])
+                for word in words:
+                    row = postings.get(word)
+                    if row is None:
+                        postings[word] = {i: norm}
+                    else:
+                        row[i] = row.get(i, 0.0) + norm
+        self._postings = postings
+        self._idf = {t: _idf(n, len(row)) for t, row in postings.items()}
+        self._unknown_idf = _idf(n, 0)
+        # Catalog words as written, for typo correction; their trigram index
+        # is built on the first misspelt query (most queries need none).
+        self._surface = {w: t for w, t in surface.items() if len(w) > 3 and w.isalpha()}
+        self._by_trigram: Optional[Dict[str, List[str]]] = None
+        self._exact: Dict[str, List[int]] = {}
+        for i, t in enumerate(self._tools):
+            for key in {_compact(str(t.get("name", ""))), _compact(self._ids[i])}:
+                if key:
+                    self._exact.setdefault(key, []).append(i)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 3,
+        threshold: float = 0.0,
+        servers: Optional[List[str]] = None,
+    ) -> List[Dict[str, Any]]:
+        """The best ``limit`` tools for ``query``, best first, each scoring at least ``threshold``.
+
+        Each result is ``{"id", "server", "name", "score", "description"}``
+        with ``score`` in 0..1 rounded to 3 places (see the module docstring
+        for what it means).  ``servers``, when not None, keeps only tools of
+        those servers.  An empty or blank query finds nothing.
+        """
+        if not isinstance(query, str) or not query.strip() or limit <= 0:
+            return []
+        allowed = None if servers is None else set(servers)
+        lookups, ideal = self._lookups(query)
+        raw: Dict[int, float] = {}
+        for term, weight in lookups.items():
+            idf = self._idf[term] * weight
+            for i, tf in self._postings[term].items():
+                raw[i] = raw.get(i, 0.0) + idf * tf * (_K1 + 1) / (tf + _K1)
+        # A query that is a tool's name puts that tool first, whatever the words say.
+        exact = self._exact.get(_compact(query), ())
+        for i in exact:
+            raw.setdefault(i, 0.0)
+        ranked = []
+        for i, value in raw.items():
+            if allowed is not None and self._tools[i].get("server") not in allowed:
+                continue
+            # Rounded before the threshold applies, so it cuts where the scores shown do.
+            score = 1.0 if i in exact else round(min(1.0, value / ideal), 3) if ideal else 0.0
+            if score > 0.0 and score >= threshold:
+                # Exact names first, in id order; then by the uncapped score and id.
+                ranked.append((0, 0.0, self._ids[i], score, i) if i in exact else (1, -value, self._ids[i], score, i))
+        ranked.sort()
+        results = []
+        for _, _, tool_id, score, i in ranked[:limit]:
+            tool = self._tools[i]
+            description = tool.get("description")
+            results.append({
+                "id": tool_id,
+                "server": tool.get("server"),
+                "name": tool.get("name"),
+                "score": score,
+                "description": description if isinstance(description, str) else "",
+            })
+        return results
+
+    def _lookups(self, query: str) -> Tuple[Dict[str, float], float]:
+        """The index terms to look up for ``query`` with their weights, and the ideal score."""
+        literal: Dict[str, float] = {}
+        extra: Dict[str, float] = {}
+        ideal = 0.0
+        gain = _IDEAL_TF * (_K1 + 1) / (_IDEAL_TF + _K1)
+        words = [w for w in tokenize(query) if len(w) > 1 and w not in _STOPWORDS]
+        stems = [stem(w) for w in words]
+        for word, term in zip(words, stems):
+            if term in self._postings:
+                literal[term] = literal.get(term, 0.0) + 1.0  # a repeated word counts again
+                ideal += self._idf[term] * gain
+            else:
+                corrections = self._correct(word)
+                for fixed, similarity in corrections:
+                    extra[fixed] = max(extra.get(fixed, 0.0), _FUZZY_WEIGHT * similarity)
+                # A misspelt word is worth what its correction is worth; a word
+                # no tool has, as much as the rarest word.
+                ideal += (self._idf[corrections[0][0]] if corrections else self._unknown_idf) * gain
+            for synonym, weight in _SYNONYMS.get(term, {}).items():
+                extra[synonym] = max(extra.get(synonym, 0.0), weight)
+        for a, b in zip(stems, stems[1:]):
+            extra[a + b] = 1.0  # "web search" meets the joined name part "websearch"
+        lookups = {t: w for t, w in extra.items() if t in self._postings and t not in literal}
+        lookups.update(literal)
+        return lookups, ideal
+
+    def _correct(self, word: str) -> List[Tuple[str, float]]:
+        """Catalog terms ``word`` is probably a misspelling of, most similar first, with a similarity in 0..1."""
+        limit = _max_typos(word)
+        if not limit:
+            return []
+        by_trigram = self._by_trigram
+        if by_trigram is None:
+            # Two threads may both get here; each builds the same index and
+            # the last assignment wins, so no lock is needed.
+            by_trigram = {}
+            for w in self._surface:
+                for g in _trigrams(w):
+                    by_trigram.setdefault(g, []).append(w)
+            self._by_trigram = by_trigram
+        grams = _trigrams(word)
+        shared: Dict[str, int] = {}
+        for g in grams:
+            for w in by_trigram.get(g, ()):
+                shared[w] = shared.get(w, 0) + 1
+        found: Dict[str, float] = {}
+        for w, count in shared.items():
+            # Words within two edits share at least a third of their trigrams;
+            # this keeps the edit distances to compute few.
+            if 3 * count < len(grams):
+                continue
+            distance = _edit_distance(word, w, limit)
+            if distance <= limit:
+                term = self._surface[w]
+                found[term] = max(found.get(term, 0.0), 1.0 - distance / max(len(word), len(w)))
+        return sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))[:_MAX_CORRECTIONS]
+
+
+def _idf(n: int, df: int) -> float:
+    # BM25's idf, kept positive for words most tools share.
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
