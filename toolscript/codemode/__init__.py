@@ -1,0 +1,9 @@
+"""Code mode: running model-written Python against the gateway's tools.
+
+``sandbox`` is the runner behind ``toolscript exec`` (a child interpreter with
+an empty environment, a temp working directory, resource limits, a wall-clock
+timeout, output caps, Linux namespaces when available, and a runtime guard).
+``guard.py`` and ``runtime.py`` are not imported here: they are copied into
+the sandbox and run inside the child interpreter, where toolscript itself is
+not importable, so they are self-contained stdlib modules.
+"""
