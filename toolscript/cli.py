@@ -26,6 +26,9 @@ from toolscript.errors import UserError
 
 # name -> (module, summary).  Summaries live here so ``--help`` imports nothing.
 COMMANDS = {
+    "search": ("toolscript.commands.search", "find tools by what they do"),
+    "get-types": ("toolscript.commands.get_types", "Python stubs (or TypeScript) for the tools"),
+    "exec": ("toolscript.commands.exec", "run a Python script that calls tools, sandboxed"),
     "gateway": ("toolscript.commands.gateway", "start, inspect or stop the gateway"),
     "list-servers": ("toolscript.commands.list_servers", "the gateway's servers and their state"),
     "list-tools": ("toolscript.commands.list_tools", "one server's tools, via the gateway"),
@@ -37,6 +40,9 @@ COMMANDS = {
 EPILOG = """\
 examples:
   toolscript gateway start              serve built-in tools and every configured server
+  toolscript search "create an issue"   find the tools a task needs
+  toolscript get-types --filter github  typed Python stubs for them
+  toolscript exec -f script.py          run a script that calls tools, sandboxed
   toolscript tools invoke builtin__time.now
   toolscript servers check              connect to every configured MCP server and report
   toolscript config show --json         the merged configuration, secrets masked

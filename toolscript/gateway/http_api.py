@@ -16,6 +16,9 @@ JSON API (paths relative to the token prefix):
     GET  /servers                      every server with state, error, stderr tail
     GET  /tools?server=a,b&id=x,y      tool descriptions (id, schema, ...)
     POST /call  {"tool": id, "arguments": {...}, "timeout": s}   -> ToolResult
+    GET  /search?q=..&limit=3&threshold=0&server=a   ranked tools, scores 0..1
+    GET  /types?lang=python|ts&filter=a,b__x&full=1  stubs (pre-generated when unfiltered)
+    GET  /runtime/names                the sandbox runtime's attribute -> tool id map
     *    /mcp                          the standard MCP endpoint (Streamable HTTP)
 """
 
@@ -210,7 +213,14 @@ class GatewayHandler(BaseHTTPRequestHandler):
             self._tools(query)
         elif method == "POST" and path == "/call":
             self._call(body)
-        elif path in ("/health", "/servers", "/tools", "/call"):
+        elif method == "GET" and path == "/search":
+            self._search(query)
+        elif method == "GET" and path == "/types":
+            self._types(query)
+        elif method == "GET" and path == "/runtime/names":
+            gateway.wait_for_servers()
+            self._json(200, gateway.derived.names())
+        elif path in ("/health", "/servers", "/tools", "/call", "/search", "/types", "/runtime/names"):
             self._json(405, {"error": f"{method} is not allowed on {path}"})
         else:
             self._json(404, {"error": f"no such endpoint: {path} (try /health, /servers, /tools, /call, /mcp)"})
@@ -274,6 +284,36 @@ class GatewayHandler(BaseHTTPRequestHandler):
                 self._json(404, {"error": f"unknown server {unknown[0]!r}", "servers": gateway.known_servers()})
                 return
         self._json(200, gateway.tools(servers or None, _split(query.get("id")) or None))
+
+    def _search(self, query: Dict[str, str]) -> None:
+        text = query.get("q", "").strip()
+        if not text:
+            self._json(400, {"error": "missing query: /search?q=words&limit=3"})
+            return
+        try:
+            limit = int(query.get("limit", "3"))
+            threshold = float(query.get("threshold", "0"))
+        except ValueError:
+            self._json(400, {"error": "limit must be an integer and threshold a number between 0 and 1"})
+            return
+        if limit < 1 or not 0 <= threshold <= 1:
+            self._json(400, {"error": "limit must be at least 1 and threshold between 0 and 1"})
+            return
+        gateway = self.server.gateway
+        pending = gateway.wait_for_servers()
+        results = gateway.derived.search(text, limit=limit, threshold=threshold, servers=_split(query.get("server")) or None)
+        self._json(200, {"results": results, "pending": pending})
+
+    def _types(self, query: Dict[str, str]) -> None:
+        lang = query.get("lang", "python")
+        if lang not in ("python", "ts"):
+            self._json(400, {"error": f"lang must be python or ts, not {lang!r}"})
+            return
+        gateway = self.server.gateway
+        pending = gateway.wait_for_servers()
+        answer = gateway.derived.types(lang=lang, selection=_split(query.get("filter")) or None, full=query.get("full") in ("1", "true"))
+        answer["pending"] = pending
+        self._json(200, answer)
 
     def _call(self, body: bytes) -> None:
         try:

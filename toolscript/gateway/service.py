@@ -18,6 +18,7 @@ from toolscript import __version__, jsonschema, log
 from toolscript.builtins import select_builtins
 from toolscript.config import Config
 from toolscript.gateway.catalog import BUILTIN_SERVER, Catalog, split_id
+from toolscript.gateway.derived import Derived
 from toolscript.gateway.upstream import Upstream, UpstreamUnavailable, wait_settled
 from toolscript.mcp.errors import McpError, RequestCancelled, RequestTimeout
 from toolscript.tools import (
@@ -49,6 +50,7 @@ class Gateway:
         self.builtins = select_builtins(config.builtin_tools)
         self.upstreams: Dict[str, Upstream] = {s.name: Upstream(s, self._upstream_changed) for s in config.enabled_servers()}
         self.catalog = Catalog(self._sources)
+        self.derived = Derived(self.catalog)
 
     # -- lifecycle ---------------------------------------------------------------
 

@@ -1,0 +1,59 @@
+"""``toolscript search QUERY``: find the few tools a task needs."""
+
+import argparse
+
+from toolscript.output import format_table, print_json
+
+SUMMARY = "find tools by what they do"
+DESCRIPTION = """\
+Rank every tool of the gateway (built-ins and MCP servers) against a query:
+names, descriptions and parameters, with stemming and typo tolerance.
+Scores are 0..1; --threshold drops weak matches.
+
+examples:
+  toolscript search "create a github issue"
+  toolscript search "read file" --limit 5 --server filesystem
+  toolscript search "weather forecast" --output types     stubs ready to use in exec
+  toolscript search "send slack message" --json
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    parser.add_argument("query", nargs="+", help="what you want to do, in words")
+    parser.add_argument("--limit", type=int, default=3, help="how many results (default 3)")
+    parser.add_argument("--threshold", type=float, default=0.0, help="minimum score 0..1 (default 0)")
+    parser.add_argument("--server", metavar="A,B", help="only these servers")
+    parser.add_argument("--output", choices=("table", "types", "json"), default="table", help="table (default), types (Python stubs of the matches) or json")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from toolscript.errors import UserError
+    from toolscript.gateway.client import connect
+
+    if args.limit < 1 or not 0 <= args.threshold <= 1:
+        raise UserError("--limit must be at least 1 and --threshold between 0 and 1", exit_code=2)
+    query = " ".join(args.query).strip()
+    if not query:
+        raise UserError('the query is empty: say what the tool should do, e.g. toolscript search "read a file"', exit_code=2)
+    client = connect(args.gateway_url, args.session)
+    answer = client.get("/search", q=query, limit=str(args.limit), threshold=str(args.threshold), server=args.server or "")
+    results = answer["results"]
+    if args.json or args.output == "json":
+        print_json(results)
+        return 0
+    if not results:
+        print(f"No tools matched {query!r}. Try fewer or broader words, lower --threshold, or see 'toolscript list-servers'.")
+        return 0
+    if args.output == "types":
+        types = client.get("/types", filter=",".join(r["id"] for r in results))
+        print(types["code"].rstrip())
+        if types.get("usage"):
+            print(f"\n# usage: {types['usage']}")
+        return 0
+    rows = [(f"{r['score']:.2f}", r["id"], " ".join((r.get("description") or "").split())[:90]) for r in results]
+    for line in format_table(rows, headers=("SCORE", "TOOL", "DESCRIPTION")):
+        print(line)
+    if answer.get("pending"):
+        print(f"(still connecting, not searched: {', '.join(answer['pending'])})")
+    return 0
