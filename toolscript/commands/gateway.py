@@ -3,10 +3,8 @@
 import argparse
 import os
 import signal
-import subprocess
 import sys
 import threading
-import time
 
 from toolscript.cli import add_action
 from toolscript.errors import UserError
@@ -27,8 +25,6 @@ examples:
   toolscript gateway start --detach --session S  one gateway per Claude Code session
 """
 
-READY_TIMEOUT = 15.0
-STOP_TIMEOUT = 10.0
 
 
 def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
@@ -87,14 +83,25 @@ def run_start(args: argparse.Namespace) -> int:
     from toolscript import config as configuration
     from toolscript.gateway import state
 
+    from toolscript.gateway import launch
+
     _check_host(args)
     session = _session(args)
-    running = _live_gateway(session)
+    running = launch.live_gateway(session)
     if running is not None:
         _announce(args, running, already=True)
         return 0
     if args.detach:
-        return _start_detached(args, session)
+        info = launch.start_detached(
+            session,
+            workspace=args.workspace or os.getcwd(),
+            config_paths=args.config_paths,
+            host=args.host,
+            port=args.port,
+            allow_remote=args.allow_remote,
+        )
+        _announce(args, info)
+        return 0
     config = configuration.load_config(args.config_paths)
     for warning in config.warnings:
         print(f"toolscript: warning: {warning}", file=sys.stderr)
@@ -165,62 +172,6 @@ def _print_usage_hint(url: str, gateway) -> None:
     sys.stderr.flush()
 
 
-def _live_gateway(session):
-    """The state of a healthy gateway already serving this session, if any."""
-    from toolscript.gateway import state
-    from toolscript.gateway.client import GatewayClient
-
-    found = state.read_state(session)
-    if not found or not state.pid_alive(int(found.get("pid", 0))):
-        return None
-    try:
-        health = GatewayClient(found["url"], timeout=2).get("/health")
-    except UserError:
-        return None
-    return found if isinstance(health, dict) and health.get("pid") == found.get("pid") else None
-
-
-def _start_detached(args, session) -> int:
-    from toolscript import paths
-    from toolscript.gateway import state
-
-    argv, extra_env = paths.toolscript_command()
-    argv = argv + ["gateway", "start", "--port", str(args.port), "--host", args.host]
-    if args.allow_remote:
-        argv.append("--allow-remote")
-    if session:
-        argv += ["--session", session]
-    if args.config:
-        argv += ["--config", args.config]
-    argv += ["--workspace", os.path.abspath(args.workspace or os.getcwd())]
-    log_file = state.log_path(session)
-    env = dict(os.environ, **extra_env, TOOLSCRIPT_GATEWAY_LOG=log_file)
-    with open(log_file, "ab") as log:
-        os.chmod(log_file, 0o600)
-        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, start_new_session=True, close_fds=True)
-    deadline = time.monotonic() + READY_TIMEOUT
-    while time.monotonic() < deadline:
-        found = state.read_state(session)
-        if found and found.get("pid") == child.pid:
-            _announce(args, found)
-            return 0
-        if child.poll() is not None:
-            raise UserError(f"the gateway exited with status {child.returncode} while starting: {_tail(log_file)} (log: {log_file})")
-        time.sleep(0.02)
-    child.terminate()
-    raise UserError(f"the gateway did not start within {READY_TIMEOUT:g}s (log: {log_file})")
-
-
-def _tail(path: str) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(0, os.path.getsize(path) - 2000))
-            lines = f.read().decode("utf-8", "replace").strip().splitlines()
-    except OSError:
-        return "no log"
-    return lines[-1] if lines else "no output"
-
-
 # -- status and stop -------------------------------------------------------------
 
 
@@ -268,36 +219,13 @@ def _redact(url: str) -> str:
 
 
 def run_stop(args: argparse.Namespace) -> int:
-    from toolscript.gateway import state
-    from toolscript.gateway.client import GatewayClient, GatewayUnavailable, find_url
+    from toolscript.gateway import launch
+    from toolscript.gateway.client import find_url
 
     session = _session(args)
-    found = state.read_state(session)
-    url = find_url(args.gateway_url, session)
-    if not url:
+    pid = launch.stop(session, find_url(args.gateway_url, session))
+    if pid is None:
         print("gateway: not running; nothing to stop")
         return 0
-    pid = None
-    try:
-        pid = GatewayClient(url, timeout=3).get("/health").get("pid")
-    except (GatewayUnavailable, UserError):
-        pass
-    if pid is None and found and found.get("url") == url and state.is_our_gateway(int(found["pid"])):
-        pid = int(found["pid"])  # alive but not answering: still ours to stop
-    if pid is None:
-        if found:
-            state.remove_state(session)
-        print("gateway: not running (removed its stale state file)" if found else "gateway: not running")
-        return 0
-    if not state.is_our_gateway(pid):
-        raise UserError(f"process {pid} is not a toolscript gateway; not stopping it")
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_TIMEOUT
-    while state.pid_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if state.pid_alive(pid):
-        os.kill(pid, signal.SIGKILL)
-    if found and found.get("pid") == pid:
-        state.remove_state(session, pid=pid)
     print(f"gateway: stopped (pid {pid})")
     return 0

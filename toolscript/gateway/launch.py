@@ -1,0 +1,137 @@
+"""Starting and stopping per-session gateways as background processes.
+
+Both ``toolscript gateway start --detach|stop`` and the Claude Code hooks use
+these functions, so a session's gateway is found, reused, started and
+stopped the same way whoever asks.  A gateway counts as *live* only if its
+state file's pid answers ``/health`` with that same pid over the token URL:
+a stale file or a recycled pid is never mistaken for it, and ``stop`` never
+signals a process that is not a toolscript gateway.
+"""
+
+import os
+import signal
+import subprocess
+import time
+from typing import Any, Dict, List, Optional
+
+from toolscript import paths
+from toolscript.errors import UserError
+from toolscript.gateway import state
+from toolscript.gateway.client import GatewayClient, GatewayUnavailable
+
+READY_TIMEOUT = 15.0
+LOG_KEEP_BYTES = 1024 * 1024  # a session log larger than this is cut back at the next start
+
+
+def live_gateway(session: Optional[str], probe_timeout: float = 2.0) -> Optional[Dict[str, Any]]:
+    """The state of a healthy gateway serving ``session``, or None."""
+    found = state.read_state(session)
+    if not found or not state.pid_alive(int(found.get("pid") or 0)):
+        return None
+    try:
+        health = GatewayClient(found["url"], timeout=probe_timeout).get("/health")
+    except UserError:
+        return None
+    return found if isinstance(health, dict) and health.get("pid") == found.get("pid") else None
+
+
+def start_detached(
+    session: Optional[str],
+    *,
+    workspace: str,
+    config_paths: Optional[List[str]] = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    allow_remote: bool = False,
+    cwd: Optional[str] = None,
+    timeout: float = READY_TIMEOUT,
+) -> Dict[str, Any]:
+    """Start a gateway in the background; return its state once its port is open.
+
+    ``cwd`` is where the gateway runs, so ``./.toolscript.json`` there is read.
+    Raises ``UserError`` with the last line of its log if it does not start.
+    """
+    argv, extra_env = paths.toolscript_command()
+    argv += ["gateway", "start", "--port", str(port), "--host", host, "--workspace", os.path.abspath(workspace)]
+    if allow_remote:
+        argv.append("--allow-remote")
+    if session:
+        argv += ["--session", session]
+    if config_paths:
+        argv += ["--config", ",".join(config_paths)]
+    log_file = state.log_path(session)
+    _trim(log_file)
+    env = dict(os.environ, **extra_env, TOOLSCRIPT_GATEWAY_LOG=log_file)
+    with open(log_file, "ab") as log:
+        os.chmod(log_file, 0o600)
+        child = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd=cwd, start_new_session=True, close_fds=True
+        )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = state.read_state(session)
+        if found and found.get("pid") == child.pid:
+            return found
+        if child.poll() is not None:
+            raise UserError(f"the gateway exited with status {child.returncode} while starting: {log_tail(log_file)} (log: {log_file})")
+        time.sleep(0.01)
+    child.terminate()
+    raise UserError(f"the gateway did not start within {timeout:g}s (log: {log_file})")
+
+
+def stop(session: Optional[str], url: Optional[str] = None, *, wait: float = 10.0) -> Optional[int]:
+    """Stop the gateway of ``session`` (or at ``url``); return its pid, or None if none was running.
+
+    Waits up to ``wait`` seconds for it to exit, then SIGKILLs it; ``wait=0``
+    only sends SIGTERM (the gateway then shuts its servers down on its own).
+    """
+    found = state.read_state(session)
+    url = url or (found or {}).get("url")
+    if not url:
+        return None
+    pid = None
+    try:
+        pid = GatewayClient(url, timeout=min(3.0, wait or 1.0)).get("/health").get("pid")
+    except (GatewayUnavailable, UserError):
+        pass
+    if pid is None and found and found.get("url") == url and state.is_our_gateway(int(found["pid"])):
+        pid = int(found["pid"])  # alive but not answering: still ours to stop
+    if pid is None:
+        if found:
+            state.remove_state(session)  # stale
+        return None
+    if not state.is_our_gateway(pid):
+        raise UserError(f"process {pid} is not a toolscript gateway; not stopping it")
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait
+    while wait and state.pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if wait and state.pid_alive(pid):
+        os.kill(pid, signal.SIGKILL)
+    if found and found.get("pid") == pid:
+        state.remove_state(session, pid=pid)
+    return pid
+
+
+def log_tail(path: str) -> str:
+    """The last line of a log, for error messages."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - 2000))
+            lines = f.read().decode("utf-8", "replace").strip().splitlines()
+    except OSError:
+        return "no log"
+    return lines[-1] if lines else "no output"
+
+
+def _trim(path: str) -> None:
+    """Keep the end of an overgrown session log (it is appended to across restarts)."""
+    try:
+        if os.path.getsize(path) <= LOG_KEEP_BYTES:
+            return
+        with open(path, "rb") as f:
+            f.seek(-LOG_KEEP_BYTES // 2, os.SEEK_END)
+            tail = f.read()
+        paths.write_private(path, tail)
+    except OSError:
+        pass
