@@ -76,7 +76,7 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass
-from typing import BinaryIO, Dict, List, Optional, Sequence, Tuple
+from typing import BinaryIO, Callable, Dict, List, Optional, Sequence, Tuple
 
 from toolscript import log
 from toolscript.errors import UserError
@@ -518,7 +518,6 @@ def run(
     limits = f"{cpu},{int(memory_limit)},{FILE_SIZE_LIMIT},{OPEN_FILES_LIMIT},{_thread_allowance()}"
 
     root = tempfile.mkdtemp(prefix="toolscript-exec-")
-    child: Optional[_Child] = None
     try:
         lib, work = os.path.join(root, "lib"), os.path.join(root, "work")
         os.mkdir(lib, 0o700)
@@ -540,11 +539,51 @@ def run(
             gw_host, gw_port, limits,
         ] + [str(a) for a in args]
         logger.debug("exec: mode %s, argv %s", mode, argv)
+        exit_code, child = supervise(
+            argv,
+            cwd=work,
+            env=_child_env(work, gateway_url),
+            stdout=stdout,
+            stderr=stderr,
+            timeout=timeout,
+            max_output=max_output,
+            # In a PID namespace the script is PID 1, which ignores SIGTERM: no point waiting for it there.
+            grace=0.0 if prefix else KILL_GRACE,
+            signal_message=lambda signum: _signal_message(signum, cpu, memory_limit),
+        )
+    finally:
+        _remove_tree(root)
+    return ExecResult(exit_code, mode, child.timed_out, child.truncated, _elapsed(started), child.pgid)
+
+
+def supervise(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    env: Dict[str, str],
+    stdout: BinaryIO,
+    stderr: BinaryIO,
+    timeout: float,
+    max_output: int,
+    grace: float,
+    signal_message: Callable[[int], str],
+) -> Tuple[int, _Child]:
+    """Run ``argv`` as a script runner: its own session, output streamed and capped, a wall-clock limit.
+
+    Returns ``(exit_code, child)``: the script's own status, or 124 after
+    ``timeout`` (with a notice on ``stderr``), 1 when ``max_output`` stopped it,
+    128 + N when signal N killed it (``signal_message(N)`` on ``stderr``
+    unless we sent it).  ``child`` tells ``timed_out``, ``truncated`` and its
+    process group id ``pgid``; nothing of the group is left when this returns,
+    also when it raises.
+    """
+    child: Optional[_Child] = None
+    try:
         try:
             proc = subprocess.Popen(
-                argv,
-                cwd=work,
-                env=_child_env(work, gateway_url),
+                list(argv),
+                cwd=cwd,
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -553,8 +592,7 @@ def run(
             )
         except OSError as exc:
             raise UserError(f"cannot start {argv[0]}: {exc.strerror or exc}") from exc
-        # In a PID namespace the script is PID 1, which ignores SIGTERM: no point waiting for it there.
-        child = _Child(proc, stdout, stderr, max_output, 0.0 if prefix else KILL_GRACE)
+        child = _Child(proc, stdout, stderr, max_output, grace)
         timer = threading.Timer(max(timeout, 0.001), child.on_timeout)
         timer.daemon = True
         timer.start()
@@ -566,8 +604,6 @@ def run(
         if child is not None and not child.reaped:
             child.kill_now()
         raise
-    finally:
-        _remove_tree(root)
 
     if child.timed_out:
         _write(stderr, f"toolscript: script timed out after {timeout:g}s (--timeout)\n")
@@ -577,11 +613,11 @@ def run(
     elif returncode < 0:
         signum = -returncode
         if not child.killed:
-            _write(stderr, _signal_message(signum, cpu, memory_limit) + "\n")
+            _write(stderr, signal_message(signum) + "\n")
         exit_code = 128 + signum
     else:
         exit_code = returncode
-    return ExecResult(exit_code, mode, child.timed_out, child.truncated, _elapsed(started), child.pgid)
+    return exit_code, child
 
 
 def _elapsed(started: float) -> int:

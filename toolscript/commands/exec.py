@@ -19,12 +19,18 @@ gateway, no subprocesses or native code).  Scripts reach tools with
 A tool error raises toolscript.ToolError.  Output streams as it is produced;
 the script's exit status is exec's.
 
+--lang ts runs TypeScript under Deno (deno on PATH), confined by Deno's own
+permissions to the gateway:
+  import { tools } from "toolscript";
+  console.log(await tools.builtin.time_now({}));   // one object of arguments
+
 examples:
   toolscript exec 'print(1 + 1)'
   toolscript exec 'from toolscript import tools; print(tools.builtin.time_now())'
   toolscript exec -f script.py --timeout 60
   cat script.py | toolscript exec -
   toolscript exec --json 'print("captured")'     {"exitCode", "stdout", "stderr", ...}
+  toolscript exec --lang ts 'console.log(1 + 1)'
 """
 
 # A script that never names the runtime needs no gateway.
@@ -36,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
     parser.add_argument("-f", "--file", metavar="FILE", help="run this file instead")
     parser.add_argument("--timeout", type=float, default=30.0, help="wall-clock limit in seconds (default 30)")
     parser.add_argument("--max-output", type=int, default=1_000_000, metavar="BYTES", help="stop the script after this much output (default 1 MB)")
+    parser.add_argument("--lang", choices=("python", "ts"), default="python", help="python (default), or ts: TypeScript under Deno (needs deno on PATH)")
     parser.set_defaults(handler=run)
 
 
@@ -56,9 +63,11 @@ def _source(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    code, filename = _source(args)
+    if args.lang == "ts":
+        return _run_typescript(args, code, filename)
     from toolscript.codemode import sandbox
 
-    code, filename = _source(args)
     problem = sandbox.check_syntax(code, filename)
     if problem:
         raise UserError(f"syntax error: {problem} (nothing was run)", exit_code=1)
@@ -69,11 +78,7 @@ def run(args: argparse.Namespace) -> int:
         client = connect(args.gateway_url, args.session)
         names = client.get("/runtime/names")
         gateway_url = client.url
-    if args.json:
-        out, err = io.BytesIO(), io.BytesIO()
-    else:
-        out, err = sys.stdout.buffer, sys.stderr.buffer
-        sys.stdout.flush()
+    out, err = _streams(args)
     result = sandbox.run(
         code,
         filename=filename,
@@ -84,6 +89,34 @@ def run(args: argparse.Namespace) -> int:
         stdout=out,
         stderr=err,
     )
+    _report(args, result, out, err)
+    return result.exit_code
+
+
+def _run_typescript(args: argparse.Namespace, code: str, filename: str) -> int:
+    """TypeScript under Deno, whose permission flags confine it to the gateway."""
+    from toolscript.codemode import deno
+
+    gateway_url = None
+    if _USES_TOOLS.search(code):
+        from toolscript.gateway.client import connect
+
+        gateway_url = connect(args.gateway_url, args.session).url
+    out, err = _streams(args)
+    result = deno.run(code, filename=filename, gateway_url=gateway_url, timeout=args.timeout, max_output=args.max_output, stdout=out, stderr=err)
+    _report(args, result, out, err)
+    return result.exit_code
+
+
+def _streams(args: argparse.Namespace):
+    """Where the script's output goes: captured for --json, else straight through."""
+    if args.json:
+        return io.BytesIO(), io.BytesIO()
+    sys.stdout.flush()
+    return sys.stdout.buffer, sys.stderr.buffer
+
+
+def _report(args: argparse.Namespace, result, out, err) -> None:
     if args.json:
         print_json(
             {
@@ -96,4 +129,3 @@ def run(args: argparse.Namespace) -> int:
                 "durationMs": result.duration_ms,
             }
         )
-    return result.exit_code

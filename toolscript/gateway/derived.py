@@ -80,7 +80,7 @@ class Derived:
             code = typegen.typescript_declarations(tools, full=full, names=names)
         else:
             code = typegen.python_stubs(tools, full=full, names=names)
-        usage = typegen.usage_example(tools, names=names) if tools else ""
+        usage = typegen.usage_example(tools, names=names) if tools and lang == "python" else ""
         return {"lang": lang, "code": code, "usage": usage, "tools": [t["id"] for t in tools]}
 
     def names(self) -> Dict[str, Any]:

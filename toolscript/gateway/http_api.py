@@ -19,11 +19,13 @@ JSON API (paths relative to the token prefix):
     GET  /search?q=..&limit=3&threshold=0&server=a   ranked tools, scores 0..1
     GET  /types?lang=python|ts&filter=a,b__x&full=1  stubs (pre-generated when unfiltered)
     GET  /runtime/names                the sandbox runtime's attribute -> tool id map
+    GET  /runtime/tools.ts             the module TypeScript scripts import (exec --lang ts)
     *    /mcp                          the standard MCP endpoint (Streamable HTTP)
 """
 
 import hmac
 import json
+import logging
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -146,7 +148,9 @@ class GatewayHandler(BaseHTTPRequestHandler):
             pass
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature
-        logger.debug("%s %s", self.address_string(), format % args)
+        if logger.isEnabledFor(logging.DEBUG):
+            line = (format % args).replace(self.server.gateway.token, "****")  # the token is in request paths
+            logger.debug("%s %s", self.address_string(), line)
 
     def do_GET(self) -> None:
         self._dispatch("GET")
@@ -220,6 +224,11 @@ class GatewayHandler(BaseHTTPRequestHandler):
         elif method == "GET" and path == "/runtime/names":
             gateway.wait_for_servers()
             self._json(200, gateway.derived.names())
+        elif method == "GET" and path == "/runtime/tools.ts":
+            from toolscript.codemode import deno
+
+            gateway.wait_for_servers()
+            self._send(200, "application/typescript; charset=utf-8", deno.typescript_runtime(gateway.derived.names()).encode("utf-8"))
         elif path in ("/health", "/servers", "/tools", "/call", "/search", "/types", "/runtime/names"):
             self._json(405, {"error": f"{method} is not allowed on {path}"})
         else:
@@ -330,10 +339,12 @@ class GatewayHandler(BaseHTTPRequestHandler):
         self._json(200, result.to_dict())
 
     def _json(self, status: int, payload: Any) -> None:
-        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        self._send(status, "application/json", json.dumps(payload, ensure_ascii=False).encode("utf-8"))
+
+    def _send(self, status: int, content_type: str, body: bytes) -> None:
         head = (
             f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}\r\n"
-            f"Content-Type: application/json\r\n"
+            f"Content-Type: {content_type}\r\n"
             f"Content-Length: {len(body)}\r\n"
             f"Cache-Control: no-store\r\n"
             + ("Connection: close\r\n" if self.close_connection else "")
