@@ -620,3 +620,16 @@ def test_problems_across_files_are_all_collected(tmp_path):
     assert len(err.warnings) == 2
     assert err.warnings[0].startswith(f"{bad_entry}: mcpServers.y: unknown key")
     assert err.warnings[1].startswith("config file not found: ")
+
+
+def test_gateway_settings_expand_variables_and_resolve_paths(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"mcpServers": {}, "workspaceRoots": ["${NOTES}/x", "rel", "~/h"], "builtinTools": ["time.now"], "mcpToolNames": "plain"}))
+    config = load_config([str(path)], environ={"NOTES": "/data/notes", "HOME": "/home/u"})
+    assert config.workspace_roots == ["/data/notes/x", str(tmp_path / "rel"), "/home/u/h"]
+    assert config.builtin_tools == ["time.now"] and config.mcp_tool_names == "plain"
+    path.write_text(json.dumps({"workspaceRoots": ["${MISSING}"], "mcpToolNames": "loud"}))
+    with pytest.raises(ConfigError) as err:
+        load_config([str(path)], environ={})
+    assert any("workspaceRoots[0]: environment variable MISSING is not set" in p for p in err.value.problems)
+    assert any('mcpToolNames: expected "prefixed" or "plain", got "loud"' in p for p in err.value.problems)

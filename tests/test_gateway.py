@@ -24,6 +24,7 @@ from toolscript.gateway.catalog import Catalog, split_id, tool_id
 from toolscript.gateway.client import GatewayClient
 from toolscript.gateway.http_api import serve
 from toolscript.gateway.service import Gateway
+from toolscript.gateway.state import pid_alive
 from toolscript.mcp.session import ClientSession
 from toolscript.mcp.streamable_http import StreamableHttpTransport
 
@@ -352,7 +353,7 @@ def test_detached_gateway_lifecycle_leaves_no_processes(tmp_path):
     config = {"mcpServers": {"fixture": {"command": sys.executable, "args": [FIXTURE, "stdio"]}}}
     (tmp_path / ".toolscript.json").write_text(json.dumps(config))
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONPATH": REPO_ROOT, "TOOLSCRIPT_STATE_DIR": str(tmp_path / "state")}
-    started = toolscript("gateway", "start", "--detach", "--session", "s1", "--json", env=env, cwd=tmp_path)
+    started = toolscript("gateway", "start", "--detach", "--session", "s1", "--json", env=dict(env, DEBUG="1"), cwd=tmp_path)
     assert started.returncode == 0, started.stderr
     info = json.loads(started.stdout)
     assert info["url"].startswith("http://127.0.0.1:") and "/t/" in info["url"]
@@ -380,6 +381,10 @@ def test_detached_gateway_lifecycle_leaves_no_processes(tmp_path):
 
     after = toolscript("gateway", "status", "--session", "s1", env=env, cwd=tmp_path)
     assert after.returncode == 1 and "not running" in after.stdout and "gateway start --detach" in after.stdout
+
+    # The token is a secret: the debug log of a gateway that served requests never shows it.
+    log = (tmp_path / "state" / "gateways" / "s1.log").read_text()
+    assert "GET /t/****/health" in log and info["url"].split("/t/")[1] not in log
 
 
 def test_client_commands_without_a_gateway_say_how_to_start_one(tmp_path):
@@ -431,3 +436,25 @@ def test_idle_http_upstream_that_dies_is_noticed_and_reconnected(gateway, monkey
         assert echo["ok"] is True
     finally:
         revived.stop()
+
+
+def test_outdated_session_url_falls_back_and_never_orphans_the_live_gateway(tmp_path):
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONPATH": REPO_ROOT, "TOOLSCRIPT_STATE_DIR": str(tmp_path / "state")}
+    started = toolscript("gateway", "start", "--detach", "--session", "s2", "--json", env=env, cwd=tmp_path)
+    info = json.loads(started.stdout)
+    dead = f"http://127.0.0.1:{peers.free_port()}/t/old-token"
+    session_env = dict(env, TOOLSCRIPT_GATEWAY_URL=dead, CLAUDE_CODE_SESSION_ID="s2")
+    try:
+        # The session's environment still names a gateway that was replaced: the state file wins.
+        listed = toolscript("list-servers", env=session_env, cwd=tmp_path)
+        assert listed.returncode == 0 and "builtin" in listed.stdout
+        status = toolscript("gateway", "status", env=session_env, cwd=tmp_path)
+        assert status.returncode == 0 and f"pid {info['pid']}" in status.stdout
+        # Stopping by the dead URL must not delete the live gateway's state file.
+        stopped = toolscript("gateway", "stop", "--gateway-url", dead, "--session", "s2", env=env, cwd=tmp_path)
+        assert stopped.returncode == 0 and "not running" in stopped.stdout
+        assert (tmp_path / "state" / "gateways" / "s2.json").exists()
+        assert "old-token" not in stopped.stdout + stopped.stderr
+    finally:
+        toolscript("gateway", "stop", "--session", "s2", env=env, cwd=tmp_path)
+    assert wait_for(lambda: not pid_alive(info["pid"]))

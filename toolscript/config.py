@@ -378,7 +378,12 @@ def _parse_settings(document: Dict[str, Any], source: str, environ: Mapping[str,
         value = document["workspaceRoots"]
         if isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value):
             base = os.path.dirname(os.path.abspath(source))
-            settings["workspace_roots"] = [_resolve_path(v, base, environ) for v in value]
+            roots = []
+            for index, raw in enumerate(value):
+                expanded, errors = _substitute(raw, environ)
+                problems.extend(f"{source}: workspaceRoots[{index}]: {error}" for error in errors)
+                roots.append(_resolve_path(expanded, base, environ))
+            settings["workspace_roots"] = roots
         else:
             problems.append(f"{source}: workspaceRoots: expected an array of directory paths, got {_json_type(value)}")
 

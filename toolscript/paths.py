@@ -79,7 +79,9 @@ def toolscript_command() -> Tuple[List[str], Dict[str, str]]:
 
     package_dir = os.path.dirname(os.path.abspath(toolscript.__file__))
     parent = os.path.dirname(package_dir)
+    # -S: toolscript is stdlib-only, and site (with any .pth files it runs)
+    # can cost tens of milliseconds on every start.
     if os.path.isfile(parent) and zipfile.is_zipfile(parent):
-        return [sys.executable, parent], {}
+        return [sys.executable, "-I", "-S", parent], {}
     pythonpath = os.pathsep.join(p for p in (parent, os.environ.get("PYTHONPATH", "")) if p)
-    return [sys.executable, "-m", "toolscript"], {"PYTHONPATH": pythonpath}
+    return [sys.executable, "-S", "-m", "toolscript"], {"PYTHONPATH": pythonpath}

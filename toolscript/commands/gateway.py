@@ -2,6 +2,7 @@
 
 import argparse
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -11,6 +12,7 @@ from toolscript.errors import UserError
 from toolscript.output import format_table, print_json
 
 SUMMARY = "start, inspect or stop the gateway"
+SHUTDOWN_GRACE = 15.0  # seconds a stopping gateway may take before it exits regardless
 DESCRIPTION = """\
 The gateway serves the built-in tools and every configured MCP server behind
 one loopback URL that carries a fresh random token:
@@ -45,6 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
     start.add_argument("--allow-remote", action="store_true", help="required to bind a non-loopback address")
     start.add_argument("--detach", action="store_true", help="run in the background; return once it listens")
     start.add_argument("--workspace", metavar="DIR", help="the directory file built-ins may read (default: the current one)")
+    start.add_argument("--exit-with", type=int, metavar="PID", help="stop when this process exits (the hook passes Claude Code's pid)")
     add_action(
         actions, "status", common, "health of the gateway and its servers",
         "Is the gateway reachable, is the token valid, and what state is each server in?\n"
@@ -99,6 +102,7 @@ def run_start(args: argparse.Namespace) -> int:
             host=args.host,
             port=args.port,
             allow_remote=args.allow_remote,
+            exit_with=args.exit_with,
         )
         _announce(args, info)
         return 0
@@ -121,9 +125,12 @@ def _serve(args, config, session, state) -> int:
     gateway.start()
     info = state.new_state(server.url, os.getpid(), session, os.environ.get("TOOLSCRIPT_GATEWAY_LOG"), workspace)
     state.write_state(session, info)
-    _announce(args, info)
-    if not args.json and not os.environ.get("TOOLSCRIPT_GATEWAY_LOG"):
-        _print_usage_hint(info["url"], gateway)
+    if not os.environ.get("TOOLSCRIPT_GATEWAY_LOG"):
+        # Detached, our stdout is the log file and the parent reads the state
+        # file instead: the token-bearing URL stays out of the log.
+        _announce(args, info)
+        if not args.json:
+            _print_usage_hint(info["url"], gateway)
     stop = threading.Event()
 
     def on_signal(signum, frame):
@@ -134,18 +141,29 @@ def _serve(args, config, session, state) -> int:
     if hasattr(signal, "SIGHUP"):
         signal.signal(signal.SIGHUP, on_signal)
     while not stop.wait(0.5):
-        pass
+        if args.exit_with and not state.pid_alive(args.exit_with):
+            break  # the session that owned us is gone without saying goodbye
+    # A wedged upstream must not keep a stopping gateway alive.
+    threading.Thread(target=_exit_after, args=(SHUTDOWN_GRACE,), daemon=True).start()
     server.shutdown_all()
     gateway.stop()
     state.remove_state(session, pid=os.getpid())
     return 0
 
 
+def _exit_after(seconds: float) -> None:
+    import time
+
+    time.sleep(seconds)
+    os._exit(1)
+
+
 def _announce(args, info, already: bool = False) -> None:
     if args.json:
         print_json({"url": info["url"], "pid": info["pid"], "session": info["session"], "log": info.get("log"), "alreadyRunning": already})
     else:
-        print(f"TOOLSCRIPT_GATEWAY_URL={info['url']}")
+        # A shell line: eval "$(toolscript gateway start --detach)" exports it.
+        print(f"export TOOLSCRIPT_GATEWAY_URL={shlex.quote(info['url'])}")
         if already:
             print(f"toolscript: the gateway of session {info['session']!r} is already running (pid {info['pid']})", file=sys.stderr)
     sys.stdout.flush()
@@ -176,7 +194,7 @@ def _print_usage_hint(url: str, gateway) -> None:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    from toolscript.gateway.client import GatewayClient, GatewayUnavailable, find_url
+    from toolscript.gateway.client import GatewayClient, GatewayUnavailable, find_url, redact
 
     url = find_url(args.gateway_url, _session(args))
     if not url:
@@ -186,9 +204,9 @@ def run_status(args: argparse.Namespace) -> int:
         health = client.get("/health")
         servers = client.get("/servers")["servers"]
     except GatewayUnavailable as exc:
-        return _report(args, {"running": False, "url": _redact(url), "error": str(exc), "next": "toolscript gateway start --detach"})
+        return _report(args, {"running": False, "url": redact(url), "error": str(exc), "next": "toolscript gateway start --detach"})
     failed = [s for s in servers if s["state"] == "failed"]
-    report = {"running": True, "url": _redact(url), "health": health, "servers": servers}
+    report = {"running": True, "url": redact(url), "health": health, "servers": servers}
     if failed:
         report["next"] = f"toolscript servers check {failed[0]['name']}  (or fix its config; the gateway retries it)"
     return _report(args, report)
@@ -211,11 +229,6 @@ def _report(args, report) -> int:
     if report.get("next"):
         print(f"next: {report['next']}")
     return 0 if ok else 1
-
-
-def _redact(url: str) -> str:
-    head, sep, _ = url.partition("/t/")
-    return f"{head}/t/****" if sep else url
 
 
 def run_stop(args: argparse.Namespace) -> int:

@@ -13,9 +13,15 @@ from urllib.parse import urlencode
 
 from toolscript.errors import UserError
 from toolscript.gateway import state
-from toolscript.mcp.httpconn import Endpoint, describe_oserror, redact_url
+from toolscript.mcp.httpconn import Endpoint, describe_oserror
 
 START_HINT = "start one with 'toolscript gateway start --detach'"
+
+
+def redact(url: str) -> str:
+    """The gateway URL with its token hidden: it is a secret, and errors get pasted around."""
+    head, sep, _ = url.partition("/t/")
+    return f"{head}/t/****" if sep else url
 
 
 class GatewayUnavailable(UserError):
@@ -25,14 +31,23 @@ class GatewayUnavailable(UserError):
 def find_url(
     explicit: Optional[str] = None, session: Optional[str] = None, environ: Optional[Mapping[str, str]] = None
 ) -> Optional[str]:
-    """The gateway URL to use, or None when nothing names one."""
+    """The gateway URL to use, or None when nothing names one.
+
+    A session's environment keeps the URL of the gateway it started with; if
+    that gateway was restarted by hand, the session's state file names the
+    new one, which wins once the old URL no longer answers.
+    """
     env = os.environ if environ is None else environ
     if explicit:
         return explicit
-    if env.get("TOOLSCRIPT_GATEWAY_URL"):
-        return env["TOOLSCRIPT_GATEWAY_URL"]
     found = state.read_state(session or env.get("CLAUDE_CODE_SESSION_ID"), environ)
-    return found["url"] if found else None
+    url = env.get("TOOLSCRIPT_GATEWAY_URL")
+    if url and found and found["url"] != url:
+        try:
+            GatewayClient(url, timeout=2).get("/health")
+        except UserError:
+            return found["url"]  # the environment's gateway is gone; the session has a new one
+    return url or (found["url"] if found else None)
 
 
 class GatewayClient:
@@ -63,7 +78,7 @@ class GatewayClient:
             data = resp.read()
         except OSError as exc:
             raise GatewayUnavailable(
-                f"the gateway at {redact_url(self.url)} is not reachable ({describe_oserror(exc, self.url)}); "
+                f"the gateway at {redact(self.url)} is not reachable ({describe_oserror(exc, redact(self.url))}); "
                 f"check 'toolscript gateway status', or {START_HINT}"
             ) from exc
         finally:
@@ -74,7 +89,7 @@ class GatewayClient:
             payload = None
         if resp.status == 401:
             raise GatewayUnavailable(
-                f"the gateway at {redact_url(self.url)} refused our token: TOOLSCRIPT_GATEWAY_URL belongs to another "
+                f"the gateway at {redact(self.url)} refused our token: TOOLSCRIPT_GATEWAY_URL belongs to another "
                 f"gateway or session; {START_HINT}"
             )
         if resp.status >= 400:

@@ -45,10 +45,12 @@ def start_detached(
     allow_remote: bool = False,
     cwd: Optional[str] = None,
     timeout: float = READY_TIMEOUT,
+    exit_with: Optional[int] = None,
 ) -> Dict[str, Any]:
     """Start a gateway in the background; return its state once its port is open.
 
     ``cwd`` is where the gateway runs, so ``./.toolscript.json`` there is read.
+    ``exit_with`` is a pid (Claude Code's) whose exit also ends the gateway.
     Raises ``UserError`` with the last line of its log if it does not start.
     """
     argv, extra_env = paths.toolscript_command()
@@ -59,6 +61,8 @@ def start_detached(
         argv += ["--session", session]
     if config_paths:
         argv += ["--config", ",".join(config_paths)]
+    if exit_with:
+        argv += ["--exit-with", str(exit_with)]
     log_file = state.log_path(session)
     _trim(log_file)
     env = dict(os.environ, **extra_env, TOOLSCRIPT_GATEWAY_LOG=log_file)
@@ -79,11 +83,13 @@ def start_detached(
     raise UserError(f"the gateway did not start within {timeout:g}s (log: {log_file})")
 
 
-def stop(session: Optional[str], url: Optional[str] = None, *, wait: float = 10.0) -> Optional[int]:
+def stop(session: Optional[str], url: Optional[str] = None, *, wait: float = 10.0, force: bool = True) -> Optional[int]:
     """Stop the gateway of ``session`` (or at ``url``); return its pid, or None if none was running.
 
-    Waits up to ``wait`` seconds for it to exit, then SIGKILLs it; ``wait=0``
-    only sends SIGTERM (the gateway then shuts its servers down on its own).
+    Sends SIGTERM and waits up to ``wait`` seconds for the exit; then, with
+    ``force``, SIGKILLs it.  Without ``force`` the gateway is left to finish
+    shutting its servers down on its own (SIGKILL would orphan them: they run
+    in process groups of their own).
     """
     found = state.read_state(session)
     url = url or (found or {}).get("url")
@@ -94,11 +100,14 @@ def stop(session: Optional[str], url: Optional[str] = None, *, wait: float = 10.
         pid = GatewayClient(url, timeout=min(3.0, wait or 1.0)).get("/health").get("pid")
     except (GatewayUnavailable, UserError):
         pass
-    if pid is None and found and found.get("url") == url and state.is_our_gateway(int(found["pid"])):
+    ours = found is not None and found.get("url") == url
+    if pid is None and ours and state.is_our_gateway(int(found["pid"])):
         pid = int(found["pid"])  # alive but not answering: still ours to stop
     if pid is None:
-        if found:
-            state.remove_state(session)  # stale
+        # Only the state file of the URL that is dead is stale; a different,
+        # outdated URL must not cost a live gateway its state file.
+        if ours:
+            state.remove_state(session)
         return None
     if not state.is_our_gateway(pid):
         raise UserError(f"process {pid} is not a toolscript gateway; not stopping it")
@@ -106,7 +115,7 @@ def stop(session: Optional[str], url: Optional[str] = None, *, wait: float = 10.
     deadline = time.monotonic() + wait
     while wait and state.pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.02)
-    if wait and state.pid_alive(pid):
+    if force and wait and state.pid_alive(pid):
         os.kill(pid, signal.SIGKILL)
     if found and found.get("pid") == pid:
         state.remove_state(session, pid=pid)

@@ -70,13 +70,20 @@ def new_state(url: str, pid: int, session: Optional[str], log: Optional[str], wo
 
 
 def pid_alive(pid: int) -> bool:
+    """True while ``pid`` runs.  A zombie (exited, not yet reaped) counts as gone."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True  # alive, but not ours to signal
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            # The state letter follows the parenthesised command name.
+            return f.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True  # no /proc (macOS): kill(0) is all we can know
+
 
 
 def is_our_gateway(pid: int) -> bool:
