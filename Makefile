@@ -1,6 +1,7 @@
 # toolscript: build the zipapp, run the tests, run the benchmarks.
 #   make run     -> build, then start a gateway with the built-in tools (no config needed)
 #   make build   -> dist/toolscript.pyz (reproducible)
+#   make plugin  -> plugins/toolscript/bin/toolscript.pyz, the zipapp the plugin bundles
 #   make test    -> venv + npm peers installed into the checkout, then the whole suite
 #   make bench   -> benchmark figures as JSON (also installs the peer proxy, see peer-proxy)
 
@@ -13,10 +14,15 @@ PEERS  := tests/peers
 PROXY_VENV := $(VENV)/peers/mcp-proxy
 PYTEST_ARGS ?=
 
-.PHONY: build run test venv peers peer-proxy bench clean
+.PHONY: build run plugin test venv peers peer-proxy bench clean
 
 build:
 	$(PYTHON) build_pyz.py
+
+# The plugin carries its own copy so a marketplace install needs only Python 3.
+# Commit it after changing toolscript/: a test fails when it is stale.
+plugin:
+	$(PYTHON) build_pyz.py -o plugins/toolscript/bin/toolscript.pyz
 
 # The main job on the embedded default: a gateway serving the built-in tools (plus any
 # servers in ~/.toolscript.json or ./.toolscript.json). It prints how to call a tool.
@@ -49,6 +55,8 @@ test: venv peers build
 bench: venv peers peer-proxy
 	$(VPY) bench/mcp_client.py
 	$(VPY) bench/gateway.py
+	$(VPY) bench/codemode.py
+	$(PYTHON) bench/plugin.py
 
 clean:
 	rm -rf dist $(VENV) $(PEERS)/node_modules .pytest_cache

@@ -35,6 +35,8 @@ COMMANDS = {
     "tools": ("toolscript.commands.tools", "list, describe or invoke tools"),
     "servers": ("toolscript.commands.servers", "check that configured MCP servers connect"),
     "config": ("toolscript.commands.config", "show or validate the merged configuration"),
+    "doctor": ("toolscript.commands.doctor", "check the installation, config, servers and gateway"),
+    "hook": ("toolscript.commands.hook", "run a Claude Code hook (used by the plugin)"),
 }
 
 EPILOG = """\

@@ -1,0 +1,2 @@
+#!/bin/sh
+exec python3 -I -S "$(dirname "$0")/../bin/toolscript.pyz" hook session-end

@@ -1,0 +1,222 @@
+"""The Claude Code plugin as shipped: layout, versions, the bundled zipapp, and the hooks.
+
+The hooks run as Claude Code runs them: the plugin's shell scripts with the
+event JSON on stdin and CLAUDE_PLUGIN_ROOT / CLAUDE_ENV_FILE in the
+environment.  (tests/test_claude_e2e.py runs them under the real `claude`.)
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import zipfile
+
+import pytest
+
+from conftest import REPO_ROOT
+from mcp_servers.launch import FIXTURE
+
+import toolscript
+from toolscript.gateway.state import pid_alive
+
+PLUGIN = os.path.join(REPO_ROOT, "plugins", "toolscript")
+BUNDLED = os.path.join(PLUGIN, "bin", "toolscript.pyz")
+
+
+# -- layout -------------------------------------------------------------------------------
+
+
+def test_manifests_and_versions_agree():
+    with open(os.path.join(PLUGIN, ".claude-plugin", "plugin.json")) as f:
+        plugin = json.load(f)
+    with open(os.path.join(REPO_ROOT, ".claude-plugin", "marketplace.json")) as f:
+        market = json.load(f)
+    assert plugin["name"] == "toolscript" and plugin["version"] == toolscript.__version__
+    [entry] = market["plugins"]
+    assert entry["name"] == "toolscript" and entry["version"] == toolscript.__version__
+    assert os.path.normpath(os.path.join(REPO_ROOT, entry["source"])) == PLUGIN
+
+
+def test_hooks_json_runs_our_one_line_scripts():
+    with open(os.path.join(PLUGIN, "hooks", "hooks.json")) as f:
+        hooks = json.load(f)["hooks"]
+    assert set(hooks) == {"SessionStart", "SessionEnd"}
+    for event, script in (("SessionStart", "session-start.sh"), ("SessionEnd", "session-end.sh")):
+        [group] = hooks[event]
+        [hook] = group["hooks"]
+        assert hook["type"] == "command" and script in hook["command"] and "${CLAUDE_PLUGIN_ROOT}" in hook["command"]
+        assert isinstance(hook["timeout"], int) and hook["timeout"] <= 10  # seconds, not milliseconds
+        path = os.path.join(PLUGIN, "hooks", script)
+        assert os.access(path, os.X_OK)
+        with open(path) as f:
+            lines = [line for line in f.read().splitlines() if line and not line.startswith("#")]
+        assert len(lines) == 1 and "toolscript.pyz\" hook " in lines[0]  # all logic is in Python
+
+
+def test_bundled_zipapp_is_not_stale(tmp_path):
+    """The committed plugin copy must hold exactly what the source builds (run 'make plugin')."""
+    import build_pyz
+
+    fresh = build_pyz.build(str(tmp_path / "fresh.pyz"))
+
+    def contents(path):
+        with zipfile.ZipFile(path) as archive:
+            return {name: archive.read(name) for name in archive.namelist()}
+
+    stale = sorted(set(contents(fresh).items()) ^ set(contents(BUNDLED).items()))
+    assert not stale, f"plugins/toolscript/bin/toolscript.pyz is stale ({len(stale)} entries differ, e.g. {stale[0][0]}); run 'make plugin' and commit it"
+
+
+def test_launcher_runs_the_bundled_zipapp_with_nothing_installed(tmp_path):
+    env = {"PATH": "/usr/bin:/bin:" + os.path.dirname(sys.executable), "HOME": str(tmp_path)}
+    result = subprocess.run([os.path.join(PLUGIN, "bin", "toolscript"), "--version"], env=env, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0 and result.stdout.strip() == f"toolscript {toolscript.__version__}"
+
+
+# -- the hooks ----------------------------------------------------------------------------
+
+
+def wait_until(predicate, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return predicate()
+
+
+def hook(script, event, *, env, timeout=30):
+    started = time.monotonic()
+    result = subprocess.run([os.path.join(PLUGIN, "hooks", script)], input=json.dumps(event) if isinstance(event, dict) else event,
+                            env=env, capture_output=True, text=True, timeout=timeout)
+    return result, time.monotonic() - started
+
+
+@pytest.fixture
+def claude_env(tmp_path):
+    """The environment Claude Code gives a plugin hook, with a scratch state dir."""
+    env_file = tmp_path / "sessionstart-hook-0.sh"
+    env_file.write_text("export SOMETHING_ELSE=1\n")
+    return {
+        "PATH": "/usr/bin:/bin:" + os.path.dirname(sys.executable),
+        "HOME": str(tmp_path),
+        "CLAUDE_PLUGIN_ROOT": PLUGIN,
+        "CLAUDE_ENV_FILE": str(env_file),
+        "TOOLSCRIPT_STATE_DIR": str(tmp_path / "state"),
+    }
+
+
+def state_file(env, session):
+    return os.path.join(env["TOOLSCRIPT_STATE_DIR"], "gateways", f"{session}.json")
+
+
+def test_session_start_and_end(tmp_path, claude_env):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fixture": {"command": sys.executable, "args": [FIXTURE, "stdio"]}}}))
+    event = {"session_id": "sess-1", "cwd": str(project), "hook_event_name": "SessionStart", "source": "startup"}
+    result, seconds = hook("session-start.sh", event, env=claude_env)
+    assert result.returncode == 0 and result.stdout == "" and result.stderr == ""
+    assert seconds < 5  # it does not wait for the MCP servers (measured in bench, not asserted tightly)
+    with open(state_file(claude_env, "sess-1")) as f:
+        info = json.load(f)
+    exports = open(claude_env["CLAUDE_ENV_FILE"]).read().splitlines()
+    assert exports[0] == "export SOMETHING_ELSE=1"  # other lines are kept
+    assert f"export TOOLSCRIPT_GATEWAY_URL={info['url']}" in exports
+    assert f'export PATH={PLUGIN}/bin:"$PATH"' in exports
+
+    # The gateway serves the project's config, and the exported PATH and URL work from a shell.
+    shell = subprocess.run(["sh", "-c", f". {claude_env['CLAUDE_ENV_FILE']} && toolscript tools invoke fixture__echo --args '{{\"message\": \"from bash\"}}'"],
+                           env=claude_env, capture_output=True, text=True, timeout=60)
+    assert shell.returncode == 0, shell.stderr
+    assert json.loads(shell.stdout)["data"]["content"][0]["text"] == "Echo: from bash"
+
+    # resume / clear / compact reuse the gateway and do not pile up lines.
+    for source in ("resume", "clear", "compact"):
+        again, _ = hook("session-start.sh", dict(event, source=source), env=claude_env)
+        assert again.returncode == 0 and again.stdout == ""
+    assert open(claude_env["CLAUDE_ENV_FILE"]).read().splitlines() == exports
+    with open(state_file(claude_env, "sess-1")) as f:
+        assert json.load(f)["pid"] == info["pid"]
+
+    ended, seconds = hook("session-end.sh", {"session_id": "sess-1", "hook_event_name": "SessionEnd", "reason": "other"}, env=claude_env)
+    assert ended.returncode == 0 and ended.stdout == ""
+    assert not os.path.exists(state_file(claude_env, "sess-1"))
+    assert wait_until(lambda: not pid_alive(info["pid"]))
+
+
+def test_sessions_are_isolated(tmp_path, claude_env):
+    hook("session-start.sh", {"session_id": "A", "cwd": str(tmp_path)}, env=claude_env)
+    hook("session-start.sh", {"session_id": "B", "cwd": str(tmp_path)}, env=claude_env)
+    try:
+        with open(state_file(claude_env, "A")) as f:
+            url_a = json.load(f)["url"]
+        with open(state_file(claude_env, "B")) as f:
+            url_b = json.load(f)["url"]
+        assert url_a != url_b
+        # A script run in session A cannot use session B's gateway: B refuses A's token.
+        base_b, token_a = url_b.split("/t/")[0], url_a.split("/t/")[1]
+        env = dict(claude_env, PYTHONPATH=REPO_ROOT, TOOLSCRIPT_GATEWAY_URL=f"{base_b}/t/{token_a}")
+        crossed = subprocess.run([sys.executable, "-m", "toolscript", "list-servers"], env=env, capture_output=True, text=True, timeout=30)
+        assert crossed.returncode == 1 and "refused our token" in crossed.stderr
+    finally:
+        for session in ("A", "B"):
+            hook("session-end.sh", {"session_id": session}, env=claude_env)
+
+
+def test_hooks_never_break_the_session(tmp_path, claude_env):
+    # Malformed stdin, an invalid config, a missing env file: exit 0, nothing or one JSON object.
+    project = tmp_path / "bad"
+    project.mkdir()
+    (project / ".toolscript.json").write_text('{"mcpServers": {"x": {"command": 1}}}')
+    result, _ = hook("session-start.sh", json.dumps({"session_id": "bad-1", "cwd": str(project)}), env=claude_env)
+    assert result.returncode == 0
+    answer = json.loads(result.stdout)
+    context = answer["hookSpecificOutput"]
+    assert context["hookEventName"] == "SessionStart"
+    assert "could not start" in context["additionalContext"] and "mcpServers.x.command" in context["additionalContext"]
+    assert "toolscript gateway start --detach --session bad-1" in context["additionalContext"]
+    assert f'export PATH={PLUGIN}/bin:"$PATH"' in open(claude_env["CLAUDE_ENV_FILE"]).read()  # the CLI still works
+
+    for garbage in ("", "not json", "[1, 2]", '{"session_id": 5}'):
+        result, _ = hook("session-end.sh", garbage, env=claude_env)
+        assert result.returncode == 0 and result.stdout == "" and result.stderr == ""
+    no_env_file = {k: v for k, v in claude_env.items() if k != "CLAUDE_ENV_FILE"}
+    result, _ = hook("session-start.sh", {"session_id": "ok-2", "cwd": str(tmp_path)}, env=no_env_file)
+    assert result.returncode == 0 and result.stdout == ""
+    hook("session-end.sh", {"session_id": "ok-2"}, env=no_env_file)
+    assert "gateway did not start" in open(os.path.join(claude_env["TOOLSCRIPT_STATE_DIR"], "hooks.log")).read()
+
+
+def test_session_end_without_a_gateway_or_with_a_stale_state_file(tmp_path, claude_env):
+    result, _ = hook("session-end.sh", {"session_id": "never-started"}, env=claude_env)
+    assert result.returncode == 0 and result.stdout == ""
+    os.makedirs(os.path.dirname(state_file(claude_env, "stale")), exist_ok=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    with open(state_file(claude_env, "stale"), "w") as f:
+        json.dump({"url": "http://127.0.0.1:9/t/x", "pid": dead.pid, "session": "stale"}, f)
+    result, _ = hook("session-end.sh", {"session_id": "stale"}, env=claude_env)
+    assert result.returncode == 0 and not os.path.exists(state_file(claude_env, "stale"))
+
+
+def test_hooks_can_be_disabled_and_unknown_events_are_ignored(tmp_path, claude_env):
+    env = dict(claude_env, TOOLSCRIPT_HOOKS_DISABLED="1")
+    result, _ = hook("session-start.sh", {"session_id": "off", "cwd": str(tmp_path)}, env=env)
+    assert result.returncode == 0 and not os.path.exists(state_file(env, "off"))
+    unknown = subprocess.run([sys.executable, BUNDLED, "hook", "some-future-event"], input="{}", env=claude_env, capture_output=True, text=True, timeout=30)
+    assert unknown.returncode == 0 and unknown.stdout == ""
+
+
+def test_gateway_exits_with_its_claude_session(tmp_path, claude_env):
+    claude = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        env = dict(claude_env, CLAUDE_PID=str(claude.pid))
+        hook("session-start.sh", {"session_id": "crashy", "cwd": str(tmp_path)}, env=env)
+        with open(state_file(env, "crashy")) as f:
+            pid = json.load(f)["pid"]
+        claude.kill()  # Claude Code dies without running SessionEnd
+        claude.wait()
+        assert wait_until(lambda: not os.path.exists(state_file(env, "crashy")) and not pid_alive(pid))
+    finally:
+        if claude.poll() is None:
+            claude.kill()
