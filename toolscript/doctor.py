@@ -1,0 +1,498 @@
+"""``toolscript doctor``: check the installation, config, servers, gateway and plugin.
+
+Each check returns one or more ``Check`` lines: ``ok``, ``warn`` or ``fail``,
+a one-line detail, and for anything not ``ok`` the command (or step) that
+fixes it.  Checks never raise: an unexpected exception becomes a ``fail``
+line for that check.  They run in parallel, so the slow one (connecting to
+every configured server) sets the pace and the rest add nothing.
+
+Checks, in report order:
+
+    python     the interpreter and where this toolscript runs from (checkout or zipapp)
+    config     the config files, server count, warnings and the first error
+    server:N   each enabled server connects and lists its tools (``servers=False`` skips)
+    gateway    this session's gateway: reachable, token accepted, version, server states
+    claude     the ``claude`` CLI on PATH and its version (absent is a warning)
+    plugin     installed_plugins.json (v1 and v2) lists ``toolscript@<market>``
+    state      the private state directory: exists or can be created, ours, 0700, writable
+"""
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import toolscript
+from toolscript import __version__, log
+from toolscript import config as configuration
+from toolscript.gateway.state import DEFAULT_SESSION
+from toolscript.output import format_table
+
+logger = log.get("doctor")
+
+OK, WARN, FAIL = "ok", "warn", "fail"
+MIN_PYTHON = (3, 9)
+CLAUDE_TIMEOUT = 5.0  # seconds for ``claude --version``
+GATEWAY_TIMEOUT = 3.0  # seconds for the gateway's /health
+PLUGIN_NAME = "toolscript"
+DEFAULT_MARKET = "toolscript"  # used in the fix text when no marketplace.json says otherwise
+
+
+@dataclass
+class Check:
+    """One line of the report."""
+
+    check: str
+    status: str  # ok | warn | fail
+    detail: str
+    fix: str = ""
+
+    def as_dict(self) -> Dict[str, str]:
+        return {"check": self.check, "status": self.status, "detail": self.detail, "fix": self.fix}
+
+
+# -- running everything ---------------------------------------------------------------------
+
+
+def run_checks(
+    *,
+    config_paths: Optional[List[str]] = None,
+    gateway_url: Optional[str] = None,
+    session: Optional[str] = None,
+    servers: bool = True,
+    environ: Optional[Mapping[str, str]] = None,
+    cwd: Optional[str] = None,
+) -> List[Check]:
+    """Every check, in parallel; the lines in a fixed order."""
+    env = os.environ if environ is None else environ
+    cwd = os.getcwd() if cwd is None else cwd
+    loaded = _load_config(config_paths, cwd, env)
+    jobs: List[Tuple[str, Callable[[], List[Check]]]] = [
+        ("python", lambda: [check_python()]),
+        ("config", lambda: [check_config(loaded)]),
+        ("servers", lambda: check_servers(loaded) if servers else [Check("servers", OK, "not checked (--no-servers)")]),
+        ("gateway", lambda: [check_gateway(gateway_url, session, env, config_paths)]),
+        ("claude", lambda: [check_claude(env)]),
+        ("plugin", lambda: [check_plugin(env, cwd)]),
+        ("state", lambda: [check_state_dir(env)]),
+    ]
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        futures = [pool.submit(guarded, name, job) for name, job in jobs]
+        return [line for future in futures for line in future.result()]
+
+
+def guarded(name: str, job: Callable[[], List[Check]]) -> List[Check]:
+    """``job()``, or one ``fail`` line for ``name`` if it raised."""
+    try:
+        return job()
+    except Exception as exc:
+        logger.debug("doctor check %s raised", name, exc_info=True)
+        return [Check(name, FAIL, f"the check itself failed: {type(exc).__name__}: {exc}", "run with DEBUG=1 for the traceback and report it")]
+
+
+def exit_code(results: Sequence[Check]) -> int:
+    return 1 if any(r.status == FAIL for r in results) else 0
+
+
+def render(results: Sequence[Check]) -> List[str]:
+    """The report for people: aligned status, check and detail; each fix indented below."""
+    labels = {OK: "ok", WARN: "warn", FAIL: "FAIL"}
+    table = format_table([(labels.get(r.status, r.status), r.check, r.detail) for r in results])
+    lines: List[str] = []
+    indent = " " * (max((len(labels.get(r.status, r.status)) for r in results), default=4) + 2)
+    for line, result in zip(table, results):
+        lines.append(line)
+        if result.fix and result.status != OK:
+            lines.append(f"{indent}fix: {result.fix}")
+    failed = sum(r.status == FAIL for r in results)
+    warned = sum(r.status == WARN for r in results)
+    if failed or warned:
+        parts = [f"{failed} failed"] if failed else []
+        parts += [f"{warned} warning" + ("s" if warned != 1 else "")] if warned else []
+        lines.append(", ".join(parts) + f" (of {len(results)} checks)")
+    else:
+        lines.append(f"all {len(results)} checks passed")
+    return lines
+
+
+def _command(*words: str, config_paths: Optional[List[str]] = None, session: Optional[str] = None) -> str:
+    """A toolscript command line to paste, carrying the --config/--session in use."""
+    argv = ["toolscript"]
+    if config_paths:
+        argv += ["--config", ",".join(config_paths)]
+    argv += list(words)
+    if session:
+        argv += ["--session", session]
+    return " ".join(shlex.quote(word) for word in argv)
+
+
+# -- 1. python ---------------------------------------------------------------------------------
+
+
+def running_from() -> str:
+    """Where this toolscript's code is: ``zipapp PATH`` or the package directory."""
+    package_dir = os.path.dirname(os.path.abspath(toolscript.__file__))
+    parent = os.path.dirname(package_dir)
+    if os.path.isfile(parent) and zipfile.is_zipfile(parent):
+        return f"zipapp {parent}"
+    return package_dir
+
+
+def check_python(version_info: Sequence[int] = tuple(sys.version_info), executable: Optional[str] = None) -> Check:
+    version = ".".join(str(part) for part in version_info[:3])
+    where = executable or sys.executable or "unknown interpreter"
+    detail = f"Python {version} ({where}); toolscript {__version__} from {running_from()}"
+    if tuple(version_info[:2]) < MIN_PYTHON:
+        return Check("python", FAIL, detail, "run toolscript with Python 3.9 or newer: python3.9 toolscript.pyz ... (or newer)")
+    return Check("python", OK, detail)
+
+
+# -- 2. config ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Loaded:
+    config: Optional["configuration.Config"]
+    error: Optional[BaseException]
+    paths: List[str]  # the files looked for
+    named: Optional[List[str]] = None  # --config, to repeat in fix commands
+
+
+def _load_config(config_paths: Optional[List[str]], cwd: str, env: Mapping[str, str]) -> _Loaded:
+    try:
+        looked = config_paths if config_paths is not None else configuration.default_config_paths(cwd=cwd, environ=env)
+    except Exception:
+        looked = []
+    try:
+        return _Loaded(configuration.load_config(config_paths, cwd=cwd, environ=env), None, looked, config_paths)
+    except Exception as exc:  # ConfigError is reported; anything else fails the check (guarded)
+        return _Loaded(None, exc, looked, config_paths)
+
+
+def check_config(loaded: _Loaded) -> Check:
+    validate = _command("config", "validate", config_paths=loaded.named)
+    if loaded.error is not None:
+        if not isinstance(loaded.error, configuration.ConfigError):
+            raise loaded.error
+        problems = loaded.error.problems or [str(loaded.error)]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        return Check("config", FAIL, problems[0] + more, f"{validate}  (lists every problem; fix them in the file named)")
+    config = loaded.config
+    assert config is not None
+    if not config.files:
+        looked = ", ".join(loaded.paths) or "nothing"
+        detail = f"no config file (looked for {looked}); built-in tools only"
+        if config.warnings:
+            return Check("config", WARN, f"{detail}; {config.warnings[0]}", validate)
+        return Check(
+            "config", OK,
+            detail + '; to add MCP servers create ./.toolscript.json with {"mcpServers": {"name": {"command": "...", "args": [...]}}}',
+        )
+    disabled = sum(1 for s in config.servers.values() if s.disabled)
+    enabled = len(config.servers) - disabled
+    files = ", ".join(config.files)
+    detail = f"{enabled} server{'s' if enabled != 1 else ''}" + (f" (+{disabled} disabled)" if disabled else "") + f" from {files}"
+    if config.warnings:
+        count = len(config.warnings)
+        return Check("config", WARN, f"{detail}; {count} warning{'s' if count != 1 else ''}: {config.warnings[0]}", validate)
+    return Check("config", OK, detail)
+
+
+# -- 3. servers --------------------------------------------------------------------------------
+
+
+def check_servers(loaded: _Loaded) -> List[Check]:
+    if loaded.config is None:
+        return [Check("servers", WARN, "not checked: the configuration did not load", "fix the config first: " + _command("config", "validate", config_paths=loaded.named))]
+    servers = loaded.config.enabled_servers()
+    if not servers:
+        return [Check("servers", OK, "no MCP servers configured")]
+    from toolscript.mcp.connect import probe_all  # the MCP client, only when there is something to probe
+
+    logger.info("doctor: connecting to %d server(s)", len(servers))
+    lines = []
+    for report in probe_all(servers):
+        name = report["name"]
+        fix = _command("servers", "check", name, config_paths=loaded.named)
+        if report.get("ok"):
+            info = report.get("server") or {}
+            who = " ".join(str(v) for v in (info.get("name"), info.get("version")) if v) or "unnamed server"
+            tools = report.get("tools")
+            detail = f"{report.get('transport')}, {report.get('protocolVersion')}, {who}, {tools} tool{'s' if tools != 1 else ''}, {report.get('seconds', 0):.2f}s"
+            lines.append(Check(f"server:{name}", OK, detail))
+        else:
+            error = " ".join(str(report.get("error") or "failed").split())
+            lines.append(Check(f"server:{name}", FAIL, f"{report.get('transport')}: {error}", fix))
+    return lines
+
+
+# -- 4. gateway --------------------------------------------------------------------------------
+
+
+def check_gateway(
+    explicit_url: Optional[str],
+    session: Optional[str],
+    env: Mapping[str, str],
+    config_paths: Optional[List[str]] = None,
+) -> Check:
+    from toolscript.errors import UserError
+    from toolscript.gateway.client import GatewayClient, GatewayUnavailable
+
+    in_claude = bool(env.get("CLAUDE_CODE_SESSION_ID"))
+    session = session or env.get("CLAUDE_CODE_SESSION_ID") or None
+    session_name = session or DEFAULT_SESSION
+    start = _command("gateway", "start", "--detach", config_paths=config_paths, session=session)
+    # The same order as gateway.client.find_url, but reading the state file
+    # without creating the state directory (check_state_dir reports on that).
+    if explicit_url:
+        url, source = explicit_url, "--gateway-url"
+    elif env.get("TOOLSCRIPT_GATEWAY_URL"):
+        url, source = env["TOOLSCRIPT_GATEWAY_URL"], "TOOLSCRIPT_GATEWAY_URL"
+    else:
+        url, source = _state_file_url(env, session_name), f"the state file of session {session_name!r}"
+    missing = FAIL if in_claude else WARN
+    if not url:
+        where = " (inside Claude Code, whose SessionStart hook should have started it)" if in_claude else ""
+        return Check("gateway", missing, f"no gateway is running for session {session_name!r}{where}", start)
+    shown = redact_token(url, url)
+    if source == "TOOLSCRIPT_GATEWAY_URL":
+        restart = f'unset TOOLSCRIPT_GATEWAY_URL, then: eval "$({start})"'
+    elif source == "--gateway-url":
+        restart = f"{start}  (and use the URL it prints)"
+    else:
+        restart = start
+    try:
+        health = GatewayClient(url, timeout=GATEWAY_TIMEOUT).get("/health")
+    except GatewayUnavailable as exc:
+        message = redact_token(str(exc), url)
+        if "refused our token" in message:
+            return Check("gateway", FAIL, f"the gateway at {shown} (from {source}) refused the token: the URL belongs to another gateway", restart)
+        # A stale state file only means no gateway is running; a URL the user set that does not answer is broken.
+        status = missing if source.startswith("the state file") else FAIL
+        return Check("gateway", status, f"{message.split('; check ')[0]}; URL from {source}", restart)
+    except UserError as exc:
+        return Check("gateway", FAIL, f"{shown} (from {source}) did not answer like a toolscript gateway: {redact_token(str(exc), url)}", restart)
+    if not isinstance(health, dict) or "pid" not in health:
+        return Check("gateway", FAIL, f"{shown} (from {source}) did not answer like a toolscript gateway", restart)
+    states: Dict[str, Any] = health["servers"] if isinstance(health.get("servers"), dict) else {}
+    listed = ", ".join(f"{name} {value}" for name, value in states.items()) or "none configured"
+    detail = (
+        f"running at {shown} (from {source}; pid {health.get('pid')}, session {health.get('session') or DEFAULT_SESSION!r}, "
+        f"toolscript {health.get('version')}, up {health.get('uptimeSeconds')}s); MCP servers: {listed}"
+    )
+    failed = [name for name, value in states.items() if value == "failed"]
+    if failed:
+        status_cmd = _command("gateway", "status", session=session)
+        check_cmd = _command("servers", "check", failed[0], config_paths=config_paths)
+        return Check("gateway", WARN, detail, f"{status_cmd} shows why; {check_cmd} (the gateway keeps retrying it)")
+    if health.get("version") and health.get("version") != __version__:
+        stop = _command("gateway", "stop", session=session)
+        return Check("gateway", WARN, f"{detail}; this toolscript is {__version__}", f"restart it: {stop} && {start}")
+    return Check("gateway", OK, detail)
+
+
+def redact_token(text: str, url: str) -> str:
+    """``text`` with the gateway token of ``url`` (the part after /t/) replaced by ****."""
+    _, sep, rest = url.partition("/t/")
+    token = rest.split("/")[0].split("?")[0] if sep else ""
+    return text.replace(token, "****") if token else text
+
+
+def _state_file_url(env: Mapping[str, str], session_name: str) -> Optional[str]:
+    from toolscript.paths import safe_name
+
+    path = os.path.join(state_dir_path(env), "gateways", safe_name(session_name) + ".json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            found = json.load(f)
+    except (OSError, ValueError):
+        return None
+    url = found.get("url") if isinstance(found, dict) else None
+    return url if isinstance(url, str) and url else None
+
+
+# -- 5. claude ---------------------------------------------------------------------------------
+
+
+def check_claude(env: Mapping[str, str], timeout: float = CLAUDE_TIMEOUT) -> Check:
+    found = shutil.which("claude", path=env.get("PATH", os.defpath))
+    if not found:
+        return Check("claude", WARN, "the claude CLI is not on PATH (only needed for the Claude Code plugin)", "install Claude Code: npm install -g @anthropic-ai/claude-code")
+    try:
+        proc = subprocess.run(
+            [found, "--version"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            timeout=timeout, env=dict(env), text=True, errors="replace",
+        )
+    except subprocess.TimeoutExpired:
+        return Check("claude", WARN, f"{found} --version did not answer within {timeout:g}s", f"run '{found} --version' to see what it waits for")
+    except OSError as exc:
+        return Check("claude", WARN, f"{found} cannot be run: {exc.strerror or exc}", "reinstall Claude Code: npm install -g @anthropic-ai/claude-code")
+    output = (proc.stdout.strip() or proc.stderr.strip()).splitlines()
+    if proc.returncode != 0:
+        last = output[-1] if output else "no output"
+        return Check("claude", WARN, f"{found} --version exited with status {proc.returncode}: {last}", "reinstall Claude Code: npm install -g @anthropic-ai/claude-code")
+    return Check("claude", OK, f"{output[0] if output else 'unknown version'} ({found})")
+
+
+# -- 6. plugin ---------------------------------------------------------------------------------
+
+
+def claude_config_dir(env: Mapping[str, str]) -> str:
+    """``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
+    explicit = env.get("CLAUDE_CONFIG_DIR")
+    if explicit:
+        return os.path.expanduser(explicit)
+    home = env.get("HOME") or os.path.expanduser("~")
+    return os.path.join(home, ".claude")
+
+
+def plugin_entries(document: Any) -> Dict[str, List[Dict[str, Any]]]:
+    """``{plugin id: [install entries]}`` from installed_plugins.json, v1 or v2.
+
+    v1 maps each id to one object, v2 to a list of them (one per scope);
+    fields are read by key.  Raises ``ValueError`` for an unexpected shape.
+    """
+    if not isinstance(document, dict) or not isinstance(document.get("plugins"), dict):
+        raise ValueError('expected an object with a "plugins" object')
+    found: Dict[str, List[Dict[str, Any]]] = {}
+    for plugin_id, value in document["plugins"].items():
+        entries = value if isinstance(value, list) else [value]
+        found[plugin_id] = [entry for entry in entries if isinstance(entry, dict)]
+    return found
+
+
+def _marketplace_hint() -> Tuple[str, str]:
+    """(marketplace source, marketplace name) for the install instructions."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(toolscript.__file__)))
+    manifest = os.path.join(root, ".claude-plugin", "marketplace.json")
+    try:
+        with open(manifest, encoding="utf-8") as f:
+            name = json.load(f).get("name")
+        if isinstance(name, str) and name:
+            return root, name
+    except (OSError, ValueError, AttributeError):
+        pass
+    return "<toolscript repository: path or GitHub owner/repo>", DEFAULT_MARKET
+
+
+def _install_fix(market: Optional[str] = None) -> str:
+    source, default_market = _marketplace_hint()
+    market = market or default_market
+    return f"claude plugin marketplace add {shlex.quote(source) if not source.startswith('<') else source} && claude plugin install {PLUGIN_NAME}@{market}"
+
+
+def _applies_here(entry: Dict[str, Any], cwd: str) -> bool:
+    """A user-scope install applies everywhere; project/local ones inside their project."""
+    scope = entry.get("scope") or "user"
+    if scope == "user":
+        return True
+    project = entry.get("projectPath")
+    if not isinstance(project, str) or not project:
+        return False
+    here, there = os.path.realpath(cwd), os.path.realpath(project)
+    return here == there or here.startswith(there.rstrip(os.sep) + os.sep)
+
+
+def check_plugin(env: Mapping[str, str], cwd: Optional[str] = None) -> Check:
+    cwd = os.getcwd() if cwd is None else cwd
+    path = os.path.join(claude_config_dir(env), "plugins", "installed_plugins.json")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return Check("plugin", WARN, f"plugin not installed ({path} does not exist)", _install_fix())
+    except OSError as exc:
+        return Check("plugin", WARN, f"cannot read {path}: {exc.strerror or exc}", f"check the file's permissions: ls -l {shlex.quote(path)}")
+    try:
+        document = json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        return Check("plugin", WARN, f"{path}: not valid UTF-8 (byte {exc.start})", "let Claude Code rewrite it: claude plugin list; or reinstall: " + _install_fix())
+    except json.JSONDecodeError as exc:
+        return Check("plugin", WARN, f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}", "let Claude Code set it aside and rewrite it: claude plugin list; then reinstall: " + _install_fix())
+    except RecursionError:
+        return Check("plugin", WARN, f"{path}: invalid JSON: nested too deeply", "let Claude Code rewrite it: claude plugin list")
+    try:
+        plugins = plugin_entries(document)
+    except ValueError as exc:
+        return Check("plugin", WARN, f"{path}: unexpected format ({exc})", "let Claude Code rewrite it: claude plugin list; or reinstall: " + _install_fix())
+    ours = {pid: entries for pid, entries in plugins.items() if pid.partition("@")[0] == PLUGIN_NAME}
+    if not ours:
+        others = len(plugins)
+        return Check("plugin", WARN, f"plugin not installed ({path} lists {others} other plugin{'s' if others != 1 else ''})", _install_fix())
+    described, here, versions = [], [], set()
+    for plugin_id, entries in ours.items():
+        if not entries:
+            described.append(f"{plugin_id} (no install entries)")
+        for entry in entries:
+            scope = entry.get("scope") or "user"
+            version = entry.get("version")
+            versions.add(str(version) if version is not None else "unknown")
+            where = f" {entry['projectPath']}" if scope != "user" and isinstance(entry.get("projectPath"), str) else ""
+            described.append(f"{plugin_id} {version if version is not None else '(version unknown)'} ({scope}{where})")
+            if _applies_here(entry, cwd):
+                here.append((plugin_id, entry))
+    detail = "installed: " + "; ".join(described)
+    first_id = next(iter(ours))
+    market = first_id.partition("@")[2] or None
+    if not here:
+        return Check("plugin", WARN, f"{detail}; none applies to {cwd}", f"claude plugin install {first_id}  (user scope: every project)" if market else _install_fix())
+    stale = sorted({str(entry.get("version")) for _, entry in here if entry.get("version") != __version__})
+    if stale:
+        ids = sorted({plugin_id for plugin_id, _ in here})
+        return Check("plugin", WARN, f"{detail}; this toolscript is {__version__}", f"claude plugin update {ids[0]}  (or run the toolscript the plugin bundles)")
+    return Check("plugin", OK, detail)
+
+
+# -- 7. state directory -------------------------------------------------------------------------
+
+
+def state_dir_path(env: Mapping[str, str]) -> str:
+    """Where ``paths.state_dir`` keeps state, without creating or changing anything."""
+    base = env.get("TOOLSCRIPT_STATE_DIR")
+    if not base:
+        xdg = env.get("XDG_STATE_HOME")
+        home = env.get("HOME") or os.path.expanduser("~")
+        base = os.path.join(xdg, "toolscript") if xdg else os.path.join(home, ".local", "state", "toolscript")
+    return base
+
+
+def check_state_dir(env: Mapping[str, str]) -> Check:
+    path = state_dir_path(env)
+    elsewhere = "or set TOOLSCRIPT_STATE_DIR to a private directory of yours"
+    if not os.path.lexists(path):
+        ancestor = os.path.dirname(os.path.abspath(path))
+        while ancestor and not os.path.exists(ancestor) and os.path.dirname(ancestor) != ancestor:
+            ancestor = os.path.dirname(ancestor)
+        if os.path.isdir(ancestor) and os.access(ancestor, os.W_OK | os.X_OK):
+            return Check("state", OK, f"{path} does not exist yet; it will be created (0700) on first use")
+        return Check("state", FAIL, f"{path} does not exist and cannot be created ({ancestor} is not writable)", f"mkdir -m 700 -p {shlex.quote(path)}, {elsewhere}")
+    if not os.path.isdir(path):
+        return Check("state", FAIL, f"{path} exists but is not a directory", f"move it away, {elsewhere}")
+    problems = []
+    fixes = []
+    for directory in (path, os.path.join(path, "gateways")):
+        if not os.path.isdir(directory):
+            continue
+        info = os.stat(directory)
+        if hasattr(os, "getuid") and info.st_uid != os.getuid():
+            return Check("state", FAIL, f"{directory} belongs to another user (uid {info.st_uid}); toolscript refuses to use it", "set TOOLSCRIPT_STATE_DIR to a private directory of yours")
+        mode = info.st_mode & 0o777
+        if mode & 0o077:
+            problems.append(f"{directory} is mode {mode:04o}, expected 0700")
+            fixes.append(f"chmod 700 {shlex.quote(directory)}")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".doctor-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return Check("state", FAIL, f"{path} is not writable: {exc.strerror or exc}", f"chmod u+rwx {shlex.quote(path)}, {elsewhere}")
+    if problems:
+        return Check("state", WARN, "; ".join(problems) + " (toolscript tightens it on next use)", " && ".join(fixes))
+    return Check("state", OK, f"{path} (0700, yours, writable)")
