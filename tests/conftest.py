@@ -17,6 +17,7 @@ limit (SIGALRM, where available): ``TOOLSCRIPT_TEST_TIMEOUT`` seconds (default
 """
 
 import glob
+import io
 import os
 import signal
 import subprocess
@@ -278,3 +279,63 @@ def pytest_runtest_protocol(item, nextitem) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+# --- shared helpers for tests that run a gateway or a sandbox ---------------------
+
+
+@pytest.fixture
+def gateway(tmp_path):
+    """gateway(*servers, **config settings) -> (Gateway, url), served from this process; stopped afterwards."""
+    from toolscript.config import Config
+    from toolscript.gateway.http_api import serve
+    from toolscript.gateway.service import Gateway
+
+    running = []
+
+    def _start(*servers, **settings):
+        config = Config(servers={s.name: s for s in servers}, files=[], warnings=[], **settings)
+        gw = Gateway(config, workspace=str(tmp_path))
+        server, _ = serve(gw)
+        gw.start()
+        running.append((gw, server))
+        return gw, server.url
+
+    yield _start
+    for gw, server in running:
+        server.shutdown_all()
+        gw.stop()
+
+
+def wait_for(predicate, timeout: float = 10.0):
+    """Poll ``predicate`` until it is true or ``timeout`` passes; return its last value."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    return predicate()
+
+
+class Output(io.RawIOBase):
+    """A binary stream that records when each chunk arrived (for streaming tests)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.chunks = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        import time
+
+        self.chunks.append((time.monotonic(), bytes(data)))
+        return len(data)
+
+    @property
+    def text(self) -> str:
+        return b"".join(c for _, c in self.chunks).decode("utf-8", "replace")

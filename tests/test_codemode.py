@@ -11,32 +11,11 @@ import subprocess
 import sys
 import time
 
-import pytest
 
 from conftest import REPO_ROOT
 from mcp_servers.launch import FIXTURE
-from toolscript.config import Config, ServerConfig
+from toolscript.config import ServerConfig
 from toolscript.gateway.client import GatewayClient
-from toolscript.gateway.http_api import serve
-from toolscript.gateway.service import Gateway
-
-
-@pytest.fixture
-def gateway(tmp_path):
-    running = []
-
-    def _start(*servers):
-        config = Config(servers={s.name: s for s in servers}, files=[], warnings=[])
-        gw = Gateway(config, workspace=str(tmp_path))
-        server, _ = serve(gw)
-        gw.start()
-        running.append((gw, server))
-        return gw, server.url
-
-    yield _start
-    for gw, server in running:
-        server.shutdown_all()
-        gw.stop()
 
 
 def stdio(name, *options):

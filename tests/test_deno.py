@@ -15,7 +15,6 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
@@ -24,7 +23,7 @@ import urllib.request
 import pytest
 
 import peers
-from conftest import REPO_ROOT, missing_prerequisite
+from conftest import REPO_ROOT, Output, missing_prerequisite
 from mcp_servers.launch import FIXTURE
 from toolscript.codemode import deno
 from toolscript.config import Config, ServerConfig
@@ -39,25 +38,6 @@ def deno_path():
         return peers.deno_binary()
     except peers.PeerMissing as exc:
         missing_prerequisite(str(exc))
-
-
-class Output(io.RawIOBase):
-    """A binary stream that records when each chunk arrived."""
-
-    def __init__(self):
-        super().__init__()
-        self.chunks = []
-
-    def writable(self):
-        return True
-
-    def write(self, data):
-        self.chunks.append((time.monotonic(), bytes(data)))
-        return len(data)
-
-    @property
-    def text(self):
-        return b"".join(c for _, c in self.chunks).decode("utf-8", "replace")
 
 
 def run_ts(deno_path, code, **kwargs):

@@ -11,11 +11,10 @@ import time
 import pytest
 
 import peers
+from conftest import wait_for
 from mcp_servers.launch import FIXTURE
 from toolscript import __version__, doctor
-from toolscript.config import Config, ServerConfig
-from toolscript.gateway.http_api import serve
-from toolscript.gateway.service import Gateway
+from toolscript.config import ServerConfig
 
 # Variables that would point doctor at the real user's gateway, session or Claude config.
 _OUTSIDE_VARS = ("CLAUDE_CODE_SESSION_ID", "TOOLSCRIPT_GATEWAY_URL", "CLAUDE_CONFIG_DIR", "XDG_STATE_HOME", "TOOLSCRIPT_STATE_DIR")
@@ -91,34 +90,6 @@ def v2_entry(scope="user", version=__version__, **extra):
              "installedAt": "2026-11-22T04:11:19.835Z", "lastUpdated": "2026-11-22T04:11:19.835Z"}
     entry.update(extra)
     return entry
-
-
-@pytest.fixture
-def gateway(tmp_path):
-    """gateway(*servers) -> url of a Gateway served from this process; stopped afterwards."""
-    running = []
-
-    def _start(*servers):
-        config = Config(servers={s.name: s for s in servers}, files=[], warnings=[])
-        gw = Gateway(config, workspace=str(tmp_path))
-        server, _ = serve(gw)
-        gw.start()
-        running.append((gw, server))
-        return gw, server.url
-
-    yield _start
-    for gw, server in running:
-        server.shutdown_all()
-        gw.stop()
-
-
-def wait_for(predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 # -- the command end to end -------------------------------------------------------------------

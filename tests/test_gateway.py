@@ -14,16 +14,13 @@ import threading
 import time
 from urllib.parse import urlsplit
 
-import pytest
 
 import peers
-from conftest import REPO_ROOT, missing_prerequisite
+from conftest import REPO_ROOT, missing_prerequisite, wait_for
 from mcp_servers.launch import FIXTURE, start_fixture
-from toolscript.config import Config, ServerConfig
+from toolscript.config import ServerConfig
 from toolscript.gateway.catalog import Catalog, split_id, tool_id
 from toolscript.gateway.client import GatewayClient
-from toolscript.gateway.http_api import serve
-from toolscript.gateway.service import Gateway
 from toolscript.gateway.state import pid_alive
 from toolscript.mcp.session import ClientSession
 from toolscript.mcp.streamable_http import StreamableHttpTransport
@@ -31,35 +28,6 @@ from toolscript.mcp.streamable_http import StreamableHttpTransport
 
 def fixture_server(name="fixture", *options, timeout=10.0):
     return ServerConfig(name=name, type="stdio", source="test", command=sys.executable, args=[FIXTURE, "stdio", *options], timeout=timeout)
-
-
-@pytest.fixture
-def gateway(tmp_path):
-    """gateway(*servers, **config) -> (Gateway, url); everything stopped afterwards."""
-    running = []
-
-    def _start(*servers, **settings):
-        config = Config(servers={s.name: s for s in servers}, files=[], warnings=[], **settings)
-        gw = Gateway(config, workspace=str(tmp_path))
-        server, _ = serve(gw)
-        gw.start()
-        running.append((gw, server))
-        return gw, server.url
-
-    yield _start
-    for gw, server in running:
-        server.shutdown_all()
-        gw.stop()
-
-
-def wait_for(predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    return predicate()
 
 
 def raw(url, method="GET", path="/health", headers=None, body=None):

@@ -8,7 +8,6 @@ each must be refused with a clear message and leave no process behind.
 """
 
 import http.server
-import io
 import json
 import os
 import signal
@@ -19,6 +18,7 @@ import time
 
 import pytest
 
+from conftest import Output
 from mcp_servers.launch import FIXTURE, start_fixture
 from toolscript.codemode import runtime, sandbox
 from toolscript.config import Config, ServerConfig
@@ -28,25 +28,6 @@ from toolscript.gateway.service import Gateway
 NAMESPACES = sandbox.namespace_prefix(net=True) is not None
 MODES = [pytest.param(None, id="auto")] + ([pytest.param(False, id="guard-only")] if NAMESPACES else [])
 SANDBOX_ERROR = "toolscript sandbox:"
-
-
-class Output(io.RawIOBase):
-    """A binary stream that records when each chunk arrived."""
-
-    def __init__(self):
-        super().__init__()
-        self.chunks = []
-
-    def writable(self):
-        return True
-
-    def write(self, data):
-        self.chunks.append((time.monotonic(), bytes(data)))
-        return len(data)
-
-    @property
-    def text(self):
-        return b"".join(c for _, c in self.chunks).decode("utf-8", "replace")
 
 
 def run(code, **kwargs):
