@@ -45,6 +45,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import peers  # noqa: E402  (tests/peers.py: finds and starts the npm servers)
+from stats import summary  # noqa: E402  (bench/stats.py)
 from mcp_servers import launch  # noqa: E402  (tests/mcp_servers/launch.py: the stdlib fixture)
 
 from toolscript.config import ServerConfig  # noqa: E402
@@ -60,10 +61,6 @@ WARMUP = 20  # calls per path before measuring
 BLOCK = 25  # calls per path per interleaved block
 
 
-def summary(samples_ms):
-    ordered = sorted(samples_ms)
-    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
-    return {"n": len(ordered), "median_ms": round(statistics.median(ordered), 3), "p95_ms": round(p95, 3)}
 
 
 def progress(message):

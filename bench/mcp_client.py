@@ -19,7 +19,6 @@ import asyncio
 import json
 import os
 import platform
-import statistics
 import sys
 import time
 
@@ -28,15 +27,12 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import peers  # noqa: E402  (tests/peers.py: finds and starts the npm servers)
+from stats import summary  # noqa: E402  (bench/stats.py)
 
 from toolscript.config import ServerConfig  # noqa: E402
 from toolscript.mcp.connect import open_session  # noqa: E402
 
 
-def summary(samples_ms):
-    ordered = sorted(samples_ms)
-    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
-    return {"n": len(ordered), "median_ms": round(statistics.median(ordered), 3), "p95_ms": round(p95, 3)}
 
 
 def server_config(transport, url=None):

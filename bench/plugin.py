@@ -16,21 +16,19 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from stats import summary  # noqa: E402  (bench/stats.py)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLUGIN = os.path.join(ROOT, "plugins", "toolscript")
 FIXTURE = os.path.join(ROOT, "tests", "mcp_servers", "fixture_server.py")
 
 
-def summary(samples):
-    ordered = sorted(samples)
-    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
-    return {"n": len(ordered), "median_ms": round(statistics.median(ordered), 1), "p95_ms": round(p95, 1)}
 
 
 def timed(argv, *, stdin=None, env=None, cwd=None):
@@ -61,7 +59,7 @@ def hooks(servers, repeats):
             time.sleep(0.3)  # let the servers connect, as they would during a real session
             end.append(timed([os.path.join(PLUGIN, "hooks", "session-end.sh")], stdin=json.dumps({"session_id": f"bench-{servers}-{i}"}), env=env))
         time.sleep(1.0)  # stopping gateways finish closing their servers
-        return summary(start), summary(end)
+        return summary(start, digits=1), summary(end, digits=1)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -78,10 +76,10 @@ def main(argv=None):
     results["session_start_hook"] = {"servers_0": start0, "servers_5": start5}
     results["session_end_hook"] = {"servers_0": end0, "servers_5": end5}
     results["cold_start"] = {
-        "toolscript_pyz_version": summary([timed([python, pyz, "--version"]) for _ in range(args.repeats)]),
-        "toolscript_pyz_version_isolated": summary([timed([python, "-I", "-S", pyz, "--version"]) for _ in range(args.repeats)]),
-        "python_c_pass": summary([timed([python, "-c", "pass"]) for _ in range(args.repeats)]),
-        "python_I_S_c_pass": summary([timed([python, "-I", "-S", "-c", "pass"]) for _ in range(args.repeats)]),
+        "toolscript_pyz_version": summary([timed([python, pyz, "--version"]) for _ in range(args.repeats)], digits=1),
+        "toolscript_pyz_version_isolated": summary([timed([python, "-I", "-S", pyz, "--version"]) for _ in range(args.repeats)], digits=1),
+        "python_c_pass": summary([timed([python, "-c", "pass"]) for _ in range(args.repeats)], digits=1),
+        "python_I_S_c_pass": summary([timed([python, "-I", "-S", "-c", "pass"]) for _ in range(args.repeats)], digits=1),
     }
     json.dump(results, sys.stdout, indent=2)
     print()
