@@ -16,6 +16,7 @@ limit (SIGALRM, where available): ``TOOLSCRIPT_TEST_TIMEOUT`` seconds (default
 300), or ``@pytest.mark.timeout(N)`` for one test.
 """
 
+import contextlib
 import glob
 import io
 import os
@@ -284,27 +285,29 @@ def pytest_runtest_protocol(item, nextitem) -> Iterator[None]:
 # --- shared helpers for tests that run a gateway or a sandbox ---------------------
 
 
-@pytest.fixture
-def gateway(tmp_path):
-    """gateway(*servers, **config settings) -> (Gateway, url), served from this process; stopped afterwards."""
+@contextlib.contextmanager
+def running_gateway(servers, workspace, **settings):
+    """A Gateway for ``servers`` served from this process: yields (gateway, url), then stops it."""
     from toolscript.config import Config
     from toolscript.gateway.http_api import serve
     from toolscript.gateway.service import Gateway
 
-    running = []
-
-    def _start(*servers, **settings):
-        config = Config(servers={s.name: s for s in servers}, files=[], warnings=[], **settings)
-        gw = Gateway(config, workspace=str(tmp_path))
-        server, _ = serve(gw)
-        gw.start()
-        running.append((gw, server))
-        return gw, server.url
-
-    yield _start
-    for gw, server in running:
+    config = Config(servers={s.name: s for s in servers}, files=[], warnings=[], **settings)
+    gw = Gateway(config, workspace=str(workspace))
+    server, _ = serve(gw)
+    gw.start()
+    try:
+        yield gw, server.url
+    finally:
         server.shutdown_all()
         gw.stop()
+
+
+@pytest.fixture
+def gateway(tmp_path):
+    """gateway(*servers, **config settings) -> (Gateway, url), served from this process; stopped afterwards."""
+    with contextlib.ExitStack() as stack:
+        yield lambda *servers, **settings: stack.enter_context(running_gateway(servers, tmp_path, **settings))
 
 
 def wait_for(predicate, timeout: float = 10.0):

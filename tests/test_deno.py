@@ -23,13 +23,11 @@ import urllib.request
 import pytest
 
 import peers
-from conftest import REPO_ROOT, Output, missing_prerequisite
+from conftest import Output, REPO_ROOT, missing_prerequisite, running_gateway
 from mcp_servers.launch import FIXTURE
 from toolscript.codemode import deno
-from toolscript.config import Config, ServerConfig
+from toolscript.config import ServerConfig
 from toolscript.errors import UserError
-from toolscript.gateway.http_api import serve
-from toolscript.gateway.service import Gateway
 
 
 @pytest.fixture(scope="module")
@@ -56,20 +54,10 @@ def assert_group_gone(result):
 @pytest.fixture(scope="module")
 def gateway_url(tmp_path_factory):
     """A real gateway in this process with the fixture server over stdio (server ``fixture``)."""
-    config = Config(
-        servers={"fixture": ServerConfig(name="fixture", type="stdio", source="t", command=sys.executable, args=[FIXTURE, "stdio"], timeout=10)},
-        files=[],
-        warnings=[],
-    )
-    gw = Gateway(config, workspace=str(tmp_path_factory.mktemp("ws")))
-    server, _ = serve(gw)
-    gw.start()
-    assert gw.wait_for_servers() == []
-    try:
-        yield server.url
-    finally:
-        server.shutdown_all()
-        gw.stop()
+    fixture = ServerConfig(name="fixture", type="stdio", source="t", command=sys.executable, args=[FIXTURE, "stdio"], timeout=10)
+    with running_gateway([fixture], tmp_path_factory.mktemp("ws")) as (gw, url):
+        assert gw.wait_for_servers() == []
+        yield url
 
 
 @pytest.fixture

@@ -18,12 +18,10 @@ import time
 
 import pytest
 
-from conftest import Output
+from conftest import Output, running_gateway
 from mcp_servers.launch import FIXTURE, start_fixture
 from toolscript.codemode import runtime, sandbox
-from toolscript.config import Config, ServerConfig
-from toolscript.gateway.http_api import serve
-from toolscript.gateway.service import Gateway
+from toolscript.config import ServerConfig
 
 NAMESPACES = sandbox.namespace_prefix(net=True) is not None
 MODES = [pytest.param(None, id="auto")] + ([pytest.param(False, id="guard-only")] if NAMESPACES else [])
@@ -106,15 +104,11 @@ def gateway_url(tmp_path_factory):
         ServerConfig(name="beta", type="http", source="t", url=http_peer.url, timeout=10),
         ServerConfig(name="gamma", type="sse", source="t", url=sse_peer.url, timeout=10),
     ]
-    gw = Gateway(Config(servers={s.name: s for s in servers}, files=[], warnings=[]), workspace=str(tmp_path_factory.mktemp("ws")))
-    server, _ = serve(gw)
-    gw.start()
-    assert gw.wait_for_servers() == []
     try:
-        yield server.url
+        with running_gateway(servers, tmp_path_factory.mktemp("ws")) as (gw, url):
+            assert gw.wait_for_servers() == []
+            yield url
     finally:
-        server.shutdown_all()
-        gw.stop()
         http_peer.stop()
         sse_peer.stop()
 
