@@ -62,18 +62,6 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
     invoke.add_argument("--timeout", type=float, help="seconds to wait for the tool (default: the server's timeout)")
 
 
-def _gateway(args):
-    """A client for the gateway, or None when none is reachable."""
-    from toolscript.gateway.client import GatewayUnavailable, connect
-
-    try:
-        client = connect(args.gateway_url, args.session, timeout=5)
-        client.get("/health")
-        return client
-    except GatewayUnavailable:
-        return None
-
-
 def _local_builtins(args):
     from toolscript import config as configuration
     from toolscript.builtins import select_builtins
@@ -82,15 +70,20 @@ def _local_builtins(args):
     return config, select_builtins(config.builtin_tools)
 
 
-def _canonical(name: str, builtins) -> str:
-    """Gateway id for ``name``: built-in names get the builtin__ prefix."""
-    return BUILTIN_PREFIX + name if "__" not in name and name in builtins else name
+def _canonical(name: str) -> str:
+    """Gateway id for ``name``: every id but a built-in's has ``__``, so a bare name is a built-in."""
+    return name if "__" in name else BUILTIN_PREFIX + name
 
 
 def _all_tools(args):
-    client = _gateway(args)
-    if client is not None:
+    """(tool descriptions, the gateway client) -- or the built-ins and None when no gateway answers."""
+    from toolscript.gateway.client import GatewayUnavailable, connect
+
+    try:
+        client = connect(args.gateway_url, args.session, timeout=5)
         return client.get("/tools")["tools"], client
+    except GatewayUnavailable:
+        pass
     _, builtins = _local_builtins(args)
     return [dict(id=BUILTIN_PREFIX + name, server="builtin", name=name, description=spec.description, inputSchema=spec.input_schema) for name, spec in builtins.items()], None
 
@@ -113,8 +106,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_info(args: argparse.Namespace) -> int:
     tools, client = _all_tools(args)
-    builtin_names = {t["name"] for t in tools if t["server"] == "builtin"}
-    wanted = _canonical(args.name, builtin_names)
+    wanted = _canonical(args.name)
     for tool in tools:
         if tool["id"] == wanted:
             info = dict(tool)
@@ -128,17 +120,17 @@ def run_info(args: argparse.Namespace) -> int:
 
 
 def run_invoke(args: argparse.Namespace) -> int:
+    from toolscript.gateway.client import GatewayUnavailable, connect
+
     arguments = _parse_arguments(args.args)
-    client = _gateway(args)
-    if client is not None:
-        tools_known = client.get("/tools", server="builtin")["tools"]
-        tool = _canonical(args.name, {t["name"] for t in tools_known})
-        payload = {"tool": tool, "arguments": arguments, "source": "cli"}
-        if args.timeout:
-            payload["timeout"] = args.timeout
+    payload = {"tool": _canonical(args.name), "arguments": arguments, "source": "cli"}
+    if args.timeout:
+        payload["timeout"] = args.timeout
+    try:
+        client = connect(args.gateway_url, args.session, timeout=5)
         result = client.post("/call", payload, timeout=(args.timeout or 600) + 5)
-    else:
-        result = _invoke_locally(args, arguments)
+    except GatewayUnavailable:
+        result = _invoke_locally(args, arguments)  # built-ins need no gateway
     print_json(result)
     return 0 if result.get("ok") else 1
 
