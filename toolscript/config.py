@@ -38,6 +38,9 @@ from toolscript.errors import UserError
 
 DEFAULT_CONNECT_TIMEOUT = 30.0  # seconds
 DEFAULT_CALL_TIMEOUT = 60.0  # seconds
+# The largest JSON-RPC message (a stdio line, an SSE event, an HTTP body) taken
+# from an upstream: a larger tool result fails with an error naming this limit.
+DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 
 DEFAULT_PATHS = ["~/.toolscript.json", "./.toolscript.json"]
 
@@ -95,6 +98,7 @@ class ServerConfig:
     include_tools: List[str] = field(default_factory=list)  # empty = all
     exclude_tools: List[str] = field(default_factory=list)
     timeout: Optional[float] = None  # seconds; None = the defaults above
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES  # "maxMessageBytes"
     disabled: bool = False
     raw: Dict[str, Any] = field(default_factory=dict)  # the entry as written, before substitution
 
