@@ -28,6 +28,19 @@ class GatewayUnavailable(UserError):
     """No gateway, or it does not answer."""
 
 
+class TokenRejected(GatewayUnavailable):
+    """The gateway answered 401: the URL's token belongs to another gateway."""
+
+
+class GatewayHttpError(UserError):
+    """The gateway answered with an error status; ``payload`` is its JSON body (or None)."""
+
+    def __init__(self, message: str, status: int, payload: Any = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.payload = payload
+
+
 def find_url(
     explicit: Optional[str] = None, session: Optional[str] = None, environ: Optional[Mapping[str, str]] = None
 ) -> Optional[str]:
@@ -88,16 +101,13 @@ class GatewayClient:
         except ValueError:
             payload = None
         if resp.status == 401:
-            raise GatewayUnavailable(
+            raise TokenRejected(
                 f"the gateway at {redact(self.url)} refused our token: TOOLSCRIPT_GATEWAY_URL belongs to another "
                 f"gateway or session; {START_HINT}"
             )
         if resp.status >= 400:
             message = payload.get("error") if isinstance(payload, dict) else data[:200].decode("utf-8", "replace")
-            error = UserError(f"gateway: {message}")
-            error.status = resp.status  # type: ignore[attr-defined]
-            error.payload = payload  # type: ignore[attr-defined]
-            raise error
+            raise GatewayHttpError(f"gateway: {message}", resp.status, payload)
         return payload
 
 
