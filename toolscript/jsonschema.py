@@ -36,7 +36,7 @@ from functools import lru_cache
 from typing import Any, Dict, List, Optional, Pattern, Set, Tuple
 from urllib.parse import unquote
 
-__all__ = ["validate", "first_error", "check_schema"]
+__all__ = ["validate"]
 
 _MAX_DEPTH = 100  # instance levels below the root that are still checked
 # Nested subschema applications; two Python frames each, so this stays inside
@@ -65,28 +65,6 @@ def validate(instance: Any, schema: Any) -> List[str]:
         pass
     # A schema can reach the same check twice (e.g. through "$ref": "#"); say it once.
     return list(dict.fromkeys(_pointer(path) + ": " + message for path, message, _ in errors))
-
-
-def first_error(instance: Any, schema: Any) -> Optional[str]:
-    """The first problem :func:`validate` reports, or None when ``instance`` is valid."""
-    errors = validate(instance, schema)
-    return errors[0] if errors else None
-
-
-def check_schema(schema: Any) -> List[str]:
-    """Obvious structural problems of a tool's ``inputSchema``; [] when it is usable.
-
-    Each problem is ``'POINTER: message'`` with POINTER into the schema, e.g.
-    ``/properties/x: expected an object``.  This is a cheap sanity check, not
-    meta-schema validation: unknown keywords and unusual-but-legal values pass.
-    """
-    problems: List[Tuple[Tuple[Any, ...], str]] = []
-    root_id = _root_id(schema)
-    try:
-        _check(schema, root_id, schema, (), 0, problems, [0])
-    except RecursionError:
-        pass
-    return [_pointer(path) + ": " + message for path, message in problems]
 
 
 # --- the validator ----------------------------------------------------------------
@@ -692,96 +670,3 @@ def _pointer(path: Tuple[Any, ...]) -> str:
     if not path:
         return "/"
     return "".join("/" + str(token).replace("~", "~0").replace("/", "~1") for token in path)
-
-
-# --- check_schema -------------------------------------------------------------------
-
-# Keywords whose value is one schema, a name -> schema map, or an array of schemas.
-_SCHEMA_KEYS = frozenset((
-    "additionalProperties", "additionalItems", "not", "if", "then", "else", "contains",
-    "propertyNames", "unevaluatedItems", "unevaluatedProperties",
-))
-_SCHEMA_MAP_KEYS = frozenset(("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"))
-_SCHEMA_LIST_KEYS = frozenset(("allOf", "anyOf", "oneOf", "prefixItems"))
-_COUNT_KEYS = frozenset((
-    "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
-))
-
-
-def _check(root: Any, root_id: Optional[str], schema: Any, path: Tuple[Any, ...], depth: int,
-           problems: List[Tuple[Tuple[Any, ...], str]], counter: List[int]) -> None:
-    if isinstance(schema, bool):
-        return
-    if not isinstance(schema, dict):
-        problems.append((path, "expected an object"))
-        return
-    # Schemas are trees (refs are not followed here), so depth and size limits suffice.
-    if depth > _MAX_NESTING or counter[0] >= _MAX_STEPS:
-        return
-    counter[0] += 1
-    for key, value in schema.items():
-        here = path + (key,)
-        problem = None
-        if key in _SCHEMA_KEYS:
-            _check(root, root_id, value, here, depth + 1, problems, counter)
-        elif key == "items":
-            if isinstance(value, list):
-                for index, item in enumerate(value):
-                    _check(root, root_id, item, here + (index,), depth + 1, problems, counter)
-            else:
-                _check(root, root_id, value, here, depth + 1, problems, counter)
-        elif key in _SCHEMA_MAP_KEYS:
-            if not isinstance(value, dict):
-                problem = "expected an object"
-            else:
-                for name, item in value.items():
-                    _check(root, root_id, item, here + (name,), depth + 1, problems, counter)
-        elif key in _SCHEMA_LIST_KEYS:
-            if not isinstance(value, list):
-                problem = "expected an array"
-            else:
-                for index, item in enumerate(value):
-                    _check(root, root_id, item, here + (index,), depth + 1, problems, counter)
-        elif key == "type":
-            problem = _check_type(value)
-        elif key == "required":
-            if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
-                problem = "expected an array of strings"
-        elif key == "enum":
-            if not isinstance(value, list):
-                problem = "expected an array"
-        elif key == "pattern":
-            if not isinstance(value, str):
-                problem = "expected a string"
-        elif key in _COUNT_KEYS:
-            if not _is_count(value):
-                problem = "expected a non-negative integer"
-        elif key in ("minimum", "maximum"):
-            if not _is_number(value):
-                problem = "expected a number"
-        elif key in ("exclusiveMinimum", "exclusiveMaximum"):
-            if not _is_number(value) and not isinstance(value, bool):
-                problem = "expected a number"
-        elif key == "multipleOf":
-            if not _is_number(value) or value <= 0:
-                problem = "expected a number greater than 0"
-        elif key == "$ref":
-            if not isinstance(value, str):
-                problem = "expected a string"
-            else:
-                pointer = _local_pointer(value, root_id)
-                # Remote refs and anchors are legal, just not followed.
-                if pointer is not None and not isinstance(_walk(root, pointer), (dict, bool)):
-                    problem = "cannot resolve " + _show(value)
-        if problem is not None:
-            problems.append((here, problem))
-
-
-def _check_type(value: Any) -> Optional[str]:
-    names = [value] if isinstance(value, str) else value
-    if not isinstance(names, list) or not names or not all(isinstance(name, str) for name in names):
-        return "expected a type name or an array of type names"
-    for name in names:
-        if name not in _TYPE_NAMES:
-            return "unknown type " + _show(name)
-    return None
