@@ -2,6 +2,7 @@
 
 import json
 import os
+import tempfile
 
 import pytest
 
@@ -14,11 +15,12 @@ from toolscript.config import (
     default_config_paths,
     load_config,
     masked_view,
-    parse_config_text,
 )
 from toolscript.errors import UserError
 
-SRC = "/etc/ts/config.json"
+# One config file per test process: ``parse`` writes the text under test to it
+# and reads it back through ``load_config``, the public entry point.
+SRC = os.path.join(tempfile.mkdtemp(prefix="toolscript-test-config-"), "config.json")
 
 
 def write(path, data):
@@ -33,7 +35,11 @@ def servers_doc(**servers):
 
 
 def parse(text, environ=None, source=SRC):
-    return parse_config_text(text, source, environ=environ or {})
+    """``(servers, warnings)`` of one file holding ``text``, or ConfigError."""
+    with open(source, "w", encoding="utf-8") as f:
+        f.write(text)
+    config = load_config([source], environ=environ or {})
+    return config.servers, config.warnings
 
 
 def parse_one(entry, environ=None, name="s"):
@@ -118,20 +124,22 @@ def test_explicit_paths_replace_defaults(tmp_path):
     assert config.files == [str(tmp_path / "mine.json")]
 
 
-def test_missing_explicit_file_warns(tmp_path):
+NOT_FOUND = "config file not found: {} (named by --config or TOOLSCRIPT_CONFIG; fix the path or create the file)"
+
+
+def test_missing_explicit_file_is_a_problem(tmp_path):
     missing = str(tmp_path / "nope.json")
-    config = load_config([missing], cwd=str(tmp_path), environ={})
-    assert config.warnings == [f"config file not found: {missing} (named by --config or TOOLSCRIPT_CONFIG)"]
-    assert config.files == []
+    with pytest.raises(ConfigError) as err:
+        load_config([missing], cwd=str(tmp_path), environ={})
+    assert err.value.problems == [NOT_FOUND.format(missing)]
 
 
-def test_missing_file_from_toolscript_config_warns(tmp_path):
-    present = write(tmp_path / "a.json", {"mcpServers": {"a": {"command": "a"}}})
+def test_missing_file_from_toolscript_config_is_a_problem(tmp_path):
+    write(tmp_path / "a.json", {"mcpServers": {"a": {"command": "a"}}})
     environ = {"HOME": str(tmp_path), "TOOLSCRIPT_CONFIG": "a.json,gone.json"}
-    config = load_config(cwd=str(tmp_path), environ=environ)
-    assert config.files == [present]
-    gone = str(tmp_path / "gone.json")
-    assert config.warnings == [f"config file not found: {gone} (named by --config or TOOLSCRIPT_CONFIG)"]
+    with pytest.raises(ConfigError) as err:
+        load_config(cwd=str(tmp_path), environ=environ)
+    assert err.value.problems == [NOT_FOUND.format(tmp_path / "gone.json")]
 
 
 def test_unreadable_file_is_an_error(tmp_path):
@@ -461,27 +469,31 @@ def test_substitution_forms(template, environ, expected):
     assert parse_one({"command": "x", "args": [template]}, environ)[0].args == [expected]
 
 
-def test_unset_variable_names_file_server_field_and_variable():
-    message = problem_of({"url": "http://h", "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}}, name="github")
-    assert message == (
-        f'{SRC}: server "github", field headers.Authorization: environment variable GITHUB_TOKEN '
-        "is not set (export it, or write ${GITHUB_TOKEN:-default})"
-    )
-    message = problem_of({"command": "x", "args": ["a", "${MISSING}"]})
-    assert message.startswith(f'{SRC}: server "s", field args[1]: environment variable MISSING is not set')
+def test_unset_variable_fails_only_its_server_naming_the_variable():
+    # Not a problem of the file: that server alone cannot start, the others load.
+    servers, warnings = parse(servers_doc(
+        github={"url": "http://h", "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}},
+        other={"command": "x"},
+    ))
+    assert servers["github"].config_error == "${GITHUB_TOKEN} is not set (export it or remove it from server 'github')"
+    assert servers["other"].config_error is None and warnings == []
+    server, _ = parse_one({"command": "x", "args": ["a", "${MISSING}"]})
+    assert server.config_error.startswith("${MISSING} is not set")
 
 
-def test_unset_variable_in_command_is_one_problem_not_a_cascade():
-    assert problem_of({"command": "${NOPE}"}).startswith(f'{SRC}: server "s", field command: environment variable NOPE')
+def test_unset_variable_in_command_is_one_error_not_a_cascade():
+    server, _ = parse_one({"command": "${NOPE}"})
+    assert server.config_error == "${NOPE} is not set (export it or remove it from server 's')"
+    # A URL made of an unset variable is not also "not a valid URL".
+    server, _ = parse_one({"url": "${BASE}/mcp", "headers": {"A": "${BASE}"}})
+    assert server.type == "http" and server.config_error.startswith("${BASE} is not set")
+    # The type cannot be left unknown: that stays a problem of the file.
     assert problem_of({"type": "${NOPE}", "url": "http://h"}).startswith(f'{SRC}: server "s", field type:')
 
 
-def test_every_bad_reference_in_a_string_is_reported():
-    problems = problems_of(servers_doc(s={"command": "${A} ${B}"}))
-    assert [p.split(": ")[2] for p in problems] == [
-        "environment variable A is not set (export it, or write ${A:-default})",
-        "environment variable B is not set (export it, or write ${B:-default})",
-    ]
+def test_every_unset_variable_of_a_server_is_named():
+    server, _ = parse_one({"command": "${A} ${B}", "env": {"X": "${A}"}})
+    assert server.config_error == "${A} and ${B} are not set (export them or remove them from server 's')"
 
 
 @pytest.mark.parametrize("reference", ["${a b}", "${1X}", "${}", "${X-y}"])
@@ -549,6 +561,7 @@ def test_masked_view_masks_literals_and_shows_templates():
         "builtinTools": True,
         "workspaceRoots": [],
         "mcpToolNames": "prefixed",
+        "maxMessageBytes": 8 * 1024 * 1024,
         "servers": {
             "local": {
                 "type": "stdio",
@@ -613,13 +626,12 @@ def test_problems_across_files_are_all_collected(tmp_path):
     with pytest.raises(ConfigError) as info:
         load_config([bad_json, bad_entry, str(tmp_path / "missing.json"), empty, good], environ={})
     err = info.value
-    assert [p.split(":")[0] for p in err.problems] == [bad_json, bad_entry, empty]
-    assert str(err) == err.problems[0] + " (and 2 more problems; run `toolscript config validate` to see all)"
+    assert [p.split(":")[0] for p in err.problems] == [bad_json, bad_entry, "config file not found", empty]
+    assert str(err) == err.problems[0] + " (and 3 more problems; run `toolscript config validate` to see all)"
     assert "\n" not in str(err)
     # Warnings gathered on the way are kept for `config validate`.
-    assert len(err.warnings) == 2
+    assert len(err.warnings) == 1
     assert err.warnings[0].startswith(f"{bad_entry}: mcpServers.y: unknown key")
-    assert err.warnings[1].startswith("config file not found: ")
 
 
 def test_gateway_settings_expand_variables_and_resolve_paths(tmp_path):

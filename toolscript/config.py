@@ -18,7 +18,9 @@ merge) and takes over its position in the ordering.
 
 Every problem is reported as one line naming the file and the JSON path of the
 offending value.  Problems from all files are collected and raised together as
-one ``ConfigError`` so ``toolscript config validate`` can list them all.
+one ``ConfigError`` so ``toolscript config validate`` can list them all.  An
+unset ``${VAR}`` is not a problem of the file: it stops only the server that
+uses it, which keeps the reason in ``ServerConfig.config_error``.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 
 DEFAULT_PATHS = ["~/.toolscript.json", "./.toolscript.json"]
 
-_TOP_LEVEL_KEYS = ["mcpServers", "builtinTools", "workspaceRoots", "mcpToolNames", "$schema"]
+_TOP_LEVEL_KEYS = ["mcpServers", "builtinTools", "workspaceRoots", "mcpToolNames", "maxMessageBytes", "$schema"]
 _SERVER_KEYS = [
     "type",
     "command",
@@ -56,6 +58,7 @@ _SERVER_KEYS = [
     "includeTools",
     "excludeTools",
     "timeout",
+    "maxMessageBytes",
     "disabled",
 ]
 _TYPE_ALIASES = {
@@ -101,6 +104,9 @@ class ServerConfig:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES  # "maxMessageBytes"
     disabled: bool = False
     raw: Dict[str, Any] = field(default_factory=dict)  # the entry as written, before substitution
+    # Why this server cannot be started though the file is valid (an unset
+    # ``${VAR}``), or None.  Only this server fails; the others still work.
+    config_error: Optional[str] = None
 
     def allows_tool(self, tool_name: str) -> bool:
         """Whether ``includeTools``/``excludeTools`` let this tool through.
@@ -139,6 +145,8 @@ class Config:
     # How the gateway's MCP endpoint names tools: "prefixed" (server__tool) or
     # "plain" (the server's own name, prefixed only where two servers collide).
     mcp_tool_names: str = "prefixed"
+    # The top-level "maxMessageBytes": the default for servers that set none.
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
 
     def enabled_servers(self) -> List[ServerConfig]:
         return [server for server in self.servers.values() if not server.disabled]
@@ -182,7 +190,8 @@ def load_config(
 
     ``paths=None`` means ``default_config_paths()``; an explicit list replaces
     the defaults.  Missing default files are skipped silently; a missing file
-    the user named is skipped with a warning.
+    the user named is a problem.  A server whose ``${VAR}`` is unset is kept,
+    with ``config_error`` saying why it cannot start.
     """
     environ = os.environ if environ is None else environ
     selected, explicit = _select_paths(paths, cwd, environ)
@@ -197,7 +206,7 @@ def load_config(
                 data = f.read()
         except FileNotFoundError:
             if explicit:
-                warnings.append(f"config file not found: {path} (named by --config or TOOLSCRIPT_CONFIG)")
+                problems.append(f"config file not found: {path} (named by --config or TOOLSCRIPT_CONFIG; fix the path or create the file)")
             continue
         except OSError as exc:
             problems.append(f"{path}: cannot read file: {exc.strerror or exc}")
@@ -220,17 +229,12 @@ def load_config(
         servers.update(file_servers)
     if problems:
         raise ConfigError(problems, warnings)
+    default_max = settings.get("max_message_bytes")
+    if default_max is not None:
+        for server in servers.values():
+            if "maxMessageBytes" not in server.raw:
+                server.max_message_bytes = default_max
     return Config(servers=servers, files=files, warnings=warnings, **settings)
-
-
-def parse_config_text(
-    text: str, source: str, *, environ: Mapping[str, str]
-) -> Tuple[Dict[str, ServerConfig], List[str]]:
-    """Parse one file's text; return ``(servers, warnings)`` or raise ``ConfigError``."""
-    servers, warnings, problems, _ = _parse(text, source, environ)
-    if problems:
-        raise ConfigError(problems, warnings)
-    return servers, warnings
 
 
 def masked_view(config: Config) -> Dict[str, Any]:
@@ -264,8 +268,12 @@ def masked_view(config: Config) -> Dict[str, Any]:
             view["excludeTools"] = list(server.exclude_tools)
         if server.timeout is not None:
             view["timeout"] = server.timeout
+        if "maxMessageBytes" in raw or server.max_message_bytes != config.max_message_bytes:
+            view["maxMessageBytes"] = server.max_message_bytes
         if server.disabled:
             view["disabled"] = True
+        if server.config_error:
+            view["error"] = server.config_error
         view["source"] = server.source
         servers[name] = view
     return {
@@ -274,6 +282,7 @@ def masked_view(config: Config) -> Dict[str, Any]:
         "builtinTools": config.builtin_tools,
         "workspaceRoots": list(config.workspace_roots),
         "mcpToolNames": config.mcp_tool_names,
+        "maxMessageBytes": config.max_message_bytes,
         "warnings": list(config.warnings),
     }
 
@@ -365,7 +374,10 @@ def _parse(
 
 
 def _parse_settings(document: Dict[str, Any], source: str, environ: Mapping[str, str], settings: Dict[str, Any], problems: List[str]) -> None:
-    """The gateway-wide keys: ``builtinTools`` and ``workspaceRoots``."""
+    """The gateway-wide keys: ``builtinTools``, ``mcpToolNames``, ``workspaceRoots``, ``maxMessageBytes``."""
+    max_message_bytes = _max_message_bytes(document, "maxMessageBytes", source, problems)
+    if max_message_bytes is not None:
+        settings["max_message_bytes"] = max_message_bytes
     if "builtinTools" in document:
         value = document["builtinTools"]
         if isinstance(value, bool) or (isinstance(value, list) and all(isinstance(v, str) and v for v in value)):
@@ -384,7 +396,8 @@ def _parse_settings(document: Dict[str, Any], source: str, environ: Mapping[str,
             base = os.path.dirname(os.path.abspath(source))
             roots = []
             for index, raw in enumerate(value):
-                expanded, errors = _substitute(raw, environ)
+                expanded, errors, missing = _substitute(raw, environ)
+                errors += [_unset_message(variable) for variable in missing]
                 problems.extend(f"{source}: workspaceRoots[{index}]: {error}" for error in errors)
                 roots.append(_resolve_path(expanded, base, environ))
             settings["workspace_roots"] = roots
@@ -421,12 +434,21 @@ def _parse_server(
         if key not in _SERVER_KEYS:
             warnings.append(f"{source}: {path}: unknown key {_quote(key)} ignored{_did_you_mean(key, _SERVER_KEYS)}")
 
+    # Unset variables do not make the file invalid: they stop this one server
+    # (``config_error``) and leave every other server working.
+    unset: List[str] = []
+
     def substitute(value: str, field_path: str) -> Optional[str]:
         # None on failure, so later checks do not pile more errors onto a half-expanded value.
-        result, errors = _substitute(value, environ)
+        result, errors, missing = _substitute(value, environ)
+        if field_path == "type":
+            # Without its type the entry cannot even be described: a plain problem.
+            errors += [_unset_message(variable) for variable in missing]
+            missing = []
         for error in errors:
             problems.append(f"{source}: server {_quote(name)}, field {field_path}: {error}")
-        return None if errors else result
+        unset.extend(variable for variable in missing if variable not in unset)
+        return None if errors or missing else result
 
     def string(key: str) -> Optional[str]:
         if key not in entry:
@@ -490,6 +512,8 @@ def _parse_server(
         else:
             timeout = float(value)
 
+    max_message_bytes = _max_message_bytes(entry, _member(path, "maxMessageBytes"), source, problems)
+
     disabled = False
     if "disabled" in entry:
         value = entry["disabled"]
@@ -541,8 +565,10 @@ def _parse_server(
         include_tools=include_tools,
         exclude_tools=exclude_tools,
         timeout=timeout,
+        max_message_bytes=max_message_bytes or DEFAULT_MAX_MESSAGE_BYTES,
         disabled=disabled,
         raw=copy.deepcopy(entry),
+        config_error=_unset_error(unset, name) if unset else None,
     )
 
 
@@ -605,10 +631,43 @@ def _check_url(url: str, shown: str) -> Optional[str]:
     return None
 
 
-def _substitute(value: str, environ: Mapping[str, str]) -> Tuple[str, List[str]]:
-    """Expand ``${VAR}`` and ``${VAR:-default}`` in ``value``; return (result, errors)."""
+def _max_message_bytes(document: Dict[str, Any], where: str, source: str, problems: List[str]) -> Optional[int]:
+    """``maxMessageBytes`` of a server entry or the top level: None when absent or bad (reported)."""
+    if "maxMessageBytes" not in document:
+        return None
+    value = document["maxMessageBytes"]
+    # bool is an int subclass; true is a mistake, not 1 byte.
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        shown = json.dumps(value) if isinstance(value, (bool, int, float, str)) or value is None else _json_type(value)
+        problems.append(
+            f"{source}: {where}: expected a positive whole number of bytes, got {shown} "
+            f"(the default is {DEFAULT_MAX_MESSAGE_BYTES}, 8 MiB)"
+        )
+        return None
+    return value
+
+
+def _unset_message(variable: str) -> str:
+    return f"environment variable {variable} is not set (export it, or write ${{{variable}:-default}})"
+
+
+def _unset_error(variables: List[str], server: str) -> str:
+    """Why a server with unset variables cannot start, naming each variable."""
+    named = " and ".join(f"${{{variable}}}" for variable in variables)
+    if len(variables) == 1:
+        return f"{named} is not set (export it or remove it from server {server!r})"
+    return f"{named} are not set (export them or remove them from server {server!r})"
+
+
+def _substitute(value: str, environ: Mapping[str, str]) -> Tuple[str, List[str], List[str]]:
+    """Expand ``${VAR}`` and ``${VAR:-default}`` in ``value``.
+
+    Returns ``(result, errors, unset)``: malformed references are errors;
+    variables that are not set (and have no default) are listed in ``unset``.
+    """
     out: List[str] = []
     errors: List[str] = []
+    missing: List[str] = []
     i = 0
     while i < len(value):
         if value.startswith("$${", i):
@@ -631,15 +690,13 @@ def _substitute(value: str, environ: Mapping[str, str]) -> Tuple[str, List[str]]
                 out.append(environ.get(name) or default)
             elif name in environ:
                 out.append(environ[name])
-            else:
-                errors.append(
-                    f"environment variable {name} is not set (export it, or write ${{{name}:-default}})"
-                )
+            elif name not in missing:
+                missing.append(name)
             i = end + 1
         else:
             out.append(value[i])
             i += 1
-    return "".join(out), errors
+    return "".join(out), errors, missing
 
 
 def _references_variable(value: str) -> bool:
