@@ -78,7 +78,7 @@ def test_unknown_command_is_a_usage_error(cli):
     proc = cli("frobnicate")
     assert proc.returncode == 2
     assert proc.stdout == ""
-    assert "invalid choice" in proc.stderr
+    assert proc.stderr == "toolscript: unknown command 'frobnicate'; see 'toolscript --help'\n"
     assert "--help" in proc.stderr
     assert "Traceback" not in proc.stderr
 
@@ -281,13 +281,12 @@ def test_servers_check_without_servers_json_is_empty_list(cli):
     assert json.loads(proc.stdout) == []
 
 
-def test_servers_check_unknown_name_lists_configured_names(cli, tmp_path):
+def test_servers_check_unknown_name_suggests_a_configured_name(cli, tmp_path):
     config = write_config(tmp_path / "c.json", {"alpha": {"command": MISSING_COMMAND}, "beta": {"command": MISSING_COMMAND}})
-    proc = cli("--config", config, "servers", "check", "gamma")
+    proc = cli("--config", config, "servers", "check", "alpah")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = error_lines(proc.stderr)
-    assert len(lines) == 1 and lines[0].startswith("toolscript: error: "), proc.stderr
-    assert "gamma" in lines[0] and "alpha" in lines[0] and "beta" in lines[0]
+    assert lines == ["toolscript: error: unknown server 'alpah' (did you mean 'alpha'?); see 'toolscript config show'"], proc.stderr
     assert "FAIL" not in proc.stdout  # nothing was checked
 
 

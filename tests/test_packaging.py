@@ -423,7 +423,7 @@ def test_mcp_layer_imports_only_downward():
     assert bad == [], "toolscript/mcp/ may only import toolscript.mcp.*, errors, log, config:\n" + "\n".join(bad)
 
 
-LEAF_MODULES = ["toolscript.config", "toolscript.log", "toolscript.errors", "toolscript.output"]
+LEAF_MODULES = ["toolscript.config", "toolscript.log", "toolscript.errors", "toolscript.output", "toolscript.cliargs"]
 
 
 def test_leaf_modules_import_nothing_of_ours():
@@ -445,6 +445,66 @@ def test_nothing_imports_command_modules():
     known = our_module_names()
     for name, (module, _summary) in toolscript.cli.COMMANDS.items():
         assert module in known and module.startswith("toolscript.commands."), (name, module)
+
+
+def _is_command(module: str) -> bool:
+    return module == "toolscript.commands" or module.startswith("toolscript.commands.")
+
+
+def _is_under(package: str):
+    return lambda module: module == package or module.startswith(package + ".")
+
+
+# Backwards edges: each would make a lower layer depend on a higher one.
+BACKWARDS_EDGES = [
+    # cli.py loads the command modules; a command importing cli is a cycle
+    # (shared argparse helpers live in toolscript.cliargs).
+    ("commands import toolscript.cli", _is_command, _is_under("toolscript.cli")),
+    # The MCP layer takes any object with the attributes it needs, not the app's ServerConfig.
+    ("toolscript/mcp/ imports toolscript.config", _is_under("toolscript.mcp"), _is_under("toolscript.config")),
+    # The MCP server takes protocol versions from a constants module, not from the client session.
+    ("toolscript/mcp/server.py imports toolscript.mcp.session", _is_under("toolscript.mcp.server"), _is_under("toolscript.mcp.session")),
+    # The gateway serves the TypeScript runtime as package data, not through the code-mode runner.
+    ("toolscript/gateway/ imports toolscript.codemode", _is_under("toolscript.gateway"), _is_under("toolscript.codemode")),
+]
+# Removed on other branches (mcp client, gateway, exec helpers): the lead drops these marks at merge.
+_FIXED_ELSEWHERE = pytest.mark.xfail(strict=False, reason="fixed on the mcp/gateway branches; lead removes the mark at merge")
+
+
+def backwards_edges(imports: Dict[str, List[Tuple[int, str]]], importers, forbidden) -> List[str]:
+    return _violations(imports, importers, lambda target: not forbidden(target))
+
+
+def test_backwards_edge_checker_bites():
+    planted = {
+        "toolscript.commands.search": [(3, "toolscript.cli")],
+        "toolscript.mcp.connect": [(5, "toolscript.config")],
+        "toolscript.mcp.server": [(7, "toolscript.mcp.session")],
+        "toolscript.gateway.http_api": [(9, "toolscript.codemode.deno")],
+        "toolscript.cli": [(1, "toolscript.cliargs")],  # allowed: cli may use the helpers
+    }
+    found = [backwards_edges(planted, importers, forbidden) for _, importers, forbidden in BACKWARDS_EDGES]
+    assert found == [
+        ["toolscript.commands.search line 3 imports toolscript.cli"],
+        ["toolscript.mcp.connect line 5 imports toolscript.config"],
+        ["toolscript.mcp.server line 7 imports toolscript.mcp.session"],
+        ["toolscript.gateway.http_api line 9 imports toolscript.codemode.deno"],
+    ]
+
+
+@pytest.mark.parametrize(
+    "edge",
+    [
+        pytest.param(BACKWARDS_EDGES[0], id="commands-cli"),
+        pytest.param(BACKWARDS_EDGES[1], id="mcp-config", marks=_FIXED_ELSEWHERE),
+        pytest.param(BACKWARDS_EDGES[2], id="mcp-server-session", marks=_FIXED_ELSEWHERE),
+        pytest.param(BACKWARDS_EDGES[3], id="gateway-codemode", marks=_FIXED_ELSEWHERE),
+    ],
+)
+def test_no_backwards_edges(edge):
+    description, importers, forbidden = edge
+    bad = backwards_edges(all_toolscript_imports(), importers, forbidden)
+    assert bad == [], f"{description}:\n" + "\n".join(bad)
 
 
 # --- lazy imports ------------------------------------------------------------------------

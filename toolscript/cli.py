@@ -12,6 +12,10 @@ client.  A command module provides:
         ``parents=[common]`` to any nested subparsers so ``--json`` etc. work there too.
         The module sets ``parser.set_defaults(handler=fn)``; ``fn(args) -> int``.
 
+Command modules never import this module (it imports them): what they share
+(``add_action``, ``unknown_name``) lives in ``toolscript.cliargs``.  A mistyped
+command or action is one line with a suggestion, not argparse's usage dump.
+
 Exit codes: 0 ok, 1 failure, 2 usage error, 130 interrupted.
 """
 
@@ -19,9 +23,10 @@ import argparse
 import importlib
 import os
 import sys
-from typing import Callable, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 from toolscript import __version__, log
+from toolscript.cliargs import did_you_mean
 from toolscript.errors import UserError
 
 # name -> (module, summary).  Summaries live here so ``--help`` imports nothing.
@@ -64,8 +69,33 @@ class _Parser(argparse.ArgumentParser):
     """argparse with a usage error that says how to get help, exiting 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        unknown = _unknown_choice(self, message)
+        if unknown is not None:
+            self.exit(2, unknown + "\n")
         self.print_usage(sys.stderr)
         self.exit(2, f"{self.prog}: error: {message}\n(run '{self.prog} --help' for usage and examples)\n")
+
+
+def _unknown_choice(parser: argparse.ArgumentParser, message: str) -> Optional[str]:
+    """One line for a mistyped command or action (``serch``, ``gateway strat``), or None.
+
+    argparse reports those as ``argument COMMAND: invalid choice: 'serch' (choose from ...)``
+    followed by the whole usage; one line with a suggestion helps more.
+    """
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        prefix = f"argument {action.metavar}: invalid choice: "
+        if not message.startswith(prefix):
+            return None
+        word = message[len(prefix):].partition(" (choose from")[0].partition(", maybe you meant")[0]
+        word = word[1:-1] if len(word) >= 2 and word[0] == word[-1] and word[0] in "'\"" else word
+        kind = "command" if parser.prog == "toolscript" else "action"
+        suggestion = did_you_mean(word, list(action.choices))
+        hint = f" (did you mean {suggestion!r}?)" if suggestion else ""
+        where = "" if kind == "command" else f" for '{parser.prog}'"
+        return f"toolscript: unknown {kind} {word!r}{where}{hint}; see '{parser.prog} --help'"
+    return None
 
 
 def _global_options(suppress: bool) -> argparse.ArgumentParser:
@@ -98,25 +128,6 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
         help="the session whose gateway to use or start (default: $CLAUDE_CODE_SESSION_ID, else 'default')",
     )
     return common
-
-
-def add_action(
-    actions: "argparse._SubParsersAction",
-    name: str,
-    common: argparse.ArgumentParser,
-    summary: str,
-    description: str,
-    handler: Callable[[argparse.Namespace], int],
-) -> argparse.ArgumentParser:
-    """Declare one action of a command (``config show``): its help, examples and handler.
-
-    ``description`` is shown verbatim by ``--help`` and should end with examples.
-    """
-    parser = actions.add_parser(
-        name, help=summary, description=description, formatter_class=argparse.RawDescriptionHelpFormatter, parents=[common]
-    )
-    parser.set_defaults(handler=handler)
-    return parser
 
 
 def _command_in(argv: Sequence[str]) -> Optional[str]:

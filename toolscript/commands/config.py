@@ -4,7 +4,7 @@ import argparse
 import sys
 
 from toolscript import config as configuration
-from toolscript.cli import add_action
+from toolscript.cliargs import add_action
 from toolscript.output import print_json
 
 SUMMARY = "show or validate the merged configuration"
@@ -32,7 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
     add_action(
         actions, "validate", common, "check the configuration; exit 1 on errors",
         "Check every config file and list each problem on its own line (file:line:col for JSON\n"
-        "syntax, the JSON path for wrong values). Warnings (unknown keys) do not fail validation.\n\n"
+        "syntax, the JSON path for wrong values). A server that cannot start because a ${VAR} it\n"
+        "uses is not set is an error of that server: exit 1, though the others work. Warnings\n"
+        "(unknown keys) do not fail validation.\n\n"
         "examples:\n  toolscript config validate\n  toolscript config validate --json\n",
         run_validate,
     )
@@ -55,10 +57,12 @@ def run_show(args: argparse.Namespace) -> int:
             where += " " + " ".join(server["args"])
         flags = " (disabled)" if server.get("disabled") else ""
         print(f"{name}: {server['type']} {where}{flags}")
+        if server.get("error"):
+            print(f"    cannot start: {server['error']}")
         for key in ("env", "headers"):
             for k, v in (server.get(key) or {}).items():
                 print(f"    {key}.{k} = {v}")
-        for key in ("cwd", "includeTools", "excludeTools", "timeout"):
+        for key in ("cwd", "includeTools", "excludeTools", "timeout", "maxMessageBytes"):
             if key in server:
                 value = ", ".join(server[key]) if isinstance(server[key], list) else server[key]
                 print(f"    {key} = {value}")
@@ -79,11 +83,21 @@ def run_validate(args: argparse.Namespace) -> int:
                 print(f"error: {problem}")
             print(f"{len(exc.problems)} problem(s) found; fix them and run 'toolscript config validate' again")
         return 1
+    # The files are valid, but an enabled server whose ${VAR} is unset cannot start:
+    # an error of that server (exit 1), which the gateway shows as failed.
+    broken = [s for s in config.enabled_servers() if s.config_error]
+    problems = [f"{s.source}: {s.config_error}" for s in broken]
     if args.json:
-        print_json({"ok": True, "files": config.files, "servers": len(config.servers), "warnings": config.warnings})
-        return 0
+        print_json({"ok": not problems, "files": config.files, "servers": len(config.servers), "problems": problems, "warnings": config.warnings})
+        return 1 if problems else 0
     for warning in config.warnings:
         print(f"warning: {warning}")
+    for problem in problems:
+        print(f"error: {problem}")
     files = ", ".join(config.files) or "no config files found (zero servers is fine)"
+    if problems:
+        working = len(config.enabled_servers()) - len(broken)
+        print(f"{len(problems)} server(s) cannot start; the other {working} can: set the variables named and run 'toolscript config validate' again")
+        return 1
     print(f"ok: {len(config.servers)} server(s) from {files}")
     return 0

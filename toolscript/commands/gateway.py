@@ -7,7 +7,7 @@ import signal
 import sys
 import threading
 
-from toolscript.cli import add_action
+from toolscript.cliargs import add_action
 from toolscript.errors import UserError
 from toolscript.output import format_table, print_json
 

@@ -3,12 +3,14 @@
 import argparse
 
 from toolscript.output import format_table, print_json
+from toolscript.servers import describe_count
 
 SUMMARY = "the gateway's servers and their state"
 DESCRIPTION = """\
 List the servers of the running gateway: the built-in tools (server "builtin")
 and every configured MCP server, with state (connecting / ready / failed and
-why) and tool count.  Servers still connecting are waited for briefly.
+why) and tool count, with the tools hidden and why ("12 tools (1 hidden:
+needs tasks)").  Servers still connecting are waited for briefly.
 
 examples:
   toolscript list-servers
@@ -30,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for s in answer["servers"]:
         detail = s.get("error") or (s.get("serverInfo") or {}).get("name", "")
-        rows.append((s["name"], s["state"], s["transport"], f"{s['tools']} tools", detail))
+        hidden = s.get("hidden") if isinstance(s.get("hidden"), dict) else {}
+        rows.append((s["name"], s["state"], s["transport"], describe_count(s["tools"], hidden), detail))
     for line in format_table(rows):
         print(line)
     if len(answer["servers"]) == 1:

@@ -3,8 +3,8 @@
 import argparse
 import sys
 
-from toolscript.errors import UserError
-from toolscript.output import print_json
+from toolscript.cliargs import unknown_name
+from toolscript.output import format_table, print_json
 
 SUMMARY = "one server's tools, via the gateway"
 DESCRIPTION = """\
@@ -22,21 +22,21 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolscript.gateway.client import connect
+    from toolscript.gateway.client import GatewayHttpError, connect
 
     try:
         answer = connect(args.gateway_url, args.session).get("/tools", server=args.server)
-    except UserError as exc:
-        payload = getattr(exc, "payload", None)
-        if isinstance(payload, dict) and "servers" in payload:
-            raise UserError(f"unknown server {args.server!r}; the gateway has: {', '.join(payload['servers'])}", exit_code=2) from exc
+    except GatewayHttpError as exc:
+        # 404 {"error": "unknown server ...", "servers": [...]}: every name the gateway has.
+        if exc.status == 404 and isinstance(exc.payload, dict) and isinstance(exc.payload.get("servers"), list):
+            raise unknown_name("server", args.server, exc.payload["servers"], "toolscript list-servers") from exc
         raise
     if args.json:
         print_json(answer["tools"])
         return 0
-    for tool in answer["tools"]:
-        description = " ".join((tool.get("description") or "").split())
-        print(f"{tool['id']}  {description[:100]}")
+    rows = [(tool["id"], " ".join((tool.get("description") or "").split())[:100]) for tool in answer["tools"]]
+    for line in format_table(rows):
+        print(line)
     if not answer["tools"]:
         print(f"{args.server} has no tools", file=sys.stderr)
     if answer.get("pending"):

@@ -1,8 +1,13 @@
 """``toolscript search QUERY``: find the few tools a task needs."""
 
 import argparse
+import time
 
+from toolscript import log
+from toolscript.cliargs import unknown_name
 from toolscript.output import format_table, print_json
+
+logger = log.get("search")
 
 SUMMARY = "find tools by what they do"
 DESCRIPTION = """\
@@ -29,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
 
 def run(args: argparse.Namespace) -> int:
     from toolscript.errors import UserError
-    from toolscript.gateway.client import connect
+    from toolscript.gateway.client import connect, redact
 
     if args.limit < 1 or not 0 <= args.threshold <= 1:
         raise UserError("--limit must be at least 1 and --threshold between 0 and 1", exit_code=2)
@@ -37,8 +42,17 @@ def run(args: argparse.Namespace) -> int:
     if not query:
         raise UserError('the query is empty: say what the tool should do, e.g. toolscript search "read a file"', exit_code=2)
     client = connect(args.gateway_url, args.session)
+    logger.info("searching %r via the gateway at %s", query, redact(client.url))
+    started = time.monotonic()
     answer = client.get("/search", q=query, limit=str(args.limit), threshold=str(args.threshold), server=args.server or "")
     results = answer["results"]
+    logger.info("%d result(s) in %.0f ms", len(results), (time.monotonic() - started) * 1000)
+    if args.server:
+        # The gateway searches whatever servers exist; a typo would just find nothing.
+        known = [s["name"] for s in client.get("/servers")["servers"]]
+        for name in [part.strip() for part in args.server.split(",") if part.strip()]:
+            if name not in known:
+                raise unknown_name("server", name, known, "toolscript list-servers")
     if args.json or args.output == "json":
         print_json(results)
         return 0

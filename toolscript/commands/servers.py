@@ -4,16 +4,16 @@ import argparse
 import sys
 
 from toolscript import config as configuration
-from toolscript.cli import add_action
-from toolscript.errors import UserError
+from toolscript.cliargs import add_action, unknown_name
 from toolscript.output import format_table, print_json
+from toolscript.servers import HIDDEN_BY_CONFIG, describe_count
 
 SUMMARY = "check that configured MCP servers connect"
 DESCRIPTION = """\
 Connect to each configured MCP server directly (no gateway), list its tools,
 and report the transport, protocol version, server name and version, tool
 count and time taken -- or exactly why it failed (command not found, exit
-status with the end of its stderr, HTTP status, timeout).
+status with the end of its stderr, HTTP status, timeout, an unset ${VAR}).
 
 examples:
   toolscript servers check                    every enabled server, in parallel
@@ -49,7 +49,9 @@ def run_check(args: argparse.Namespace) -> int:
                 '"args": ["-y", "@modelcontextprotocol/server-everything"]}}}'
             )
         return 0
-    reports = probe_all(servers)
+    # A server whose config names an unset ${VAR} is reported, never started.
+    probed = iter(probe_all([s for s in servers if not s.config_error]))
+    reports = [config_failure(s) if s.config_error else next(probed) for s in servers]
     if args.json:
         print_json(reports)
     else:
@@ -60,12 +62,25 @@ def run_check(args: argparse.Namespace) -> int:
 def _select(config: "configuration.Config", names: list) -> list:
     if not names:
         return config.enabled_servers()
-    unknown = [n for n in names if n not in config.servers]
-    if unknown:
-        known = ", ".join(config.servers) or "none"
-        raise UserError(f"unknown server {unknown[0]!r}; configured servers: {known} (see 'toolscript config show')", exit_code=2)
+    for name in names:
+        if name not in config.servers:
+            raise unknown_name("server", name, list(config.servers), "toolscript config show")
     # Naming a disabled server checks it anyway: the user asked for it by name.
     return [config.servers[n] for n in names]
+
+
+def config_failure(server: "configuration.ServerConfig") -> dict:
+    """The report of a server that cannot be started as configured (``config_error``)."""
+    return {"name": server.name, "ok": False, "transport": server.type, "source": server.source, "error": server.config_error, "seconds": 0.0}
+
+
+def tool_count(report: dict) -> str:
+    """``12 tools (1 hidden: needs tasks)`` for a probe report."""
+    hidden = report.get("hidden")
+    if not isinstance(hidden, dict):  # reports from before probes counted hidden tools by reason
+        extra = report.get("toolsTotal", report["tools"]) - report["tools"]
+        hidden = {HIDDEN_BY_CONFIG: extra} if extra else {}
+    return describe_count(report["tools"], hidden)
 
 
 def _print_reports(reports: list) -> None:
@@ -73,15 +88,19 @@ def _print_reports(reports: list) -> None:
     for r in reports:
         if r["ok"]:
             server = " ".join(str(v) for v in (r["server"].get("name"), r["server"].get("version")) if v) or "-"
-            tools = f"{r['tools']} tools" + (f" (of {r['toolsTotal']})" if r["toolsTotal"] != r["tools"] else "")
-            rows.append((r["name"], "ok", r["transport"], r["protocolVersion"], server, tools, f"{r['seconds']:.2f}s"))
+            rows.append((r["name"], "ok", r["transport"], r["protocolVersion"], server, tool_count(r), f"{r['seconds']:.2f}s"))
         else:
             rows.append((r["name"], "FAIL", r["transport"], "-", "-", "-", f"{r['seconds']:.2f}s"))
     for line, r in zip(format_table(rows), reports):
         print(line)
         if not r["ok"]:
-            print(f"    {r['error']}")
-            for tail in (r.get("stderrTail") or "").splitlines()[-10:]:
-                print(f"    | {tail}")
+            tail = (r.get("stderrTail") or "").splitlines()[-10:]
+            error = r["error"]
+            if tail:
+                # The error already quotes the last stderr line; the tail below shows it once.
+                error = error.replace(f"; stderr: {tail[-1].strip()}", "")
+            print(f"    {error}")
+            for line_of_tail in tail:
+                print(f"    | {line_of_tail}")
     failed = sum(not r["ok"] for r in reports)
     print(f"{len(reports) - failed} of {len(reports)} servers connected" + (f"; {failed} failed" if failed else ""))

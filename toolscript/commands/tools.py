@@ -9,10 +9,14 @@ import argparse
 import json
 import os
 import sys
+import time
 
-from toolscript.cli import add_action
+from toolscript import log
+from toolscript.cliargs import add_action, unknown_name
 from toolscript.errors import UserError
-from toolscript.output import print_json
+from toolscript.output import format_table, print_json
+
+logger = log.get("tools")
 
 SUMMARY = "list, describe or invoke tools"
 DESCRIPTION = """\
@@ -84,8 +88,12 @@ def _all_tools(args):
         return client.get("/tools")["tools"], client
     except GatewayUnavailable:
         pass
+    return _builtin_descriptions(args), None
+
+
+def _builtin_descriptions(args):
     _, builtins = _local_builtins(args)
-    return [dict(id=BUILTIN_PREFIX + name, server="builtin", name=name, description=spec.description, inputSchema=spec.input_schema) for name, spec in builtins.items()], None
+    return [dict(id=BUILTIN_PREFIX + name, server="builtin", name=name, description=spec.description, inputSchema=spec.input_schema) for name, spec in builtins.items()]
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -96,9 +104,9 @@ def run_list(args: argparse.Namespace) -> int:
     if args.json:
         print_json([{"name": t["id"], "description": t.get("description", ""), "inputSchema": t.get("inputSchema", {})} for t in tools])
         return 0
-    for tool in tools:
-        description = " ".join((tool.get("description") or "").split())
-        print(f"{tool['id']}  {description[:100]}")
+    rows = [(tool["id"], " ".join((tool.get("description") or "").split())[:100]) for tool in tools]
+    for line in format_table(rows):
+        print(line)
     if client is None:
         print("(no gateway reachable: showing built-in tools only; start one with 'toolscript gateway start --detach')", file=sys.stderr)
     return 0
@@ -115,22 +123,39 @@ def run_info(args: argparse.Namespace) -> int:
                 info["runtime"]["timeoutSeconds"] = 8
             print_json(info)
             return 0
-    known = ", ".join(t["id"] for t in tools[:15])
-    raise UserError(f"unknown tool {args.name!r}; known tools: {known}" + ("" if client else " (no gateway reachable: only built-ins are known)"))
+    raise _unknown_tool(args.name, tools, client)
+
+
+def _unknown_tool(name: str, tools, client) -> UserError:
+    """Exit 2 with the closest known name; built-ins count under their bare names too."""
+    known = [t["id"] for t in tools] + [t["name"] for t in tools if t["server"] == "builtin"]
+    error = unknown_name("tool", name, known, "toolscript tools list")
+    if client is None:
+        return UserError(f"{error} (no gateway reachable: only built-ins are known)", exit_code=2)
+    return error
 
 
 def run_invoke(args: argparse.Namespace) -> int:
-    from toolscript.gateway.client import GatewayUnavailable, connect
+    from toolscript.gateway.client import GatewayUnavailable, connect, redact
+    from toolscript.tools import ERROR_TOOL_NOT_FOUND
 
     arguments = _parse_arguments(args.args)
     payload = {"tool": _canonical(args.name), "arguments": arguments, "source": "cli"}
     if args.timeout:
         payload["timeout"] = args.timeout
+    started = time.monotonic()
     try:
         client = connect(args.gateway_url, args.session, timeout=5)
+        logger.info("calling %s via the gateway at %s", payload["tool"], redact(client.url))
         result = client.post("/call", payload, timeout=(args.timeout or 600) + 5)
-    except GatewayUnavailable:
+    except GatewayUnavailable as exc:
+        logger.info("running %s in this process, as no gateway answers: %s", payload["tool"], exc)
+        client = None
         result = _invoke_locally(args, arguments)  # built-ins need no gateway
+    logger.info("%s %s in %.0f ms", payload["tool"], "ok" if result.get("ok") else "failed", (time.monotonic() - started) * 1000)
+    if (result.get("error") or {}).get("code") == ERROR_TOOL_NOT_FOUND:
+        tools, client = _all_tools(args) if client is not None else (_builtin_descriptions(args), None)
+        raise _unknown_tool(args.name, tools, client)
     print_json(result)
     return 0 if result.get("ok") else 1
 
