@@ -32,8 +32,11 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import toolscript
 from toolscript import __version__, log
 from toolscript import config as configuration
+from toolscript.errors import UserError
 from toolscript.gateway.state import DEFAULT_SESSION
 from toolscript.output import format_table
+from toolscript.paths import state_dir_path
+from toolscript.servers import HIDDEN_BY_CONFIG, describe_count
 
 logger = log.get("doctor")
 
@@ -74,6 +77,9 @@ def run_checks(
     env = os.environ if environ is None else environ
     cwd = os.getcwd() if cwd is None else cwd
     loaded = _load_config(config_paths, cwd, env)
+    # First, and alone: finding the gateway reads the state directory through
+    # gateway.state, which tightens its mode; this check reports it as it was.
+    state = guarded("state", lambda: [check_state_dir(env)])
     jobs: List[Tuple[str, Callable[[], List[Check]]]] = [
         ("python", lambda: [check_python()]),
         ("config", lambda: [check_config(loaded)]),
@@ -81,7 +87,7 @@ def run_checks(
         ("gateway", lambda: [check_gateway(gateway_url, session, env, config_paths)]),
         ("claude", lambda: [check_claude(env)]),
         ("plugin", lambda: [check_plugin(env, cwd)]),
-        ("state", lambda: [check_state_dir(env)]),
+        ("state", lambda: state),
     ]
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         futures = [pool.submit(guarded, name, job) for name, job in jobs]
@@ -217,20 +223,34 @@ def check_servers(loaded: _Loaded) -> List[Check]:
     from toolscript.mcp.connect import probe_all  # the MCP client, only when there is something to probe
 
     logger.info("doctor: connecting to %d server(s)", len(servers))
+    # A server whose config names an unset ${VAR} is reported, never started.
+    probed = iter(probe_all([s for s in servers if not s.config_error]))
     lines = []
-    for report in probe_all(servers):
-        name = report["name"]
+    for server in servers:
+        name = server.name
         fix = _command("servers", "check", name, config_paths=loaded.named)
+        if server.config_error:
+            lines.append(Check(f"server:{name}", FAIL, f"{server.type}: {server.config_error}", fix))
+            continue
+        report = next(probed)
         if report.get("ok"):
             info = report.get("server") or {}
             who = " ".join(str(v) for v in (info.get("name"), info.get("version")) if v) or "unnamed server"
-            tools = report.get("tools")
-            detail = f"{report.get('transport')}, {report.get('protocolVersion')}, {who}, {tools} tool{'s' if tools != 1 else ''}, {report.get('seconds', 0):.2f}s"
+            detail = f"{report.get('transport')}, {report.get('protocolVersion')}, {who}, {_tool_count(report)}, {report.get('seconds', 0):.2f}s"
             lines.append(Check(f"server:{name}", OK, detail))
         else:
             error = " ".join(str(report.get("error") or "failed").split())
             lines.append(Check(f"server:{name}", FAIL, f"{report.get('transport')}: {error}", fix))
     return lines
+
+
+def _tool_count(report: Dict[str, Any]) -> str:
+    """``12 tools (1 hidden: needs tasks)`` for a probe report."""
+    hidden = report.get("hidden")
+    if not isinstance(hidden, dict):  # reports from before probes counted hidden tools by reason
+        extra = int(report.get("toolsTotal") or report.get("tools") or 0) - int(report.get("tools") or 0)
+        hidden = {HIDDEN_BY_CONFIG: extra} if extra > 0 else {}
+    return describe_count(int(report.get("tools") or 0), hidden)
 
 
 # -- 4. gateway --------------------------------------------------------------------------------
@@ -242,26 +262,18 @@ def check_gateway(
     env: Mapping[str, str],
     config_paths: Optional[List[str]] = None,
 ) -> Check:
-    from toolscript.errors import UserError
-    from toolscript.gateway.client import GatewayClient, GatewayUnavailable
+    from toolscript.gateway.client import GatewayClient, GatewayUnavailable, TokenRejected, redact
 
     in_claude = bool(env.get("CLAUDE_CODE_SESSION_ID"))
     session = session or env.get("CLAUDE_CODE_SESSION_ID") or None
     session_name = session or DEFAULT_SESSION
     start = _command("gateway", "start", "--detach", config_paths=config_paths, session=session)
-    # The same order as gateway.client.find_url, but reading the state file
-    # without creating the state directory (check_state_dir reports on that).
-    if explicit_url:
-        url, source = explicit_url, "--gateway-url"
-    elif env.get("TOOLSCRIPT_GATEWAY_URL"):
-        url, source = env["TOOLSCRIPT_GATEWAY_URL"], "TOOLSCRIPT_GATEWAY_URL"
-    else:
-        url, source = _state_file_url(env, session_name), f"the state file of session {session_name!r}"
+    url, source = _gateway_url(explicit_url, session, env)
     missing = FAIL if in_claude else WARN
     if not url:
         where = " (inside Claude Code, whose SessionStart hook should have started it)" if in_claude else ""
         return Check("gateway", missing, f"no gateway is running for session {session_name!r}{where}", start)
-    shown = redact_token(url, url)
+    shown = redact(url)
     if source == "TOOLSCRIPT_GATEWAY_URL":
         restart = f'unset TOOLSCRIPT_GATEWAY_URL, then: eval "$({start})"'
     elif source == "--gateway-url":
@@ -270,15 +282,14 @@ def check_gateway(
         restart = start
     try:
         health = GatewayClient(url, timeout=GATEWAY_TIMEOUT).get("/health")
+    except TokenRejected:
+        return Check("gateway", FAIL, f"the gateway at {shown} (from {source}) refused the token: the URL belongs to another gateway", restart)
     except GatewayUnavailable as exc:
-        message = redact_token(str(exc), url)
-        if "refused our token" in message:
-            return Check("gateway", FAIL, f"the gateway at {shown} (from {source}) refused the token: the URL belongs to another gateway", restart)
         # A stale state file only means no gateway is running; a URL the user set that does not answer is broken.
         status = missing if source.startswith("the state file") else FAIL
-        return Check("gateway", status, f"{message.split('; check ')[0]}; URL from {source}", restart)
+        return Check("gateway", status, f"{_without_hint(str(exc))}; URL from {source}", restart)
     except UserError as exc:
-        return Check("gateway", FAIL, f"{shown} (from {source}) did not answer like a toolscript gateway: {redact_token(str(exc), url)}", restart)
+        return Check("gateway", FAIL, f"{shown} (from {source}) did not answer like a toolscript gateway: {exc}", restart)
     if not isinstance(health, dict) or "pid" not in health:
         return Check("gateway", FAIL, f"{shown} (from {source}) did not answer like a toolscript gateway", restart)
     states: Dict[str, Any] = health["servers"] if isinstance(health.get("servers"), dict) else {}
@@ -298,24 +309,32 @@ def check_gateway(
     return Check("gateway", OK, detail)
 
 
-def redact_token(text: str, url: str) -> str:
-    """``text`` with the gateway token of ``url`` (the part after /t/) replaced by ****."""
-    _, sep, rest = url.partition("/t/")
-    token = rest.split("/")[0].split("?")[0] if sep else ""
-    return text.replace(token, "****") if token else text
+def _gateway_url(explicit_url: Optional[str], session: Optional[str], env: Mapping[str, str]) -> Tuple[Optional[str], str]:
+    """The URL the other commands would use (``client.find_url``) and where it came from.
 
+    Without a state directory there is no state file to read, and doctor
+    does not create one just to look (``check_state_dir`` reports on it).
+    """
+    from toolscript.gateway.client import find_url
 
-def _state_file_url(env: Mapping[str, str], session_name: str) -> Optional[str]:
-    from toolscript.paths import safe_name
-
-    path = os.path.join(state_dir_path(env), "gateways", safe_name(session_name) + ".json")
+    from_env = env.get("TOOLSCRIPT_GATEWAY_URL")
+    state_file = f"the state file of session {session or DEFAULT_SESSION!r}"
+    if not explicit_url and not from_env and not os.path.isdir(state_dir_path(env)):
+        return None, state_file
     try:
-        with open(path, encoding="utf-8") as f:
-            found = json.load(f)
-    except (OSError, ValueError):
-        return None
-    url = found.get("url") if isinstance(found, dict) else None
-    return url if isinstance(url, str) and url else None
+        url = find_url(explicit_url, session, env)
+    except UserError:  # the state directory is unusable; check_state_dir says why
+        url = explicit_url or from_env
+    if explicit_url:
+        return url, "--gateway-url"
+    if url and url == from_env:
+        return url, "TOOLSCRIPT_GATEWAY_URL"
+    return url, state_file
+
+
+def _without_hint(message: str) -> str:
+    """A client error without its own advice (this check gives its fix separately)."""
+    return message.split("; check ")[0].split("; start one")[0]
 
 
 # -- 5. claude ---------------------------------------------------------------------------------
@@ -451,16 +470,6 @@ def check_plugin(env: Mapping[str, str], cwd: Optional[str] = None) -> Check:
 
 
 # -- 7. state directory -------------------------------------------------------------------------
-
-
-def state_dir_path(env: Mapping[str, str]) -> str:
-    """Where ``paths.state_dir`` keeps state, without creating or changing anything."""
-    base = env.get("TOOLSCRIPT_STATE_DIR")
-    if not base:
-        xdg = env.get("XDG_STATE_HOME")
-        home = env.get("HOME") or os.path.expanduser("~")
-        base = os.path.join(xdg, "toolscript") if xdg else os.path.join(home, ".local", "state", "toolscript")
-    return base
 
 
 def check_state_dir(env: Mapping[str, str]) -> Check:

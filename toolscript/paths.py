@@ -19,13 +19,18 @@ from toolscript.errors import UserError
 
 def state_dir(environ: Optional[Mapping[str, str]] = None) -> str:
     """The private per-user state directory, created if needed."""
+    return ensure_private_dir(state_dir_path(environ))
+
+
+def state_dir_path(environ: Optional[Mapping[str, str]] = None) -> str:
+    """Where the state directory is, without creating or checking it (``doctor`` only looks)."""
     env = os.environ if environ is None else environ
     base = env.get("TOOLSCRIPT_STATE_DIR")
     if not base:
         xdg = env.get("XDG_STATE_HOME")
         home = env.get("HOME") or os.path.expanduser("~")
         base = os.path.join(xdg, "toolscript") if xdg else os.path.join(home, ".local", "state", "toolscript")
-    return ensure_private_dir(base)
+    return base
 
 
 def ensure_private_dir(path: str) -> str:
