@@ -144,18 +144,19 @@ def run_invoke(args: argparse.Namespace) -> int:
     if args.timeout:
         payload["timeout"] = args.timeout
     started = time.monotonic()
+    via_gateway = True
     try:
         client = connect(args.gateway_url, args.session, timeout=5)
         logger.info("calling %s via the gateway at %s", payload["tool"], redact(client.url))
         result = client.post("/call", payload, timeout=(args.timeout or 600) + 5)
     except GatewayUnavailable as exc:
         logger.info("running %s in this process, as no gateway answers: %s", payload["tool"], exc)
-        client = None
+        via_gateway = False
         result = _invoke_locally(args, arguments)  # built-ins need no gateway
     logger.info("%s %s in %.0f ms", payload["tool"], "ok" if result.get("ok") else "failed", (time.monotonic() - started) * 1000)
     if (result.get("error") or {}).get("code") == ERROR_TOOL_NOT_FOUND:
-        tools, client = _all_tools(args) if client is not None else (_builtin_descriptions(args), None)
-        raise _unknown_tool(args.name, tools, client)
+        tools, known_via = _all_tools(args) if via_gateway else (_builtin_descriptions(args), None)
+        raise _unknown_tool(args.name, tools, known_via)
     print_json(result)
     return 0 if result.get("ok") else 1
 
