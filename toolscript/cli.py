@@ -155,7 +155,10 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         parents=[_global_options(suppress=False)],
     )
     parser.add_argument("--version", action="version", version=f"toolscript {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands", parser_class=_Parser)
+    # Every parser below is a _Parser (subparsers inherit the class), for its one-line errors.
+    sub: "argparse._SubParsersAction[argparse.ArgumentParser]" = parser.add_subparsers(
+        dest="command", metavar="COMMAND", title="commands", parser_class=_Parser
+    )
     wanted = _command_in(argv)
     common = _global_options(suppress=True)
     for name, (module_name, summary) in COMMANDS.items():
@@ -221,8 +224,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
-    for action in parser._subparsers._group_actions:  # type: ignore[union-attr]
-        if name in getattr(action, "choices", {}):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and name in action.choices:
             return action.choices[name]
     return parser
 

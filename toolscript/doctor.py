@@ -151,7 +151,7 @@ def running_from() -> str:
     return package_dir
 
 
-def check_python(version_info: Sequence[int] = tuple(sys.version_info), executable: Optional[str] = None) -> Check:
+def check_python(version_info: Sequence[int] = tuple(sys.version_info[:3]), executable: Optional[str] = None) -> Check:
     version = ".".join(str(part) for part in version_info[:3])
     where = executable or sys.executable or "unknown interpreter"
     detail = f"Python {version} ({where}); toolscript {__version__} from {running_from()}"

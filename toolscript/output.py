@@ -2,10 +2,10 @@
 
 import json
 import sys
-from typing import Any, List, Sequence, TextIO
+from typing import Any, List, Optional, Sequence, TextIO
 
 
-def print_json(data: Any, stream: TextIO = None) -> None:
+def print_json(data: Any, stream: Optional[TextIO] = None) -> None:
     """Write ``data`` as pretty JSON followed by a newline."""
     stream = stream or sys.stdout
     stream.write(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False))
