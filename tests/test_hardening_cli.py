@@ -121,6 +121,15 @@ def test_doctor_fails_only_the_server_with_the_unset_variable(github_unset, tmp_
     assert lines["server:other"].status == "ok"
 
 
+def test_doctor_reports_the_unset_variable_without_connecting_too(github_unset, tmp_path):
+    env = {"HOME": str(tmp_path), "PATH": "", "TOOLSCRIPT_STATE_DIR": str(tmp_path / "s")}
+    results = doctor.run_checks(config_paths=[github_unset], servers=False, environ=env, cwd=str(tmp_path))
+    lines = {r.check: r for r in results}
+    assert lines["server:github"].status == "fail" and GITHUB_ERROR in lines["server:github"].detail
+    assert "export the variable named" in lines["server:github"].fix
+    assert lines["servers"].detail == "not checked (--no-servers)" and "server:other" not in lines
+
+
 # -- 11. maxMessageBytes ---------------------------------------------------------------------
 
 

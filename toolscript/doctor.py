@@ -83,7 +83,7 @@ def run_checks(
     jobs: List[Tuple[str, Callable[[], List[Check]]]] = [
         ("python", lambda: [check_python()]),
         ("config", lambda: [check_config(loaded)]),
-        ("servers", lambda: check_servers(loaded) if servers else [Check("servers", OK, "not checked (--no-servers)")]),
+        ("servers", lambda: check_servers(loaded, connect=servers)),
         ("gateway", lambda: [check_gateway(gateway_url, session, env, config_paths)]),
         ("claude", lambda: [check_claude(env)]),
         ("plugin", lambda: [check_plugin(env, cwd)]),
@@ -214,7 +214,12 @@ def check_config(loaded: _Loaded) -> Check:
 # -- 3. servers --------------------------------------------------------------------------------
 
 
-def check_servers(loaded: _Loaded) -> List[Check]:
+def check_servers(loaded: _Loaded, connect: bool = True) -> List[Check]:
+    """A line per enabled server; ``connect=False`` (--no-servers) reports only what the config says."""
+    if not connect:
+        unstartable = [s for s in loaded.config.enabled_servers() if s.config_error] if loaded.config else []
+        lines = [_unstartable(s, loaded) for s in unstartable]
+        return lines + [Check("servers", OK, "not checked (--no-servers)")]
     if loaded.config is None:
         return [Check("servers", WARN, "not checked: the configuration did not load", "fix the config first: " + _command("config", "validate", config_paths=loaded.named))]
     servers = loaded.config.enabled_servers()
@@ -230,7 +235,7 @@ def check_servers(loaded: _Loaded) -> List[Check]:
         name = server.name
         fix = _command("servers", "check", name, config_paths=loaded.named)
         if server.config_error:
-            lines.append(Check(f"server:{name}", FAIL, f"{server.type}: {server.config_error}", fix))
+            lines.append(_unstartable(server, loaded))
             continue
         report = next(probed)
         if report.get("ok"):
@@ -242,6 +247,13 @@ def check_servers(loaded: _Loaded) -> List[Check]:
             error = " ".join(str(report.get("error") or "failed").split())
             lines.append(Check(f"server:{name}", FAIL, f"{report.get('transport')}: {error}", fix))
     return lines
+
+
+def _unstartable(server: "configuration.ServerConfig", loaded: _Loaded) -> Check:
+    """The fail line of a server that cannot start as configured (an unset ${VAR})."""
+    check = _command("servers", "check", server.name, config_paths=loaded.named)
+    fix = f"export the variable named, or remove it from {server.source}; then: {check}"
+    return Check(f"server:{server.name}", FAIL, f"{server.type}: {server.config_error}", fix)
 
 
 def _tool_count(report: Dict[str, Any]) -> str:
