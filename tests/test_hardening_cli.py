@@ -106,6 +106,8 @@ def test_config_show_says_why_a_server_cannot_start(cli, github_unset):
     proc = cli("--config", github_unset, "config", "show")
     assert proc.returncode == 0
     assert f"    cannot start: {GITHUB_ERROR}" in proc.stdout.splitlines()
+    view = json.loads(cli("--config", github_unset, "config", "show", "--json").stdout)
+    assert view["servers"]["github"]["error"] == GITHUB_ERROR and "error" not in view["servers"]["other"]
 
 
 def test_a_disabled_server_with_an_unset_variable_does_not_fail_validation(cli, tmp_path):

@@ -66,36 +66,21 @@ _VALUE_OPTIONS = {"--config", "--gateway-url", "--session"}
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with a usage error that says how to get help, exiting 2."""
+    """argparse with one-line errors for mistyped commands and a usage error that says how to get help, exiting 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        unknown = _unknown_choice(self, message)
-        if unknown is not None:
-            self.exit(2, unknown + "\n")
         self.print_usage(sys.stderr)
         self.exit(2, f"{self.prog}: error: {message}\n(run '{self.prog} --help' for usage and examples)\n")
 
-
-def _unknown_choice(parser: argparse.ArgumentParser, message: str) -> Optional[str]:
-    """One line for a mistyped command or action (``serch``, ``gateway strat``), or None.
-
-    argparse reports those as ``argument COMMAND: invalid choice: 'serch' (choose from ...)``
-    followed by the whole usage; one line with a suggestion helps more.
-    """
-    for action in parser._actions:
-        if not isinstance(action, argparse._SubParsersAction):
-            continue
-        prefix = f"argument {action.metavar}: invalid choice: "
-        if not message.startswith(prefix):
-            return None
-        word = message[len(prefix):].partition(" (choose from")[0].partition(", maybe you meant")[0]
-        word = word[1:-1] if len(word) >= 2 and word[0] == word[-1] and word[0] in "'\"" else word
-        kind = "command" if parser.prog == "toolscript" else "action"
-        suggestion = did_you_mean(word, list(action.choices))
-        hint = f" (did you mean {suggestion!r}?)" if suggestion else ""
-        where = "" if kind == "command" else f" for '{parser.prog}'"
-        return f"toolscript: unknown {kind} {word!r}{where}{hint}; see '{parser.prog} --help'"
-    return None
+    def _check_value(self, action: argparse.Action, value: str) -> None:
+        # argparse would print the whole usage and every choice for ``toolscript serch``;
+        # one line with the closest command (or action: ``gateway strat``) helps more.
+        if isinstance(action, argparse._SubParsersAction) and value not in action.choices:
+            kind, where = ("command", "") if self.prog == "toolscript" else ("action", f" for '{self.prog}'")
+            suggestion = did_you_mean(value, list(action.choices))
+            hint = f" (did you mean {suggestion!r}?)" if suggestion else ""
+            self.exit(2, f"toolscript: unknown {kind} {value!r}{where}{hint}; see '{self.prog} --help'\n")
+        super()._check_value(action, value)
 
 
 def _global_options(suppress: bool) -> argparse.ArgumentParser:
