@@ -1,8 +1,8 @@
 """Hardening of ``toolscript exec`` (issue 8): the script dies with exec, failed servers say why, -v speaks.
 
 The kill tests run ``python -m toolscript exec`` as a real process, find the
-script by the temp dir in its command line (``toolscript-exec-<exec's pid>-``,
-also inside a PID namespace where the script is PID 1), kill exec, and check
+script among exec's descendants in ``/proc`` (inside a PID namespace the
+script itself sees pid 1, so it cannot say), kill exec, and check
 that nothing of the script is left and that its temp dir goes.  They run in
 every isolation mode this machine offers.
 """
@@ -39,23 +39,37 @@ def start_exec(tmp_path, namespaces, code=SLEEPER, *args):
     return proc, env
 
 
-def script_processes(exec_pid):
-    """Live (not zombie) processes whose command line names exec's temp dir: unshare and the script."""
-    marker = f"toolscript-exec-{exec_pid}-".encode()
-    found = []
+def _process_table():
+    """{pid: (parent pid, state)} of every process now."""
+    table = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read()
             with open(f"/proc/{entry}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
+                fields = f.read().rsplit(b")", 1)[1].split()
         except OSError:
             continue
-        if marker in cmdline and state != b"Z":
-            found.append(int(entry))
+        table[int(entry)] = (int(fields[1]), fields[0])
+    return table
+
+
+def script_processes(exec_pid):
+    """exec's descendants now: ``unshare`` (namespace mode) and the script's interpreter."""
+    table = _process_table()
+    found, frontier = [], [exec_pid]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, (ppid, _) in table.items() if ppid == parent]
+        found += children
+        frontier += children
     return found
+
+
+def alive(pids):
+    """Those of ``pids`` still running (zombies count as gone: they run nothing)."""
+    table = _process_table()
+    return [pid for pid in pids if pid in table and table[pid][1] != b"Z"]
 
 
 def temp_dirs(tmp_path):
@@ -75,13 +89,14 @@ def _linux_only():
 @pytest.mark.parametrize("namespaces", MODES)
 def test_sigkilled_exec_takes_its_script_along_and_the_next_exec_sweeps_its_temp_dir(tmp_path, namespaces):
     proc, env = start_exec(tmp_path, namespaces)
-    assert script_processes(proc.pid), "the script should be running"
+    script = script_processes(proc.pid)
+    assert script, "the script should be running"
     (left,) = temp_dirs(tmp_path)
-    assert left.startswith(f"toolscript-exec-{proc.pid}-")
     proc.kill()
     proc.wait()
-    assert wait_for(lambda: not script_processes(proc.pid), timeout=15), "the script outlived exec's SIGKILL"
+    assert wait_for(lambda: not alive(script), timeout=15), "the script outlived exec's SIGKILL"
     assert temp_dirs(tmp_path) == [left]  # exec could not clean up after SIGKILL ...
+    assert left.startswith(f"toolscript-exec-{proc.pid}-")  # ... but named its dir after itself
     after = subprocess.run([sys.executable, "-m", "toolscript", "exec", "print('next')"], env=env, capture_output=True, text=True, timeout=60)
     assert (after.returncode, after.stdout) == (0, "next\n"), after.stderr
     assert temp_dirs(tmp_path) == []  # ... the next exec did
@@ -92,13 +107,14 @@ def test_sigkilled_exec_takes_its_script_along_and_the_next_exec_sweeps_its_temp
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=["TERM", "HUP", "INT"])
 def test_exec_stopped_by_a_signal_kills_its_script_and_removes_its_temp_dir(tmp_path, namespaces, signum):
     proc, _ = start_exec(tmp_path, namespaces)
-    assert script_processes(proc.pid)
+    script = script_processes(proc.pid)
+    assert script, "the script should be running"
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=30)
+    assert wait_for(lambda: not alive(script), timeout=15), "the script outlived exec"
+    assert temp_dirs(tmp_path) == []  # at once: exec removed it itself
     assert proc.returncode == 128 + signum, err
     assert f"exec stopped by {signal.Signals(signum).name}" in err.decode()
-    assert temp_dirs(tmp_path) == []  # at once: exec removed it itself
-    assert wait_for(lambda: not script_processes(proc.pid), timeout=15)
 
 
 @pytest.mark.timeout(60)
