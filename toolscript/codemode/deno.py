@@ -2,8 +2,8 @@
 
 Two parts:
 
-* :func:`typescript_runtime` -- ``runtime.ts`` with the gateway's name map: the module a script gets with
-  ``import { tools, ToolError } from "toolscript"``.  The gateway serves it at
+* :func:`typescript_runtime` -- ``runtime.ts`` with the gateway's name map:
+  the module a script gets with ``import { tools, ToolError } from "toolscript"``.  The gateway serves it at
   ``GET <gateway>/runtime/tools.ts``; the module finds the gateway from its own
   ``import.meta.url``, so the script needs no environment variable (and no
   ``--allow-env``).  Each tool function takes ONE object of arguments, as in
@@ -17,7 +17,7 @@ Two parts:
   (exit 124), the exit status, the process-group kill and dying with
   ``exec`` are the Python runner's (:func:`toolscript.codemode.process.supervise`).
 
-Against the Deno original (see the project notes) this changes:
+Against the Deno-only code mode this design started from, this runner changes:
 
 * ``--no-check`` instead of ``--check``: type-checking on a fresh cache cost
   about 1.2 s per run, and results typed ``unknown`` made ``result.url`` fail
