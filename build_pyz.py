@@ -3,7 +3,8 @@
 
 The archive is reproducible: the same source tree always gives the same bytes.
 Entries are sorted, timestamps fixed, permissions normalised, and only ``*.py``
-files are taken (no ``__pycache__``, no editor droppings).  The stdlib
+files and the package data in ``PACKAGE_DATA`` are taken (no ``__pycache__``,
+no editor droppings).  The stdlib
 ``zipapp`` module is not used because it stamps each file's mtime.
 
     python3 build_pyz.py                    # -> dist/toolscript.pyz
@@ -21,6 +22,8 @@ PACKAGE = "toolscript"
 SHEBANG = b"#!/usr/bin/env python3\n"
 # 1980-01-01 is the earliest time a zip entry can carry.
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)
+# Files besides modules the package reads with pkgutil.get_data (the TypeScript runtime the gateway serves).
+PACKAGE_DATA = (".ts",)
 MAIN = b'''\
 # Entry point of toolscript.pyz (written by build_pyz.py).
 import sys
@@ -30,12 +33,12 @@ sys.exit(main())
 
 
 def package_files(root: str = ROOT) -> list:
-    """Sorted archive names of every module under the package."""
+    """Sorted archive names of every module and data file under the package."""
     names = []
     for dirpath, dirnames, filenames in os.walk(os.path.join(root, PACKAGE)):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
         for filename in filenames:
-            if filename.endswith(".py"):
+            if filename.endswith((".py",) + PACKAGE_DATA):
                 path = os.path.join(dirpath, filename)
                 names.append(os.path.relpath(path, root).replace(os.sep, "/"))
     return sorted(names)

@@ -105,11 +105,11 @@ def test_archive_entries_sorted_fixed_time_no_pycache(pyz):
     assert names == sorted(names), "entries are not in sorted order"
     assert len(names) == len(set(names)), "duplicate entries"
     expected = {"__main__.py"} | {os.path.relpath(p, REPO_ROOT).replace(os.sep, "/") for p in package_sources()}
-    assert set(names) == expected
+    assert set(names) == expected | {"toolscript/codemode/runtime.ts"}
     for info in infos:
         assert info.date_time == FIXED_TIME, f"{info.filename} has timestamp {info.date_time}"
         assert "__pycache__" not in info.filename
-        assert info.filename.endswith(".py"), f"non-source entry {info.filename}"
+        assert info.filename.endswith((".py",) + build_pyz.PACKAGE_DATA), f"non-source entry {info.filename}"
         assert (info.external_attr >> 16) & 0o777 == 0o644, f"{info.filename} mode {oct(info.external_attr >> 16)}"
     assert "toolscript.cli" in main_source and "main()" in main_source
 

@@ -7,7 +7,9 @@ stdlib module, Python 3.9+).  It
 
 1. applies resource limits (CPU seconds, address space, file size, open files,
    processes) and makes their signals readable (SIGXFSZ becomes an ``OSError``,
-   SIGXCPU a one-line message);
+   SIGXCPU a one-line message), and starts a wall-clock watchdog thread that
+   ends the process (exit 124) at its deadline, also when the parent that
+   enforces ``--timeout`` is gone;
 2. installs an audit hook (``sys.addaudithook``; it cannot be removed) that
    refuses, with ``PermissionError("toolscript sandbox: ... is not allowed (...)")``:
 
@@ -28,8 +30,10 @@ stdlib module, Python 3.9+).  It
      library's own directories (``_imp.create_dynamic`` is wrapped), SQLite
      extension loading, re-importing the modules the guard patched;
    * introspection that reaches the guard's state: ``gc.get_objects`` /
-     ``get_referrers`` / ``get_referents``; changing pathlib's classes or
-     their functions' ``__code__`` (the path checks trust them);
+     ``get_referrers`` / ``get_referents``; other threads' frames
+     (``sys._current_frames``, ``sys._current_exceptions``) and tracing or
+     profiling every thread (they reach the watchdog); changing pathlib's
+     classes or their functions' ``__code__`` (the path checks trust them);
 
 3. compiles the user's code under its real name (``<exec>`` or the ``-f``
    path) and runs it as ``__main__``, with an excepthook that prints the
@@ -61,6 +65,7 @@ security boundary against a determined attacker):
 * the tools: every tool the gateway exposes is callable.
 
 The OS layer (a separate process, rlimits, the parent's wall-clock timeout,
+dying with the parent (Linux),
 and on Linux the namespaces) is what holds when the guard is bypassed.
 """
 
@@ -121,6 +126,40 @@ def apply_limits(cpu, memory, fsize, nofile, nproc):
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     except (ValueError, OSError, AttributeError):
         pass
+
+
+def start_watchdog(seconds):
+    """End this process (exit 124, with a line on stderr) ``seconds`` from now, whatever the script does.
+
+    The parent's ``--timeout`` kills the script first while the parent lives;
+    this is what holds when it does not (``exec`` killed, or on macOS where
+    nothing kills a child with its parent).  A plain ``_thread`` thread: not
+    in ``threading.enumerate()``, and the hook refuses what reaches other
+    threads' frames.  A script that never releases the GIL starves it, but
+    then burns CPU, and RLIMIT_CPU stops that.  In a PID namespace this
+    process is PID 1: its exit ends everything in the namespace.
+    """
+    if seconds <= 0:
+        return
+    import _thread
+    import time
+
+    monotonic, sleep, write, exit_now = time.monotonic, time.sleep, posix.write, posix._exit
+    deadline = monotonic() + seconds
+    message = f"\ntoolscript: the script ran past its wall-clock limit ({seconds:g} s) and was stopped\n".encode()
+
+    def watch():
+        while True:
+            left = deadline - monotonic()
+            if left <= 0:
+                break
+            sleep(left)
+        try:
+            write(2, message)
+        finally:
+            exit_now(124)
+
+    _thread.start_new_thread(watch, ())
 
 
 def make_hook(lib, work, gateway, genuine_path):
@@ -456,6 +495,10 @@ def make_hook(lib, work, gateway, genuine_path):
         "gc.get_objects": refuse("gc.get_objects (it reaches the sandbox's own state)"),
         "gc.get_referrers": refuse("gc.get_referrers (it reaches the sandbox's own state)"),
         "gc.get_referents": refuse("gc.get_referents (it reaches the sandbox's own state)"),
+        "sys._current_frames": refuse("sys._current_frames (it reaches the sandbox's watchdog)"),
+        "sys._current_exceptions": refuse("sys._current_exceptions (it reaches the sandbox's watchdog)"),
+        "sys._setprofileallthreads": refuse("profiling every thread (it reaches the sandbox's watchdog)"),
+        "sys._settraceallthreads": refuse("tracing every thread (it reaches the sandbox's watchdog)"),
         "object.__setattr__": on_setattr,
     }
     lookup = handlers.get
@@ -585,8 +628,9 @@ def main():
     user_args = sys.argv[8:]
     with open(code_path, "rb") as f:
         source = f.read()
-    cpu, memory, fsize, nofile, nproc = (int(x) for x in limits.split(","))
+    cpu, memory, fsize, nofile, nproc, wall_ms = (int(x) for x in limits.split(","))
     apply_limits(cpu, memory, fsize, nofile, nproc)
+    start_watchdog(wall_ms / 1000)
     sys.path.insert(0, lib)
     genuine = genuine_pathlib(source)
     gateway = (gw_host, int(gw_port) if gw_port else 0)

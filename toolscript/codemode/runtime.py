@@ -17,7 +17,11 @@ else its text blocks joined by newlines, else the content list; built-in
 tools (``builtin__...``) return their data as is.  A tool error raises
 ``ToolError`` (``str(err)`` is ``server__tool: message``; ``err.code``,
 ``err.message``, ``err.data``).  Keyword arguments set to None are left out
-(an optional parameter not given).
+(an optional parameter not given).  Reading ``tools.<server>`` of a
+configured server that is not ready (it failed, or is still connecting)
+raises ``ServerUnavailable`` (a ``ToolError`` with code
+``server_unavailable`` that names why; also an ``AttributeError``, so
+``hasattr`` is False).
 
 Tools are reached through the gateway at ``$TOOLSCRIPT_GATEWAY_URL``
 (``POST /call``) over kept-open HTTP/1.1 connections with TCP_NODELAY.  The
@@ -30,7 +34,7 @@ runner writes next to this file (``_toolscript_names.json``).
 import os
 import sys
 
-__all__ = ["tools", "ToolError"]
+__all__ = ["tools", "ToolError", "ServerUnavailable"]
 
 NAMES_FILE = "_toolscript_names.json"
 BUILTIN_PREFIX = "builtin__"
@@ -49,6 +53,10 @@ class ToolError(Exception):
         self.code = code
         self.message = message
         self.data = data
+
+
+class ServerUnavailable(ToolError, AttributeError):
+    """``tools.<server>`` of a configured server that is not ready: the message says why."""
 
 
 # -- the gateway connection ------------------------------------------------------------
@@ -237,10 +245,12 @@ def _call(tool, arguments):
 # -- attribute access: tools.<server>.<tool>(...) -----------------------------------------
 
 _NAMES = None
+_UNAVAILABLE = None
 
 
-def _names():
-    global _NAMES
+def _load():
+    """The name map the runner wrote: (servers, unavailable) (see ``GET /runtime/names``)."""
+    global _NAMES, _UNAVAILABLE
     if _NAMES is None:
         import json
 
@@ -250,9 +260,25 @@ def _names():
                 loaded = json.loads(f.read().decode("utf-8"))
         except FileNotFoundError:
             loaded = {}
-        servers = loaded.get("servers") if isinstance(loaded, dict) else None
+        if not isinstance(loaded, dict):
+            loaded = {}
+        servers, unavailable = loaded.get("servers"), loaded.get("unavailable")
+        _UNAVAILABLE = unavailable if isinstance(unavailable, dict) else {}
         _NAMES = servers if isinstance(servers, dict) else {}
-    return _NAMES
+    return _NAMES, _UNAVAILABLE
+
+
+def _names():
+    return _load()[0]
+
+
+def _unavailable(name):
+    """ServerUnavailable for a configured server that is not ready, else None."""
+    reason = _load()[1].get(name)
+    if reason is None:
+        return None
+    why = reason if isinstance(reason, str) and reason else "no reason given"
+    return ServerUnavailable(f"tools.{name}", "server_unavailable", f"the server {name!r} is configured but not available: {why}")
 
 
 def _no_such(kind, name, known, where):
@@ -321,7 +347,7 @@ class Tools:
             raise AttributeError(name)
         servers = _names()
         if name not in servers:
-            raise _no_such("server", name, list(servers), "tools")
+            raise _unavailable(name) or _no_such("server", name, list(servers), "tools")
         return Server(name, servers[name])
 
     __getitem__ = __getattr__

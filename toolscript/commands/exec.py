@@ -5,8 +5,11 @@ import io
 import re
 import sys
 
+from toolscript import log
 from toolscript.errors import UserError
 from toolscript.output import print_json
+
+logger = log.get("exec")
 
 SUMMARY = "run a Python script that calls tools, sandboxed"
 DESCRIPTION = """\
@@ -18,6 +21,11 @@ gateway, no subprocesses or native code).  Scripts reach tools with
   tools.call("server__tool", {...})     # dynamic ids
 A tool error raises toolscript.ToolError.  Output streams as it is produced;
 the script's exit status is exec's.
+
+If exec itself is stopped (SIGTERM, SIGHUP, Ctrl-C) the script is killed, its
+temp dir removed, and exec exits 128+N; on Linux the script also dies when exec
+is killed outright (SIGKILL).  -v prints the gateway, the isolation and the
+timing on stderr.
 
 --lang ts runs TypeScript under Deno (deno on PATH), confined by Deno's own
 permissions to the gateway:
@@ -64,8 +72,28 @@ def _source(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     code, filename = _source(args)
-    if args.lang == "ts":
-        return _run_typescript(args, code, filename)
+    from toolscript.codemode import process
+
+    try:
+        with process.terminate_on_signals():
+            if args.lang == "ts":
+                return _run_typescript(args, code, filename)
+            return _run_python(args, code, filename)
+    except process.Terminated as stop:
+        name = process.signal_name(stop.signum)
+        print(f"toolscript: exec stopped by {name}", file=sys.stderr)
+        return 128 + stop.signum
+
+
+def _connect(args: argparse.Namespace):
+    from toolscript.gateway.client import connect, redact
+
+    client = connect(args.gateway_url, args.session)
+    logger.info("exec: gateway %s", redact(client.url))
+    return client
+
+
+def _run_python(args: argparse.Namespace, code: str, filename: str) -> int:
     from toolscript.codemode import sandbox
 
     problem = sandbox.check_syntax(code, filename)
@@ -73,11 +101,11 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"syntax error: {problem} (nothing was run)", exit_code=1)
     gateway_url, names = None, None
     if _USES_TOOLS.search(code):
-        from toolscript.gateway.client import connect
-
-        client = connect(args.gateway_url, args.session)
+        client = _connect(args)
         names = client.get("/runtime/names")
         gateway_url = client.url
+    else:
+        logger.info("exec: no gateway (the script does not name toolscript)")
     out, err = _streams(args)
     result = sandbox.run(
         code,
@@ -99,9 +127,9 @@ def _run_typescript(args: argparse.Namespace, code: str, filename: str) -> int:
 
     gateway_url = None
     if _USES_TOOLS.search(code):
-        from toolscript.gateway.client import connect
-
-        gateway_url = connect(args.gateway_url, args.session).url
+        gateway_url = _connect(args).url
+    else:
+        logger.info("exec: no gateway (the script does not import toolscript)")
     out, err = _streams(args)
     result = deno.run(code, filename=filename, gateway_url=gateway_url, timeout=args.timeout, max_output=args.max_output, stdout=out, stderr=err)
     _report(args, result, out, err)
@@ -117,6 +145,8 @@ def _streams(args: argparse.Namespace):
 
 
 def _report(args: argparse.Namespace, result, out, err) -> None:
+    how = "timed out" if result.timed_out else "output cut off" if result.truncated else "exited"
+    logger.info("exec: %s with status %d after %d ms (%s)", how, result.exit_code, result.duration_ms, result.mode)
     if args.json:
         print_json(
             {
