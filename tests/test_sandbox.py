@@ -260,7 +260,7 @@ def test_timeout_kills_the_whole_group(code, namespaces):
     result, out, err = run("import os\nprint(os.getcwd(), flush=True)\n" + code, timeout=1, namespaces=namespaces)
     assert result.exit_code == 124 and result.timed_out
     assert err.strip().endswith("toolscript: script timed out after 1s (--timeout)")
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 10  # the 1 s timeout fired (the script never ends by itself)
     assert_nothing_left(result, out.strip())
 
 
