@@ -264,6 +264,7 @@ def test_timeout_kills_the_whole_group(code, namespaces):
     assert_nothing_left(result, out.strip())
 
 
+@pytest.mark.serial  # it needs more than one free CPU: never beside other tests (make test runs it alone)
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="burning CPU faster than wall time needs two CPUs")
 def test_cpu_time_limit_stops_the_script_with_a_message():
     # hashlib releases the GIL on big inputs: four threads use CPU time faster than the clock runs.
