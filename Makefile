@@ -51,11 +51,9 @@ $(PROXY_VENV)/.installed:
 	touch $@
 
 # TOOLSCRIPT_REQUIRE_PEERS=1 turns a missing peer into a failure, never a skip.
-# The tests run in parallel (each worker has its own HOME, see tests/conftest.py), then the few
-# marked serial (they need free CPUs) on their own; exit status 5 is "none of them selected".
+# The tests run in parallel (each worker has its own HOME, see tests/conftest.py).
 test: venv peers build
-	TOOLSCRIPT_REQUIRE_PEERS=1 $(VPY) -m pytest -n $(PYTEST_WORKERS) -m "not serial" $(PYTEST_ARGS)
-	TOOLSCRIPT_REQUIRE_PEERS=1 $(VPY) -m pytest -p no:xdist -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	TOOLSCRIPT_REQUIRE_PEERS=1 $(VPY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 bench: venv peers peer-proxy
 	$(VPY) bench/mcp_client.py

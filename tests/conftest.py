@@ -258,10 +258,6 @@ def pytest_configure(config):
         "markers",
         f"timeout(seconds): hard limit for one test (default ${_HARD_LIMIT_ENV} or {_HARD_LIMIT_DEFAULT:g} s)",
     )
-    config.addinivalue_line(
-        "markers",
-        "serial: needs the machine to itself (e.g. more than one free CPU); make test runs these after the parallel run",
-    )
     _isolate_environment(config)
 
 
