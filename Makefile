@@ -13,6 +13,8 @@ PEERS  := tests/peers
 # (inside .venv/, which .gitignore already covers).
 PROXY_VENV := $(VENV)/peers/mcp-proxy
 PYTEST_ARGS ?=
+# pytest-xdist workers for make test (auto = one per CPU); PYTEST_WORKERS=0 runs serially.
+PYTEST_WORKERS ?= auto
 
 .PHONY: build run plugin test venv peers peer-proxy bench clean
 
@@ -49,8 +51,9 @@ $(PROXY_VENV)/.installed:
 	touch $@
 
 # TOOLSCRIPT_REQUIRE_PEERS=1 turns a missing peer into a failure, never a skip.
+# The tests run in parallel (each worker has its own HOME, see tests/conftest.py).
 test: venv peers build
-	TOOLSCRIPT_REQUIRE_PEERS=1 $(VPY) -m pytest $(PYTEST_ARGS)
+	TOOLSCRIPT_REQUIRE_PEERS=1 $(VPY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 bench: venv peers peer-proxy
 	$(VPY) bench/mcp_client.py

@@ -14,6 +14,12 @@ Stdlib only (plus pytest) and Python 3.9 compatible, like everything in tests/.
 Every subprocess call here has a timeout.  On top of that each test has a hard
 limit (SIGALRM, where available): ``TOOLSCRIPT_TEST_TIMEOUT`` seconds (default
 300), or ``@pytest.mark.timeout(N)`` for one test.
+
+Isolation: each test process (the main one, or each pytest-xdist worker) runs with
+``HOME`` set to an empty temp dir of its own and without the variables that point
+toolscript at a user's state, session or gateway (``_CALLER_STATE_VARS``).  So a test
+that starts a gateway without naming a state dir never touches the real
+``~/.local/state/toolscript``, nor the default session of another worker.
 """
 
 import contextlib
@@ -22,7 +28,9 @@ import io
 import os
 import signal
 import subprocess
+import shutil
 import sys
+import tempfile
 import threading
 from typing import Dict, Iterator, List, Mapping, Optional
 
@@ -41,6 +49,16 @@ _HARD_LIMIT_ENV = "TOOLSCRIPT_TEST_TIMEOUT"
 _HARD_LIMIT_DEFAULT = 300.0
 # Variables that change what toolscript does; tests start without them.
 _BEHAVIOUR_VARS = ("TOOLSCRIPT_CONFIG", "DEBUG", "PYTHONSTARTUP", "PYTHONWARNINGS", "PYTHONHOME")
+# Variables that would point a test at the caller's state dir, gateway or Claude Code session.
+_CALLER_STATE_VARS = (
+    "TOOLSCRIPT_CONFIG", "TOOLSCRIPT_GATEWAY_URL", "TOOLSCRIPT_GATEWAY_LOG", "TOOLSCRIPT_STATE_DIR",
+    "TOOLSCRIPT_HOOKS_DISABLED", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "CLAUDE_CODE_SESSION_ID",
+    "CLAUDE_CONFIG_DIR", "CLAUDE_ENV_FILE", "CLAUDE_PID", "CLAUDE_PLUGIN_ROOT", "CLAUDE_PROJECT_DIR",
+)
+# The caller's real home, read before the tests get their own (a pyenv Python 3.9 lives there).
+# xdist workers inherit the main process's test HOME, so it is passed on in this variable.
+_REAL_HOME_ENV = "TOOLSCRIPT_TEST_REAL_HOME"
+REAL_HOME = os.environ.get(_REAL_HOME_ENV) or os.path.expanduser("~")
 
 
 def require_peers() -> bool:
@@ -196,7 +214,7 @@ def python39_candidates() -> List[str]:
     on_path = shutil.which("python3.9")
     if on_path:
         candidates.append(on_path)
-    candidates += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.9*/bin/python3")), reverse=True)
+    candidates += sorted(glob.glob(os.path.join(REAL_HOME, ".pyenv/versions/3.9*/bin/python3")), reverse=True)
     candidates.append("/usr/bin/python3.9")
     return candidates
 
@@ -240,6 +258,17 @@ def pytest_configure(config):
         "markers",
         f"timeout(seconds): hard limit for one test (default ${_HARD_LIMIT_ENV} or {_HARD_LIMIT_DEFAULT:g} s)",
     )
+    _isolate_environment(config)
+
+
+def _isolate_environment(config) -> None:
+    """Give this test process a HOME of its own and drop the caller's state variables (see the module doc)."""
+    home = tempfile.mkdtemp(prefix="toolscript-test-home-")
+    config.add_cleanup(lambda: shutil.rmtree(home, ignore_errors=True))
+    for name in _CALLER_STATE_VARS:
+        os.environ.pop(name, None)
+    os.environ[_REAL_HOME_ENV] = REAL_HOME
+    os.environ["HOME"] = home
 
 
 def _limit_for(item) -> float:

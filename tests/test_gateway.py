@@ -142,7 +142,8 @@ def test_a_failed_server_is_reported_and_calls_fail_fast(gateway):
     assert client.get("/health")["status"] == "degraded"
     started = time.monotonic()
     result = client.post("/call", {"tool": "broken__anything", "arguments": {}})
-    assert time.monotonic() - started < 2
+    # Fast means: the call did not wait out the 30 s connect or 60 s call timeout (generous bound).
+    assert time.monotonic() - started < 15
     assert result["error"]["code"] == "execution_error" and "command not found" in result["error"]["message"]
 
 
@@ -162,7 +163,7 @@ def test_hung_upstream_call_times_out(gateway):
     gw, url = gateway(fixture_server(timeout=1.0))
     started = time.monotonic()
     result = GatewayClient(url).post("/call", {"tool": "fixture__hang", "arguments": {}})
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 10  # the 1 s timeout fired (the server never answers)
     assert result["error"]["code"] == "execution_error" and "no answer within 1s" in result["error"]["message"]
     # The per-call timeout in the request wins over the server's.
     quick = GatewayClient(url).post("/call", {"tool": "fixture__hang", "arguments": {}, "timeout": 0.3})

@@ -260,19 +260,17 @@ def test_timeout_kills_the_whole_group(code, namespaces):
     result, out, err = run("import os\nprint(os.getcwd(), flush=True)\n" + code, timeout=1, namespaces=namespaces)
     assert result.exit_code == 124 and result.timed_out
     assert err.strip().endswith("toolscript: script timed out after 1s (--timeout)")
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 10  # the 1 s timeout fired (the script never ends by itself)
     assert_nothing_left(result, out.strip())
 
 
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="burning CPU faster than wall time needs two CPUs")
 def test_cpu_time_limit_stops_the_script_with_a_message():
-    # hashlib releases the GIL on big inputs: four threads use CPU time faster than the clock runs.
-    code = (
-        "import hashlib, threading\n"
-        "def burn():\n    while True:\n        hashlib.sha256(b'x' * 10**7).digest()\n"
-        "for _ in range(3):\n    threading.Thread(target=burn, daemon=True).start()\nburn()\n"
-    )
-    result, _, err = run(code, timeout=2)
+    # The limit is set (soft: the timeout rounded up + 1 s, SIGKILL a second later), and the kernel's
+    # SIGXCPU is reported as the limit. Burning the CPU time for real would need more than one free
+    # core (CPU time faster than the wall clock): on a loaded machine the wall timeout won instead.
+    code = "import os, resource, signal\nprint(*resource.getrlimit(resource.RLIMIT_CPU), flush=True)\nos.kill(os.getpid(), signal.SIGXCPU)\n"
+    result, out, err = run(code, timeout=2)
+    assert out == "3 4\n"
     assert result.exit_code == 128 + signal.SIGXCPU and not result.timed_out
     assert "toolscript: the script used up its CPU time limit (3 s) and was stopped" in err
     assert_nothing_left(result)

@@ -20,7 +20,7 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from toolscript import jsonschema, log
 
@@ -141,12 +141,12 @@ def execute(registry: Mapping[str, ToolSpec], call: ToolCall, context: ToolConte
     if outcome is None:
         message = f'tool "{call.name}" timed out after {spec.timeout:g}s'
         return ToolResult.failure(ERROR_EXECUTION, message, call, started)
-    data, exc = outcome
-    if isinstance(exc, ToolFailure):
-        return ToolResult.failure(ERROR_EXECUTION, str(exc) or type(exc).__name__, call, started)
-    if exc is not None:
-        _log.debug("tool %s crashed", call.name, exc_info=(type(exc), exc, exc.__traceback__))
-        return ToolResult.failure(ERROR_EXECUTION, _describe(exc), call, started)
+    data, raised = outcome
+    if isinstance(raised, ToolFailure):
+        return ToolResult.failure(ERROR_EXECUTION, str(raised) or type(raised).__name__, call, started)
+    if raised is not None:
+        _log.debug("tool %s crashed", call.name, exc_info=(type(raised), raised, raised.__traceback__))
+        return ToolResult.failure(ERROR_EXECUTION, _describe(raised), call, started)
 
     # Every consumer serialises the result; catch a bad handler here, once,
     # instead of as a crash in whichever printer meets it first.
@@ -158,9 +158,9 @@ def execute(registry: Mapping[str, ToolSpec], call: ToolCall, context: ToolConte
     return ToolResult(ok=True, data=data, meta=_meta(call, started))
 
 
-def _run_with_timeout(spec: ToolSpec, call: ToolCall, context: ToolContext):
+def _run_with_timeout(spec: ToolSpec, call: ToolCall, context: ToolContext) -> Optional[Tuple[Any, Optional[BaseException]]]:
     """``(data, exception)`` from the handler, or None if it ran past ``spec.timeout``."""
-    outcome: List[Any] = []
+    outcome: List[Tuple[Any, Optional[BaseException]]] = []
 
     def target() -> None:
         try:

@@ -504,8 +504,10 @@ class _Builder:
 
     def typeddict(self, schema: Dict[str, Any], doc: _Doc, decl: _Decl, depth: int) -> None:
         decl.kind, decl.schema = "typeddict", schema
-        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-        required_list = schema.get("required") if isinstance(schema.get("required"), list) else []
+        declared = schema.get("properties")
+        props: Dict[Any, Any] = declared if isinstance(declared, dict) else {}
+        listed = schema.get("required")
+        required_list: List[Any] = listed if isinstance(listed, list) else []
         required = {key for key in required_list if isinstance(key, str)}
         for index, (key, sub) in enumerate(props.items(), 1):
             if isinstance(key, str):
@@ -916,12 +918,12 @@ class _PyRenderer:
             lines += [""] + description.split("\n")
         args = []
         for key, py, _t, _required, schema in plan.params:
-            text = _clean(_describe(schema), one_line=False).split("\n")
+            described = _clean(_describe(schema), one_line=False).split("\n")
             head = f"JSON name {_py_str(key)}. " if py != key else ""
-            if not head and not text[0]:
+            if not head and not described[0]:
                 continue
-            args.append(f"    {py}: {head}{text[0]}".rstrip())
-            args += [f"        {line}" if line else "" for line in text[1:]]
+            args.append(f"    {py}: {head}{described[0]}".rstrip())
+            args += [f"        {line}" if line else "" for line in described[1:]]
         if args:
             lines += ["", "Args:"] + args
         if isinstance(spec.get("annotations"), dict) and spec["annotations"]:
