@@ -177,10 +177,11 @@ def _kw_additional_properties(ctx, instance, value, schema, path, nesting, error
         known = {}
     patterns = schema.get("patternProperties")
     regexes = [_regex(p) for p in patterns] if isinstance(patterns, dict) else []
-    if None in regexes:
+    compiled = [r for r in regexes if r is not None]
+    if len(compiled) != len(regexes):
         return  # which names a broken pattern was meant to cover is unknowable; don't guess "none"
     for name, item in instance.items():
-        if name in known or any(r.search(str(name)) for r in regexes):
+        if name in known or any(r.search(str(name)) for r in compiled):
             continue
         if value is False:
             errors.append((path + (name,), "unexpected property", None))

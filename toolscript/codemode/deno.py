@@ -54,7 +54,7 @@ import re
 import shutil
 import signal
 import time
-from typing import BinaryIO, Optional, Sequence
+from typing import Any, BinaryIO, Optional, Sequence
 
 from toolscript import log
 from toolscript.codemode import process
@@ -255,8 +255,9 @@ def run(
         raise UserError(f"the timeout must be a positive number of seconds, not {timeout!r}")
     process.gateway_address(gateway_url)  # a UserError for a URL that is not http://host:port/...
     token = _token(gateway_url)
-    if token:
-        stdout, stderr = _Redacting(stdout, token), _Redacting(stderr, token)
+    redacting = [_Redacting(stdout, token), _Redacting(stderr, token)] if token else []
+    out: Any = redacting[0] if redacting else stdout
+    err: Any = redacting[1] if redacting else stderr
     # The real path: Deno names the main module by it, and the import map must match that name.
     root = process.make_temp_dir("deno")
     try:
@@ -285,8 +286,8 @@ def run(
             argv,
             cwd=work,
             env=env,
-            stdout=stdout,
-            stderr=stderr,
+            stdout=out,
+            stderr=err,
             timeout=timeout,
             max_output=max_output,
             grace=kill_grace,
@@ -294,7 +295,6 @@ def run(
         )
     finally:
         process.remove_tree(root)
-        if token:
-            stdout.finish()
-            stderr.finish()
+        for stream in redacting:
+            stream.finish()
     return ExecResult(exit_code, MODE, child.timed_out, child.truncated, process.elapsed_ms(started), child.pgid)

@@ -92,7 +92,7 @@ def apply_limits(cpu, memory, fsize, nofile, nproc):
         import resource
     except ImportError:  # not POSIX: the parent's timeout and output caps still hold
         return
-    import _signal
+    import _signal  # type: ignore[import-not-found]  # CPython's C module, no stubs
 
     def setlimit(name, soft, hard=None):
         kind = getattr(resource, name, None)
@@ -391,21 +391,21 @@ def make_hook(lib, work, gateway, genuine_path):
     def on_lookup(args):
         host = args[0] if len_(args) else None
         if type_(host) is bytes_:
-            host = host.decode("ascii", "replace")
+            host = host.decode("ascii", "replace")  # type: ignore[union-attr]  # bytes, as just checked
         if host is None or (type_(host) is str_ and (host in gw_hosts or numeric(host))):
             return  # a numeric address asks nobody; connect() decides
         raise deny(f"looking up {host if type_(host) is str_ else 'a host name'}", no_network)
 
-    families = set()
+    found = set()
     try:
         import _socket
 
         for name in ("AF_INET", "AF_INET6", "AF_UNIX"):
             if hasattr(_socket, name):
-                families.add(getattr(_socket, name))
+                found.add(getattr(_socket, name))
     except ImportError:
         pass
-    families = frozenset(families)
+    families = frozenset(found)
 
     def on_socket(args):
         family = args[1] if len_(args) > 1 else None
@@ -538,7 +538,7 @@ def patch_native_loading(may_load_native):
     try:
         import _posixsubprocess  # before create_dynamic refuses to make it
     except ImportError:
-        _posixsubprocess = None
+        _posixsubprocess = None  # type: ignore[assignment]
     spec_class = type(getattr(sys, "__spec__", None))
     if spec_class is type(None):
         import _frozen_importlib
@@ -553,7 +553,7 @@ def patch_native_loading(may_load_native):
         if type_(name) is not str_ or (with_origin and type_(origin) is not str_):
             raise PermissionError(f"{PREFIX}: loading a module from an unusual spec is not allowed")
         may_load_native(name, origin)
-        return spec_class(name, None, origin=origin)
+        return spec_class(name, None, origin=origin)  # type: ignore[misc]  # ModuleSpec, set just above
 
     def guarded_create_dynamic(spec, file=None):
         clean = clean_spec(spec, True)

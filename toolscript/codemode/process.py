@@ -359,6 +359,8 @@ class Child:
         for reader in self.readers:
             reader.join(READER_JOIN)
         for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is None:
+                continue
             try:
                 pipe.close()
             except OSError:

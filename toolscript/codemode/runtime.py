@@ -237,7 +237,9 @@ def _call(tool, arguments):
     if status != 200 or not isinstance(payload, dict) or "ok" not in payload:
         raise ToolError(tool, "gateway_error", _http_error(status, payload, "/call"))
     if not payload.get("ok"):
-        error = payload.get("error") if isinstance(payload.get("error"), dict) else {}
+        error = payload.get("error")
+        if not isinstance(error, dict):
+            error = {}
         raise ToolError(tool, error.get("code") or "error", error.get("message") or "the tool failed", payload.get("data"))
     return _result_value(tool, payload.get("data"))
 
