@@ -232,6 +232,7 @@ def test_upstream_reports_hidden_tools_with_their_reason(gateway):
     assert described["fixture"]["hidden"] == {"includeTools/excludeTools": 1}
     assert described["fixture"]["toolsTotal"] == described["fixture"]["tools"] + 1
     assert described["builtin"]["hidden"] == {}
+    assert gw.health()["hidden"] == {"includeTools/excludeTools": 1}
 
 
 @pytest.mark.timeout(60)
@@ -315,6 +316,17 @@ def test_health_session_is_text_and_matches_status(tmp_path):
     health = Gateway(config, workspace=str(tmp_path), session=undecodable).health()
     json.dumps(health, ensure_ascii=False).encode("utf-8")  # no UnicodeEncodeError (was a 500)
     assert health["session"].startswith("s-")
+    # The raw argv name and its sanitised copy name the same state file.
+    environ = {"TOOLSCRIPT_STATE_DIR": str(tmp_path / "state")}
+    assert state.state_path(undecodable, environ) == state.state_path(state.text_session(undecodable), environ)
+
+
+def test_commands_take_an_undecodable_session_name(tmp_path):
+    env = base_env(tmp_path, PYTHONIOENCODING="utf-8")
+    argv = [sys.executable.encode(), b"-m", b"toolscript", b"gateway", b"status", b"--session", b"s-\xff"]
+    result = subprocess.run(argv, env=env, cwd=str(tmp_path), capture_output=True, timeout=60)
+    assert result.returncode == 1 and b"Traceback" not in result.stderr, result.stderr
+    assert b"not running" in result.stdout
 
 
 @pytest.mark.timeout(60)

@@ -70,7 +70,11 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
 
 
 def _session(args: argparse.Namespace):
-    return args.session or os.environ.get("CLAUDE_CODE_SESSION_ID") or None
+    """The session named by --session or CLAUDE_CODE_SESSION_ID, as valid text (argv may hold undecodable bytes)."""
+    from toolscript.gateway.state import text_session
+
+    session = args.session or os.environ.get("CLAUDE_CODE_SESSION_ID")
+    return text_session(session) if session else None
 
 
 def _check_host(args: argparse.Namespace) -> None:
@@ -230,7 +234,7 @@ def _print_usage_hint(url: str, gateway) -> None:
 def run_status(args: argparse.Namespace) -> int:
     from toolscript.gateway.client import GatewayClient, GatewayUnavailable, find_url, redact
 
-    start = "toolscript gateway start --detach" + (f" --session {shlex.quote(args.session)}" if args.session else "")
+    start = "toolscript gateway start --detach" + (f" --session {shlex.quote(_session(args) or '')}" if args.session else "")
     url = find_url(args.gateway_url, args.session)
     if not url:
         return _report(args, {"running": False, "error": "no gateway is running for this session", "next": start})

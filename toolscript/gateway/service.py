@@ -102,6 +102,10 @@ class Gateway:
     def health(self) -> Dict[str, Any]:
         states = {u.name: u.state for u in self.upstreams.values()}
         healthy = all(state == "ready" for state in states.values())
+        hidden: Dict[str, int] = {}  # tools the servers have but toolscript does not show, by reason
+        for upstream in self.upstreams.values():
+            for reason, count in upstream.hidden.items():
+                hidden[reason] = hidden.get(reason, 0) + count
         return {
             "status": "ok" if healthy else "degraded",
             "version": __version__,
@@ -110,6 +114,7 @@ class Gateway:
             "uptimeSeconds": round(time.time() - self.started, 1),
             "servers": states,
             "tools": len(self.catalog.entries()),
+            "hidden": hidden,
             "workspace": self.context.workspace_roots[0],
         }
 

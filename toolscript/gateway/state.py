@@ -29,15 +29,15 @@ def gateways_dir(environ: Optional[Mapping[str, str]] = None) -> str:
 
 
 def state_path(session: Optional[str], environ: Optional[Mapping[str, str]] = None) -> str:
-    return os.path.join(gateways_dir(environ), paths.safe_name(session or DEFAULT_SESSION) + ".json")
+    return os.path.join(gateways_dir(environ), _stem(session) + ".json")
 
 
 def log_path(session: Optional[str], environ: Optional[Mapping[str, str]] = None) -> str:
-    return os.path.join(gateways_dir(environ), paths.safe_name(session or DEFAULT_SESSION) + ".log")
+    return os.path.join(gateways_dir(environ), _stem(session) + ".log")
 
 
 def lock_path(session: Optional[str], environ: Optional[Mapping[str, str]] = None) -> str:
-    return os.path.join(gateways_dir(environ), paths.safe_name(session or DEFAULT_SESSION) + ".lock")
+    return os.path.join(gateways_dir(environ), _stem(session) + ".lock")
 
 
 def text_session(session: str) -> str:
@@ -67,6 +67,11 @@ def session_lock(session: Optional[str], timeout: float, environ: Optional[Mappi
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def _stem(session: Optional[str]) -> str:
+    # Valid text first, so a raw argv name and its sanitised copy name the same files.
+    return paths.safe_name(text_session(session or DEFAULT_SESSION))
 
 
 def write_state(session: Optional[str], state: Dict[str, Any], environ: Optional[Mapping[str, str]] = None) -> str:

@@ -144,20 +144,23 @@ class Upstream:
         with self._lock:
             self._lost = False
             self._refresh_wanted = False
+        attempt: Dict[str, Any] = {"session": None, "closed": None}  # this attempt's session, and how it closed early
         try:
             session = _open_session(
                 self.server,
                 on_tools_changed=self._tools_changed,
                 on_log=self._relay_log,
-                on_close=self._closed_by_server,
+                on_close=lambda exc: self._closed_by_server(exc, attempt),
                 on_session=self._track,
             )
         except McpError as exc:
+            self._drop_attempt()
             if not self._stopped:
                 self.stderr_tail = _stderr_tail_of(exc)
                 self._set_state("failed", str(exc))
             return None
         except Exception as exc:  # a bug must not kill the thread silently
+            self._drop_attempt()
             logger.exception("%s: connecting failed", self.name)
             self._set_state("failed", f"internal error: {type(exc).__name__}: {exc}")
             return None
@@ -166,7 +169,7 @@ class Upstream:
             if not stopped:
                 if session not in self._sessions:
                     self._sessions.append(session)  # MERGE SHIM: open_session without on_session
-                self._session = session
+                self._session = attempt["session"] = session
         if stopped:
             session.close()
             return None
@@ -185,7 +188,14 @@ class Upstream:
         self.stderr_tail = ""
         self._set_state("ready")
         logger.info("%s: ready (%s, %s)", self.name, self.transport, servers.describe_count(len(self.tools), self.hidden))
+        if attempt["closed"] is not None:
+            self._went_away(session, attempt["closed"])
         return session
+
+    def _drop_attempt(self) -> None:
+        """A failed connection attempt closed its own session: stop tracking it."""
+        with self._lock:
+            self._sessions = [s for s in self._sessions if s is self._session]
 
     def _serve(self, session: ClientSession) -> None:
         """Block while connected, refreshing tools on request.  Remote servers have no process to watch, so they are pinged."""
@@ -210,10 +220,16 @@ class Upstream:
                 except McpError as exc:
                     self._went_away(session, exc)
 
-    def _closed_by_server(self, exc: Exception) -> None:
-        """``on_close``: the ready session's server went away on its own."""
+    def _closed_by_server(self, exc: Exception, attempt: Dict[str, Any]) -> None:
+        """``on_close`` of one attempt's session: its server went away on its own.
+
+        Before the session is ready it is only noted (``_connect`` acts on it);
+        a late call from an older attempt's session is ignored.
+        """
         with self._lock:
-            session = self._session
+            session = attempt["session"]
+            if session is None:
+                attempt["closed"] = exc
         if session is not None:
             self._went_away(session, exc)
 
