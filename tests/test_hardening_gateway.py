@@ -128,6 +128,33 @@ def test_upstream_stop_closes_a_session_mid_handshake(tmp_path):
 
 
 @pytest.mark.timeout(60)
+def test_upstream_closes_the_session_on_session_hands_it(tmp_path, monkeypatch):
+    """Our side of the on_session contract, with a stand-in open_session that keeps it."""
+    from toolscript.gateway import upstream as upstream_module
+    from toolscript.mcp.connect import _handshake
+    from toolscript.mcp.session import ClientSession
+    from toolscript.mcp.stdio import StdioTransport
+
+    def contract_open_session(server, *, on_tools_changed=None, on_log=None, on_close=None, on_session=None):
+        transport = StdioTransport(server.command, server.args, server.env, server.cwd)
+        session = ClientSession(transport, on_tools_changed=on_tools_changed, on_log=on_log, on_close=on_close)
+        on_session(session)
+        return _handshake(session, server.connect_timeout)
+
+    monkeypatch.setattr(upstream_module, "open_session", contract_open_session)
+    marker = f"toolscript-test-contract-{os.getpid()}-{tmp_path.name}"
+    upstream = Upstream(silent_server("slow", marker), lambda u: None)
+    upstream.start()
+    try:
+        assert wait_for(lambda: pids_with(marker))
+        upstream.stop(time.monotonic() + 20)
+        assert not pids_with(marker), "stop() left the server of a session mid-handshake running"
+        assert upstream.state == "connecting"  # stopping is not a failure
+    finally:
+        upstream.stop(time.monotonic() + 60)
+
+
+@pytest.mark.timeout(60)
 def test_emergency_exit_kills_every_server_process_group():
     upstream = Upstream(fixture_server(), lambda u: None)
     upstream.start()

@@ -59,8 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
     )
     add_action(
         actions, "stop", common, "stop the gateway",
-        "Stop the gateway named by --gateway-url, $TOOLSCRIPT_GATEWAY_URL or the session's\n"
-        "state file -- only after checking the process really is that gateway.\n\n"
+        "Stop the gateway named by --gateway-url, --session, $TOOLSCRIPT_GATEWAY_URL or the\n"
+        "session's state file, in that order -- only after checking the process really is that\n"
+        "gateway.  A gateway you did not name is never stopped.\n\n"
         "examples:\n  toolscript gateway stop\n  toolscript gateway stop --session my-session\n",
         run_stop,
     )
