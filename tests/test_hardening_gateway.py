@@ -379,6 +379,26 @@ def test_session_start_hook_tells_the_model_when_input_is_nested_too_deep(tmp_pa
         assert "nested too deeply" in f.read()
 
 
+def test_an_unexpected_session_start_failure_is_told_to_the_model(tmp_path, monkeypatch):
+    import io
+
+    from toolscript import hookio
+
+    monkeypatch.setenv("TOOLSCRIPT_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.delenv(hookio.DISABLE_VAR, raising=False)
+
+    def broken(event):
+        raise RuntimeError("boom")
+
+    out = io.StringIO()
+    assert hookio.run("SessionStart", broken, stdin=io.StringIO('{"session_id": "x"}'), stdout=out) == 0
+    answer = json.loads(out.getvalue())["hookSpecificOutput"]
+    assert answer["hookEventName"] == "SessionStart" and "hook failed" in answer["additionalContext"]
+    quiet = io.StringIO()
+    hookio.run("SessionEnd", broken, stdin=io.StringIO("{}"), stdout=quiet)
+    assert quiet.getvalue() == ""
+
+
 # -- item 14: what users see -------------------------------------------------------------------------
 
 

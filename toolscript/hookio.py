@@ -79,6 +79,7 @@ def run(event_name: str, handler: Callable[[Event], Optional[Dict[str, Any]]], *
         return 0
     started = time.monotonic()
     log = logger()
+    answered = False
     try:
         event = read_event(stdin)
         log.debug("%s: event %s", event_name, json.dumps(event, default=str)[:2000])
@@ -87,11 +88,31 @@ def run(event_name: str, handler: Callable[[Event], Optional[Dict[str, Any]]], *
             # Serialise first: a half-written object would reach the model verbatim.
             text = json.dumps(answer, ensure_ascii=False)
             stdout.write(text + "\n")
+            answered = True
             stdout.flush()
         log.info("%s: done in %d ms", event_name, (time.monotonic() - started) * 1000)
-    except BaseException:  # noqa: B902 - nothing may escape into Claude Code's session
+    except BaseException as exc:  # noqa: B902 - nothing may escape into Claude Code's session
         log.exception("%s hook failed", event_name)
+        if event_name in CONTEXT_EVENTS and not answered:
+            _tell_failure(event_name, exc, stdout)
     return 0
+
+
+# Events whose answer can add a line to the model's context.
+CONTEXT_EVENTS = ("SessionStart",)
+
+
+def _tell_failure(event_name: str, exc: BaseException, stdout: TextIO) -> None:
+    """A failed hook is not silent: one context line says what happened and what to do."""
+    text = (
+        f"toolscript: the {event_name} hook failed ({type(exc).__name__}; details in {LOG_NAME} in toolscript's state "
+        "directory), so this session may have no gateway. Check with: toolscript gateway status"
+    )
+    try:
+        stdout.write(json.dumps(additional_context(event_name, text)) + "\n")
+        stdout.flush()
+    except Exception:
+        pass
 
 
 _LOGGER: Optional[logging.Logger] = None
