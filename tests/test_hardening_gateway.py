@@ -277,6 +277,30 @@ def test_a_list_changed_burst_is_one_refresh_on_the_upstream_worker(gateway):
     assert gw.catalog.version > before
 
 
+@pytest.mark.xfail(reason="needs ClientSession.call_tool(on_log=...) from the client helper; lead merges", strict=False)
+@pytest.mark.timeout(60)
+def test_a_servers_log_messages_go_only_to_the_call_they_belong_to(gateway):
+    from mcp_servers.launch import start_fixture
+
+    peer = start_fixture("http")
+    try:
+        server = ServerConfig(name="web", type="http", source="test", url=peer.url, timeout=10.0)
+        gw, _url = gateway(server)
+        gw.wait_for_servers()
+        other_call_logs, own_logs = [], []
+        slow = threading.Thread(
+            target=gw.call, args=("web__slow", {"steps": 20, "delay": 0.05}), kwargs={"source": "test", "on_log": other_call_logs.append}
+        )
+        slow.start()
+        result = gw.call("web__log", {"count": 3}, source="test", on_log=own_logs.append)
+        slow.join(20)
+        assert result.ok, result.error
+        assert len(own_logs) == 3
+        assert other_call_logs == [], "another call's log messages were relayed to this one"
+    finally:
+        peer.stop()
+
+
 # -- item 10: an explicit --session beats the environment -------------------------------------------
 
 
