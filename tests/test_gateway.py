@@ -343,6 +343,10 @@ def test_detached_gateway_lifecycle_leaves_no_processes(tmp_path):
     invoked = toolscript("tools", "invoke", "fixture__echo", "--args", '{"message": "cli"}', "--session", "s1", env=env, cwd=tmp_path)
     assert invoked.returncode == 0 and json.loads(invoked.stdout)["data"]["content"][0]["text"] == "Echo: cli"
 
+    # The token is a secret: the debug log of a gateway that served requests never shows it.
+    log = (tmp_path / "state" / "gateways" / "s1.log").read_text()
+    assert "GET /t/****/health" in log and info["url"].split("/t/")[1] not in log
+
     stopped = toolscript("gateway", "stop", "--session", "s1", env=env, cwd=tmp_path)
     assert stopped.returncode == 0 and "stopped" in stopped.stdout
     assert not state_file.exists()
@@ -350,10 +354,8 @@ def test_detached_gateway_lifecycle_leaves_no_processes(tmp_path):
 
     after = toolscript("gateway", "status", "--session", "s1", env=env, cwd=tmp_path)
     assert after.returncode == 1 and "not running" in after.stdout and "gateway start --detach" in after.stdout
-
-    # The token is a secret: the debug log of a gateway that served requests never shows it.
-    log = (tmp_path / "state" / "gateways" / "s1.log").read_text()
-    assert "GET /t/****/health" in log and info["url"].split("/t/")[1] not in log
+    # A cleanly stopped gateway leaves no session log behind.
+    assert not (tmp_path / "state" / "gateways" / "s1.log").exists()
 
 
 def test_client_commands_without_a_gateway_say_how_to_start_one(tmp_path):

@@ -26,6 +26,8 @@ LOG_NAME = "hooks.log"
 LOG_KEEP_BYTES = 1024 * 1024
 
 Event = Dict[str, Any]
+# Set in an event whose stdin could not be read as JSON at all (what went wrong, for the model).
+INPUT_PROBLEM = "toolscript_input_problem"
 
 
 def read_event(stream: Optional[TextIO] = None, environ: Optional[Mapping[str, str]] = None) -> Event:
@@ -44,13 +46,25 @@ def read_event(stream: Optional[TextIO] = None, environ: Optional[Mapping[str, s
                 value = json.loads(text)
                 if isinstance(value, dict):
                     event = value
+    except RecursionError:
+        # json raises it for input nested thousands deep: the hook must still answer.
+        event = {INPUT_PROBLEM: "its input JSON is nested too deeply to read"}
+        logger().warning("hook input is nested too deeply to parse; using the environment instead")
     except (ValueError, OSError, UnicodeDecodeError) as exc:
         logger().warning("hook input is not a JSON object (%s); using the environment instead", exc)
     if not isinstance(event.get("session_id"), str) or not event.get("session_id"):
         event["session_id"] = env.get("CLAUDE_CODE_SESSION_ID") or ""
     if not isinstance(event.get("cwd"), str) or not event.get("cwd"):
         event["cwd"] = env.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+    # Text from outside may hold lone surrogates (JSON "\udcff", undecodable
+    # environment bytes): they could not be logged or printed.
+    event["session_id"] = valid_text(event["session_id"])
     return event
+
+
+def valid_text(text: str) -> str:
+    """``text`` with anything that is not valid Unicode replaced by U+FFFD."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def additional_context(event_name: str, text: str) -> Dict[str, Any]:
@@ -65,19 +79,40 @@ def run(event_name: str, handler: Callable[[Event], Optional[Dict[str, Any]]], *
         return 0
     started = time.monotonic()
     log = logger()
+    answered = False
     try:
         event = read_event(stdin)
-        log.debug("%s: event %s", event_name, json.dumps(event)[:2000])
+        log.debug("%s: event %s", event_name, json.dumps(event, default=str)[:2000])
         answer = handler(event)
         if answer is not None:
             # Serialise first: a half-written object would reach the model verbatim.
             text = json.dumps(answer, ensure_ascii=False)
             stdout.write(text + "\n")
+            answered = True
             stdout.flush()
         log.info("%s: done in %d ms", event_name, (time.monotonic() - started) * 1000)
-    except BaseException:  # noqa: B902 - nothing may escape into Claude Code's session
+    except BaseException as exc:  # noqa: B902 - nothing may escape into Claude Code's session
         log.exception("%s hook failed", event_name)
+        if event_name in CONTEXT_EVENTS and not answered:
+            _tell_failure(event_name, exc, stdout)
     return 0
+
+
+# Events whose answer can add a line to the model's context.
+CONTEXT_EVENTS = ("SessionStart",)
+
+
+def _tell_failure(event_name: str, exc: BaseException, stdout: TextIO) -> None:
+    """A failed hook is not silent: one context line says what happened and what to do."""
+    text = (
+        f"toolscript: the {event_name} hook failed ({type(exc).__name__}; details in {LOG_NAME} in toolscript's state "
+        "directory), so this session may have no gateway. Check with: toolscript gateway status"
+    )
+    try:
+        stdout.write(json.dumps(additional_context(event_name, text)) + "\n")
+        stdout.flush()
+    except Exception:
+        pass
 
 
 _LOGGER: Optional[logging.Logger] = None

@@ -1,7 +1,8 @@
 """Where toolscript keeps per-user files, and how it writes them safely.
 
 State (gateway state files and logs) lives in ``$TOOLSCRIPT_STATE_DIR``, else
-``$XDG_STATE_HOME/toolscript``, else ``~/.local/state/toolscript``.  The
+``$XDG_STATE_HOME/toolscript``, else ``~/.local/state/toolscript`` (empty or
+relative ``XDG_STATE_HOME``/``HOME`` are ignored).  The
 directory is private (0700) and must belong to the current user: another
 user's directory would let them plant a gateway URL for us to trust.  Files
 are written atomically (temp file + rename) with mode 0600.
@@ -23,14 +24,39 @@ def state_dir(environ: Optional[Mapping[str, str]] = None) -> str:
 
 
 def state_dir_path(environ: Optional[Mapping[str, str]] = None) -> str:
-    """Where the state directory is, without creating or checking it (``doctor`` only looks)."""
+    """Where the state directory is, without creating or checking it (``doctor`` only looks).
+
+    An empty or relative ``XDG_STATE_HOME`` or ``HOME`` is ignored (the XDG
+    spec calls relative paths invalid; ``HOME=""`` would otherwise mean the
+    current directory or ``/``): the user database's home is used instead.
+    """
     env = os.environ if environ is None else environ
     base = env.get("TOOLSCRIPT_STATE_DIR")
-    if not base:
-        xdg = env.get("XDG_STATE_HOME")
-        home = env.get("HOME") or os.path.expanduser("~")
-        base = os.path.join(xdg, "toolscript") if xdg else os.path.join(home, ".local", "state", "toolscript")
-    return base
+    if base:
+        return base
+    xdg = env.get("XDG_STATE_HOME", "")
+    if os.path.isabs(xdg):
+        return os.path.join(xdg, "toolscript")
+    return os.path.join(_home(env), ".local", "state", "toolscript")
+
+
+def _home(env: Mapping[str, str]) -> str:
+    """``$HOME`` if it is an absolute path, else the user database's home directory."""
+    home = env.get("HOME", "")
+    if os.path.isabs(home):
+        return home
+    try:
+        import pwd
+
+        home = pwd.getpwuid(os.getuid()).pw_dir
+    except (ImportError, KeyError, OSError):
+        home = ""
+    if not os.path.isabs(home):
+        raise UserError(
+            "no usable home directory for toolscript's state: HOME is empty or relative and the user database "
+            "has none; set TOOLSCRIPT_STATE_DIR to a writable directory"
+        )
+    return home
 
 
 def ensure_private_dir(path: str) -> str:

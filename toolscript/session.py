@@ -31,28 +31,39 @@ def session_start(event: hookio.Event) -> Optional[Dict[str, Any]]:
     log = hookio.logger()
     session = event["session_id"] or None
     cwd = event["cwd"]
+    restart = f"toolscript gateway start --detach --session {shlex.quote(session or 'default')}"
+    problem = event.get(hookio.INPUT_PROBLEM)
+    if problem is None and not os.path.isdir(cwd):
+        problem = f"the session's working directory {cwd!r} does not exist"
+    if problem:
+        # Starting anyway would guess at the workspace; say what happened instead of staying silent.
+        log.error("session %s: gateway not started: %s", session, problem)
+        return hookio.additional_context(
+            "SessionStart",
+            f"toolscript: the gateway for this session was not started because {problem}. "
+            f"Its tools are unavailable; start it from the project directory with: {restart}",
+        )
     exports: List[str] = []
     bin_dir = _bin_dir()
     if bin_dir:
         exports.append(f'export PATH={shlex.quote(bin_dir)}:"$PATH"')
     failure = None
     try:
-        info = launch.live_gateway(session, probe_timeout=1.0)
-        if info is None:
-            parent = os.environ.get("CLAUDE_PID", "")
-            info = launch.start_detached(
-                session, workspace=cwd, cwd=cwd, timeout=START_TIMEOUT, exit_with=int(parent) if parent.isdigit() else None
-            )
-            log.info("session %s: started gateway pid %s", session, info["pid"])
-        else:
+        parent = os.environ.get("CLAUDE_PID", "")
+        info, reused = launch.start_or_reuse(
+            session, workspace=cwd, cwd=cwd, timeout=START_TIMEOUT, probe_timeout=1.0,
+            exit_with=int(parent) if parent.isdigit() else None,
+        )
+        if reused:
             log.info("session %s: reusing gateway pid %s (%s)", session, info["pid"], event.get("source"))
+        else:
+            log.info("session %s: started gateway pid %s", session, info["pid"])
         exports.append(f"export TOOLSCRIPT_GATEWAY_URL={shlex.quote(info['url'])}")
     except UserError as exc:
         failure = str(exc)
         log.error("session %s: gateway did not start: %s", session, failure)
     _update_env_file(os.environ.get("CLAUDE_ENV_FILE"), exports)
     if failure:
-        restart = f"toolscript gateway start --detach --session {shlex.quote(session or 'default')}"
         return hookio.additional_context(
             "SessionStart",
             f"toolscript: the gateway for this session could not start ({failure}). "

@@ -1,11 +1,13 @@
 """``toolscript gateway start|status|stop``: run and manage the per-session gateway."""
 
 import argparse
+import contextlib
 import os
 import shlex
 import signal
 import sys
 import threading
+from typing import Callable, Optional
 
 from toolscript.cliargs import add_action
 from toolscript.errors import UserError
@@ -57,8 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
     )
     add_action(
         actions, "stop", common, "stop the gateway",
-        "Stop the gateway named by --gateway-url, $TOOLSCRIPT_GATEWAY_URL or the session's\n"
-        "state file -- only after checking the process really is that gateway.\n\n"
+        "Stop the gateway named by --gateway-url, --session, $TOOLSCRIPT_GATEWAY_URL or the\n"
+        "session's state file, in that order -- only after checking the process really is that\n"
+        "gateway.  A gateway you did not name is never stopped.\n\n"
         "examples:\n  toolscript gateway stop\n  toolscript gateway stop --session my-session\n",
         run_stop,
     )
@@ -68,7 +71,11 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
 
 
 def _session(args: argparse.Namespace):
-    return args.session or os.environ.get("CLAUDE_CODE_SESSION_ID") or None
+    """The session named by --session or CLAUDE_CODE_SESSION_ID, as valid text (argv may hold undecodable bytes)."""
+    from toolscript.gateway.state import text_session
+
+    session = args.session or os.environ.get("CLAUDE_CODE_SESSION_ID")
+    return text_session(session) if session else None
 
 
 def _check_host(args: argparse.Namespace) -> None:
@@ -84,18 +91,12 @@ def _check_host(args: argparse.Namespace) -> None:
 
 def run_start(args: argparse.Namespace) -> int:
     from toolscript import config as configuration
-    from toolscript.gateway import state
-
-    from toolscript.gateway import launch
+    from toolscript.gateway import launch, state
 
     _check_host(args)
     session = _session(args)
-    running = launch.live_gateway(session)
-    if running is not None:
-        _announce(args, running, already=True)
-        return 0
     if args.detach:
-        info = launch.start_detached(
+        info, already = launch.start_or_reuse(
             session,
             workspace=args.workspace or os.getcwd(),
             config_paths=args.config_paths,
@@ -104,28 +105,54 @@ def run_start(args: argparse.Namespace) -> int:
             allow_remote=args.allow_remote,
             exit_with=args.exit_with,
         )
-        _announce(args, info)
+        _announce(args, info, already=already)
         return 0
+    # A detached gateway's parent holds the session lock and has checked for
+    # a live gateway already; anyone else checks, binds and writes the state
+    # file under the lock, so racing starts leave one gateway.
+    if os.environ.pop(launch.LOCK_HELD_VAR, None) == "1":
+        return _serve(args, _load_config(configuration, args), session, state)
+    lock = contextlib.ExitStack()
+    lock.enter_context(state.session_lock(session, launch.READY_TIMEOUT))
+    try:
+        running = launch.live_gateway(session)
+        if running is not None:
+            _announce(args, running, already=True)
+            return 0
+        return _serve(args, _load_config(configuration, args), session, state, release_lock=lock.close)
+    finally:
+        lock.close()
+
+
+def _load_config(configuration, args):
     config = configuration.load_config(args.config_paths)
     for warning in config.warnings:
         print(f"toolscript: warning: {warning}", file=sys.stderr)
-    return _serve(args, config, session, state)
+    return config
 
 
-def _serve(args, config, session, state) -> int:
+def _serve(args, config, session, state, release_lock: Optional[Callable[[], None]] = None) -> int:
+    """Serve until a signal (or ``--exit-with``'s process ending).
+
+    ``release_lock`` releases the session lock the caller took: once the
+    state file is written, the next start finds this gateway live.
+    """
     from toolscript.gateway.http_api import serve
-    from toolscript.gateway.service import Gateway
+    from toolscript.gateway.service import Gateway, kill_child_process_groups
 
     workspace = os.path.abspath(args.workspace or os.getcwd())
     gateway = Gateway(config, workspace=workspace, session=session)
     try:
         server, thread = serve(gateway, args.host, args.port)
     except OSError as exc:
-        raise UserError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc} (pick another --port, or omit it)") from exc
+        raise UserError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; pick another --port, or omit it") from exc
     gateway.start()
-    info = state.new_state(server.url, os.getpid(), session, os.environ.get("TOOLSCRIPT_GATEWAY_LOG"), workspace)
+    log_file = os.environ.get("TOOLSCRIPT_GATEWAY_LOG")
+    info = state.new_state(server.url, os.getpid(), session, log_file, workspace)
     state.write_state(session, info)
-    if not os.environ.get("TOOLSCRIPT_GATEWAY_LOG"):
+    if release_lock is not None:
+        release_lock()
+    if not log_file:
         # Detached, our stdout is the log file and the parent reads the state
         # file instead: the token-bearing URL stays out of the log.
         _announce(args, info)
@@ -144,17 +171,29 @@ def _serve(args, config, session, state) -> int:
         if args.exit_with and not state.pid_alive(args.exit_with):
             break  # the session that owned us is gone without saying goodbye
     # A wedged upstream must not keep a stopping gateway alive.
-    threading.Thread(target=_exit_after, args=(SHUTDOWN_GRACE,), daemon=True).start()
+    threading.Thread(target=_exit_after, args=(SHUTDOWN_GRACE, gateway), daemon=True).start()
     server.shutdown_all()
     gateway.stop()
+    kill_child_process_groups()  # a server still mid-handshake must not outlive us
     state.remove_state(session, pid=os.getpid())
+    if log_file and log_file == state.log_path(session):
+        _remove_log(log_file)
     return 0
 
 
-def _exit_after(seconds: float) -> None:
+def _remove_log(path: str) -> None:
+    """A cleanly stopped gateway's session log goes: one per session would pile up (a failed start's log stays)."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _exit_after(seconds: float, gateway) -> None:
     import time
 
     time.sleep(seconds)
+    gateway.kill_children()  # os._exit would orphan them: they run in process groups of their own
     os._exit(1)
 
 
@@ -196,34 +235,40 @@ def _print_usage_hint(url: str, gateway) -> None:
 def run_status(args: argparse.Namespace) -> int:
     from toolscript.gateway.client import GatewayClient, GatewayUnavailable, find_url, redact
 
-    url = find_url(args.gateway_url, _session(args))
+    start = "toolscript gateway start --detach" + (f" --session {shlex.quote(_session(args) or '')}" if args.session else "")
+    url = find_url(args.gateway_url, args.session)
     if not url:
-        return _report(args, {"running": False, "error": "no gateway is running for this session", "next": "toolscript gateway start --detach"})
-    client = GatewayClient(url, timeout=5)
+        return _report(args, {"running": False, "error": "no gateway is running for this session", "next": start})
+    client = GatewayClient(url, timeout=5, hint="it has stopped, or the URL is outdated")
     try:
         health = client.get("/health")
         servers = client.get("/servers")["servers"]
     except GatewayUnavailable as exc:
-        return _report(args, {"running": False, "url": redact(url), "error": str(exc), "next": "toolscript gateway start --detach"})
+        return _report(args, {"running": False, "url": redact(url), "error": str(exc), "next": start})
     failed = [s for s in servers if s["state"] == "failed"]
     report = {"running": True, "url": redact(url), "health": health, "servers": servers}
     if failed:
-        report["next"] = f"toolscript servers check {failed[0]['name']}  (or fix its config; the gateway retries it)"
+        report["next"] = f"toolscript servers check {failed[0]['name']}, or fix its config: the gateway retries it"
     return _report(args, report)
 
 
 def _report(args, report) -> int:
+    from toolscript.servers import describe_count
+
     ok = report["running"] and all(s["state"] != "failed" for s in report.get("servers", []))
     if args.json:
         print_json(report)
         return 0 if ok else 1
     if not report["running"]:
-        print(f"gateway: not running ({report['error']})")
+        print(f"gateway: not running: {report['error']}")
         print(f"next: {report['next']}")
         return 1
     health = report["health"]
     print(f"gateway: running at {report['url']} (pid {health['pid']}, up {health['uptimeSeconds']:g}s, session {health['session'] or 'default'})")
-    rows = [(s["name"], s["state"], s["transport"], f"{s['tools']} tools", s.get("error", "")) for s in report["servers"]]
+    rows = [
+        (s["name"], s["state"], s["transport"], describe_count(s["tools"], s.get("hidden") or {}), s.get("error", ""))
+        for s in report["servers"]
+    ]
     for line in format_table(rows):
         print("  " + line)
     if report.get("next"):
@@ -235,8 +280,9 @@ def run_stop(args: argparse.Namespace) -> int:
     from toolscript.gateway import launch
     from toolscript.gateway.client import find_url
 
-    session = _session(args)
-    pid = launch.stop(session, find_url(args.gateway_url, session))
+    # Only a gateway the user named: --gateway-url, else --session's, else the
+    # environment's (TOOLSCRIPT_GATEWAY_URL, CLAUDE_CODE_SESSION_ID, default).
+    pid = launch.stop(_session(args), find_url(args.gateway_url, args.session))
     if pid is None:
         print("gateway: not running; nothing to stop")
         return 0

@@ -55,35 +55,64 @@ class Entry:
         return tool
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """One version of the catalog.  Never changed once published: read it as a whole."""
+
+    version: int
+    by_id: Dict[str, Entry]
+    fingerprint: str
+
+    def entries(self, servers: Optional[List[str]] = None) -> List[Entry]:
+        entries = list(self.by_id.values())
+        return entries if servers is None else [e for e in entries if e.server in servers]
+
+    def get(self, identifier: str) -> Optional[Entry]:
+        return self.by_id.get(identifier)
+
+
 class Catalog:
-    """A snapshot of all tools, rebuilt from its sources on demand."""
+    """The current snapshot of all tools, rebuilt from its sources on demand.
+
+    Rebuilds are serialised (read the sources, then publish, under one lock),
+    so a rebuild that read the sources earlier can never publish after one
+    that read them later.  Readers take ``snapshot()`` once and use it
+    throughout, so a name map and the entries it points at agree.
+    """
 
     def __init__(self, sources: Callable[[], List[Tuple[str, List[Dict[str, Any]]]]]) -> None:
         # ``sources`` returns (server name, MCP tool dicts) pairs, in display order.
         self._sources = sources
-        self._entries: Dict[str, Entry] = {}
-        self._fingerprint = ""
+        self._snapshot = Snapshot(0, {}, "")
         self._listeners: List[Callable[[], None]] = []
-        self._lock = threading.Lock()
-        self.version = 0
+        self._rebuilding = threading.Lock()  # one rebuild at a time
+        self._listeners_lock = threading.Lock()
         self.rebuild()
+
+    @property
+    def version(self) -> int:
+        return self._snapshot.version
+
+    def snapshot(self) -> Snapshot:
+        """The current version, whole (a plain reference read: atomic)."""
+        return self._snapshot
 
     def rebuild(self) -> bool:
         """Re-read the sources; tell listeners and return True if anything changed."""
-        entries: Dict[str, Entry] = {}
-        for server, tools in self._sources():
-            for tool in tools:
-                entry = Entry(tool_id(server, tool["name"]), server, tool["name"], tool)
-                entries.setdefault(entry.id, entry)
-        fingerprint = json.dumps([[e.id, e.tool] for e in entries.values()], sort_keys=True, default=str)
-        with self._lock:
-            if fingerprint == self._fingerprint:
+        with self._rebuilding:
+            by_id: Dict[str, Entry] = {}
+            for server, tools in self._sources():
+                for tool in tools:
+                    entry = Entry(tool_id(server, tool["name"]), server, tool["name"], tool)
+                    by_id.setdefault(entry.id, entry)
+            fingerprint = json.dumps([[e.id, e.tool] for e in by_id.values()], sort_keys=True, default=str)
+            if fingerprint == self._snapshot.fingerprint:
                 return False
-            self._entries = entries
-            self._fingerprint = fingerprint
-            self.version += 1
+            snapshot = Snapshot(self._snapshot.version + 1, by_id, fingerprint)
+            self._snapshot = snapshot
+        logger.debug("catalog version %d: %d tools", snapshot.version, len(by_id))
+        with self._listeners_lock:
             listeners = list(self._listeners)
-        logger.debug("catalog version %d: %d tools", self.version, len(entries))
         for listener in listeners:
             try:
                 listener()
@@ -92,22 +121,17 @@ class Catalog:
         return True
 
     def entries(self, servers: Optional[List[str]] = None) -> List[Entry]:
-        with self._lock:
-            entries = list(self._entries.values())
-        if servers is not None:
-            entries = [e for e in entries if e.server in servers]
-        return entries
+        return self._snapshot.entries(servers)
 
     def get(self, identifier: str) -> Optional[Entry]:
-        with self._lock:
-            return self._entries.get(identifier)
+        return self._snapshot.get(identifier)
 
     def add_listener(self, callback: Callable[[], None]) -> Callable[[], None]:
-        with self._lock:
+        with self._listeners_lock:
             self._listeners.append(callback)
 
         def remove() -> None:
-            with self._lock:
+            with self._listeners_lock:
                 if callback in self._listeners:
                     self._listeners.remove(callback)
 

@@ -1,27 +1,35 @@
 """How CLI commands find the gateway and talk to its JSON API.
 
-The URL comes from ``--gateway-url``, else ``TOOLSCRIPT_GATEWAY_URL``, else the
-state file of ``--session`` / ``CLAUDE_CODE_SESSION_ID`` / the default
-session.  Every failure is one line that says how to get a gateway running.
+The URL comes from ``--gateway-url``, else the state file of ``--session``,
+else ``TOOLSCRIPT_GATEWAY_URL``, else the state file of
+``CLAUDE_CODE_SESSION_ID`` / the default session (see ``find_url``).  Every failure is one line that says how to get a gateway running.
 """
 
 import http.client
 import json
 import os
+import re
+import socket
 from typing import Any, Dict, Mapping, Optional
 from urllib.parse import urlencode
 
 from toolscript.errors import UserError
 from toolscript.gateway import state
-from toolscript.mcp.httpconn import Endpoint, describe_oserror
+from toolscript.mcp.httpconn import Endpoint
 
 START_HINT = "start one with 'toolscript gateway start --detach'"
+STATUS_HINT = f"check 'toolscript gateway status', or {START_HINT}"
 
 
 def redact(url: str) -> str:
     """The gateway URL with its token hidden: it is a secret, and errors get pasted around."""
     head, sep, _ = url.partition("/t/")
     return f"{head}/t/****" if sep else url
+
+
+def redact_text(text: str) -> str:
+    """``text`` (a log line, an error) with every gateway token in it hidden."""
+    return re.sub(r"/t/[^/\s'\"?#]+", "/t/****", text)
 
 
 class GatewayUnavailable(UserError):
@@ -46,14 +54,22 @@ def find_url(
 ) -> Optional[str]:
     """The gateway URL to use, or None when nothing names one.
 
-    A session's environment keeps the URL of the gateway it started with; if
-    that gateway was restarted by hand, the session's state file names the
-    new one, which wins once the old URL no longer answers.
+    In order: ``explicit`` (``--gateway-url``); the state file of ``session``
+    when the user named one (``--session``: it beats the environment, so
+    ``--session s2`` never reaches the gateway ``TOOLSCRIPT_GATEWAY_URL``
+    names); ``TOOLSCRIPT_GATEWAY_URL``; the state file of
+    ``CLAUDE_CODE_SESSION_ID`` or the default session.  A session's
+    environment keeps the URL of the gateway it started with; if that gateway
+    was restarted by hand, the session's state file names the new one, which
+    wins once the old URL no longer answers.
     """
     env = os.environ if environ is None else environ
     if explicit:
         return explicit
-    found = state.read_state(session or env.get("CLAUDE_CODE_SESSION_ID"), environ)
+    if session:
+        named = state.read_state(session, environ)
+        return named["url"] if named else None
+    found = state.read_state(env.get("CLAUDE_CODE_SESSION_ID"), environ)
     url = env.get("TOOLSCRIPT_GATEWAY_URL")
     if url and found and found["url"] != url:
         try:
@@ -66,13 +82,15 @@ def find_url(
 class GatewayClient:
     """A few JSON requests to one gateway URL (which carries the token)."""
 
-    def __init__(self, url: str, timeout: float = 30.0) -> None:
+    def __init__(self, url: str, timeout: float = 30.0, hint: str = STATUS_HINT) -> None:
+        # ``hint``: the next step an unreachable-gateway error names.
         try:
             self.endpoint = Endpoint(url.rstrip("/"))
         except UserError as exc:
-            raise GatewayUnavailable(f"bad gateway URL {url!r}: {exc}") from exc
+            raise GatewayUnavailable(f"bad gateway URL {redact(url)!r}: {redact_text(str(exc))}") from exc
         self.url = url.rstrip("/")
         self.timeout = timeout
+        self.hint = hint
 
     def get(self, path: str, **params: str) -> Any:
         query = urlencode({k: v for k, v in params.items() if v}) if params else ""
@@ -90,10 +108,7 @@ class GatewayClient:
             resp = conn.getresponse()
             data = resp.read()
         except OSError as exc:
-            raise GatewayUnavailable(
-                f"the gateway at {redact(self.url)} is not reachable ({describe_oserror(exc, redact(self.url))}); "
-                f"check 'toolscript gateway status', or {START_HINT}"
-            ) from exc
+            raise GatewayUnavailable(f"the gateway at {redact(self.url)} is not reachable: {_why(exc)}; {self.hint}") from exc
         finally:
             conn.close()
         try:
@@ -111,9 +126,26 @@ class GatewayClient:
         return payload
 
 
+def _why(exc: OSError) -> str:
+    """A socket error in a few words (no parentheses: it goes inside a sentence)."""
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused, so nothing listens on that port"
+    if isinstance(exc, (socket.timeout, TimeoutError)):
+        return "no answer in time"
+    return str(exc.strerror or exc)
+
+
 def connect(explicit: Optional[str] = None, session: Optional[str] = None, *, timeout: float = 30.0) -> GatewayClient:
-    """A client for the gateway named by the usual sources, or GatewayUnavailable."""
+    """A client for the gateway named by the usual sources, or GatewayUnavailable.
+
+    ``session`` is the one the user named with ``--session`` (None when not named).
+    """
     url = find_url(explicit, session)
+    if not url and session:
+        raise GatewayUnavailable(
+            f"no gateway is running for session {state.text_session(session)!r}; "
+            f"start one with 'toolscript gateway start --detach --session {state.text_session(session)}'"
+        )
     if not url:
-        raise GatewayUnavailable(f"no gateway is running for this session (TOOLSCRIPT_GATEWAY_URL is not set); {START_HINT}")
+        raise GatewayUnavailable(f"no gateway is running for this session and TOOLSCRIPT_GATEWAY_URL is not set; {START_HINT}")
     return GatewayClient(url, timeout)

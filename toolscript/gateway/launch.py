@@ -6,21 +6,44 @@ stopped the same way whoever asks.  A gateway counts as *live* only if its
 state file's pid answers ``/health`` with that same pid over the token URL:
 a stale file or a recycled pid is never mistaken for it, and ``stop`` never
 signals a process that is not a toolscript gateway.
+
+``start_or_reuse`` holds the session's start lock across "is one live? ->
+start one -> wait for its state file", so racing starts (two shells, a hook
+and a shell) end with exactly one gateway, which all of them report.
 """
 
 import os
+import re
 import signal
 import subprocess
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from toolscript import paths
 from toolscript.errors import UserError
 from toolscript.gateway import state
-from toolscript.gateway.client import GatewayClient, GatewayUnavailable
+from toolscript.gateway.client import GatewayClient, GatewayUnavailable, redact_text
 
 READY_TIMEOUT = 15.0
 LOG_KEEP_BYTES = 1024 * 1024  # a session log larger than this is cut back at the next start
+# Set in a detached gateway's environment: its parent holds the session's start
+# lock and already checked that no gateway is live, so the child must not wait for it.
+LOCK_HELD_VAR = "TOOLSCRIPT_GATEWAY_LOCK_HELD"
+
+
+def start_or_reuse(session: Optional[str], *, timeout: float = READY_TIMEOUT, probe_timeout: float = 2.0, **start: Any) -> Tuple[Dict[str, Any], bool]:
+    """The session's live gateway (and True), or a new detached one (and False).
+
+    One gateway per session however many callers race: the check and the
+    start happen under the session's lock, and a caller that waited for the
+    lock finds the gateway its predecessor started.  ``start`` are
+    ``start_detached``'s keyword arguments.
+    """
+    with state.session_lock(session, timeout + probe_timeout):
+        running = live_gateway(session, probe_timeout)
+        if running is not None:
+            return running, True
+        return start_detached(session, timeout=timeout, **start), False
 
 
 def live_gateway(session: Optional[str], probe_timeout: float = 2.0) -> Optional[Dict[str, Any]]:
@@ -49,6 +72,8 @@ def start_detached(
 ) -> Dict[str, Any]:
     """Start a gateway in the background; return its state once its port is open.
 
+    The caller holds the session's lock (``start_or_reuse``).
+
     ``cwd`` is where the gateway runs, so ``./.toolscript.json`` there is read.
     ``exit_with`` is a pid (Claude Code's) whose exit also ends the gateway.
     Raises ``UserError`` with the last line of its log if it does not start.
@@ -66,6 +91,7 @@ def start_detached(
     log_file = state.log_path(session)
     _trim(log_file)
     env = dict(os.environ, **extra_env, TOOLSCRIPT_GATEWAY_LOG=log_file)
+    env[LOCK_HELD_VAR] = "1"
     with open(log_file, "ab") as log:
         os.chmod(log_file, 0o600)
         child = subprocess.Popen(
@@ -77,7 +103,7 @@ def start_detached(
         if found and found.get("pid") == child.pid:
             return found
         if child.poll() is not None:
-            raise UserError(f"the gateway exited with status {child.returncode} while starting: {log_tail(log_file)} (log: {log_file})")
+            raise UserError(f"the gateway exited with status {child.returncode} while starting: {log_tail(log_file)}; its log: {log_file}")
         time.sleep(0.01)
     child.terminate()
     raise UserError(f"the gateway did not start within {timeout:g}s (log: {log_file})")
@@ -123,14 +149,17 @@ def stop(session: Optional[str], url: Optional[str] = None, *, wait: float = 10.
 
 
 def log_tail(path: str) -> str:
-    """The last line of a log, for error messages."""
+    """The last line of a log, for error messages: without a token, and without the child's own "toolscript: error:"."""
     try:
         with open(path, "rb") as f:
             f.seek(max(0, os.path.getsize(path) - 2000))
             lines = f.read().decode("utf-8", "replace").strip().splitlines()
     except OSError:
         return "no log"
-    return lines[-1] if lines else "no output"
+    if not lines:
+        return "no output"
+    # The parent prints its own "toolscript: error:"; the child's prefix would double it.
+    return redact_text(re.sub(r"^toolscript: (error|warning): ", "", lines[-1]))
 
 
 def _trim(path: str) -> None:

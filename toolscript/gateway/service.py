@@ -10,6 +10,7 @@ time for the ones still connecting.
 import json
 import os
 import secrets
+import signal
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional
@@ -19,6 +20,7 @@ from toolscript.builtins import select_builtins
 from toolscript.config import Config
 from toolscript.gateway.catalog import BUILTIN_SERVER, Catalog, split_id
 from toolscript.gateway.derived import Derived
+from toolscript.gateway.state import DEFAULT_SESSION, text_session
 from toolscript.gateway.upstream import Upstream, UpstreamUnavailable, wait_settled
 from toolscript.mcp.errors import McpError, RequestCancelled, RequestTimeout
 from toolscript.tools import (
@@ -35,6 +37,9 @@ logger = log.get("gateway")
 
 # How long discovery answers wait for servers that are still connecting.
 DISCOVERY_WAIT_SECONDS = 10.0
+# The whole of Gateway.stop, however many servers: well inside `gateway stop`'s
+# 10 s before SIGKILL, so the gateway still reaps whatever is left itself.
+STOP_SECONDS = 5.0
 
 
 class Gateway:
@@ -42,7 +47,8 @@ class Gateway:
 
     def __init__(self, config: Config, *, workspace: str, session: Optional[str] = None, token: Optional[str] = None) -> None:
         self.config = config
-        self.session = session
+        # Always text: the session name is shown by /health and `gateway status` alike.
+        self.session: str = text_session(session) if session else DEFAULT_SESSION
         self.token = token or secrets.token_urlsafe(32)
         self.started = time.time()
         root = os.path.realpath(workspace)
@@ -50,7 +56,7 @@ class Gateway:
         self.builtins = select_builtins(config.builtin_tools)
         self.upstreams: Dict[str, Upstream] = {s.name: Upstream(s, self._upstream_changed) for s in config.enabled_servers()}
         self.catalog = Catalog(self._sources)
-        self.derived = Derived(self.catalog)
+        self.derived = Derived(self.catalog, self._unavailable)
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -59,13 +65,21 @@ class Gateway:
         for upstream in self.upstreams.values():
             upstream.start()
 
-    def stop(self) -> None:
-        """Disconnect every upstream, in parallel, so shutdown stays quick."""
-        threads = [threading.Thread(target=u.stop, daemon=True) for u in self.upstreams.values()]
+    def stop(self, timeout: float = STOP_SECONDS) -> None:
+        """Disconnect every upstream, in parallel, within one ``timeout`` for them all."""
+        deadline = time.monotonic() + timeout
+        threads = [threading.Thread(target=u.stop, args=(deadline,), daemon=True) for u in self.upstreams.values()]
         for thread in threads:
             thread.start()
         for thread in threads:
-            thread.join(10)
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self.derived.close()
+
+    def kill_children(self) -> None:
+        """SIGKILL every server process group this gateway started (the emergency exit)."""
+        for upstream in self.upstreams.values():
+            upstream.kill_now()
+        kill_child_process_groups()
 
     def wait_for_servers(self, timeout: float = DISCOVERY_WAIT_SECONDS) -> List[str]:
         """Wait (bounded) for connecting servers; return the names still connecting."""
@@ -79,11 +93,19 @@ class Gateway:
     def _upstream_changed(self, upstream: Upstream) -> None:
         self.catalog.rebuild()
 
+    def _unavailable(self) -> Dict[str, str]:
+        """{server name: reason} for configured servers that are not ready (the runtime names them)."""
+        return {u.name: u.unavailable_reason() for u in self.upstreams.values() if u.state != "ready"}
+
     # -- what the HTTP surfaces serve -----------------------------------------------
 
     def health(self) -> Dict[str, Any]:
         states = {u.name: u.state for u in self.upstreams.values()}
         healthy = all(state == "ready" for state in states.values())
+        hidden: Dict[str, int] = {}  # tools the servers have but toolscript does not show, by reason
+        for upstream in self.upstreams.values():
+            for reason, count in upstream.hidden.items():
+                hidden[reason] = hidden.get(reason, 0) + count
         return {
             "status": "ok" if healthy else "degraded",
             "version": __version__,
@@ -92,17 +114,21 @@ class Gateway:
             "uptimeSeconds": round(time.time() - self.started, 1),
             "servers": states,
             "tools": len(self.catalog.entries()),
+            "hidden": hidden,
             "workspace": self.context.workspace_roots[0],
         }
 
     def servers(self, wait: bool = True) -> Dict[str, Any]:
         pending = self.wait_for_servers() if wait else [u.name for u in self.upstreams.values() if u.state == "connecting"]
-        builtin = {"name": BUILTIN_SERVER, "transport": "builtin", "state": "ready", "tools": len(self.builtins), "toolsTotal": len(self.builtins), "restarts": 0}
+        builtin = {
+            "name": BUILTIN_SERVER, "transport": "builtin", "state": "ready",
+            "tools": len(self.builtins), "toolsTotal": len(self.builtins), "hidden": {}, "restarts": 0,
+        }
         return {"servers": [builtin] + [u.describe() for u in self.upstreams.values()], "pending": pending}
 
     def tools(self, servers: Optional[List[str]] = None, ids: Optional[List[str]] = None, wait: bool = True) -> Dict[str, Any]:
         pending = self.wait_for_servers() if wait else []
-        entries = self.catalog.entries(servers)
+        entries = self.catalog.snapshot().entries(servers)
         if ids is not None:
             wanted = set(ids)
             entries = [e for e in entries if e.id in wanted]
@@ -173,6 +199,36 @@ class Gateway:
             return f"unknown tool {identifier!r}: tool ids are server__tool, e.g. builtin__time.now"
         names = [e.id for e in self.catalog.entries([server])][:10]
         return f"unknown tool {identifier!r}; {server} has: {', '.join(names) or 'no tools'}"
+
+
+def kill_child_process_groups() -> None:
+    """SIGKILL the process group of every child of this process still running (Linux; elsewhere a no-op).
+
+    The net under Upstream.stop: a server still mid-handshake, or one whose
+    close is stuck, must not be left running when the gateway exits.
+    """
+    me = os.getpid()
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                parent = int(f.read().rsplit(b")", 1)[-1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent != me:
+            continue
+        try:
+            # Servers run in process groups of their own (start_new_session);
+            # anything else is killed alone.
+            if os.getpgid(pid) == pid:
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def _error_text(result: Dict[str, Any]) -> str:

@@ -5,14 +5,21 @@ session is ``--session ID``, else ``default``), holding the URL (which embeds
 the token), pid, log path and start time.  It is written atomically with mode
 0600 in a 0700 directory.  ``is_our_gateway`` guards ``stop``: a pid from a
 stale file may since have been given to an unrelated process.
+
+``session_lock`` (an exclusive ``flock`` on ``<session>.lock`` next to the
+state file) makes "is one live? -> start one -> wait for its state file" one
+step: however many starts race, one gateway serves the session.
 """
 
+import contextlib
+import fcntl
 import json
 import os
 import time
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Iterator, Mapping, Optional
 
 from toolscript import paths
+from toolscript.errors import UserError
 
 DEFAULT_SESSION = "default"
 
@@ -22,11 +29,49 @@ def gateways_dir(environ: Optional[Mapping[str, str]] = None) -> str:
 
 
 def state_path(session: Optional[str], environ: Optional[Mapping[str, str]] = None) -> str:
-    return os.path.join(gateways_dir(environ), paths.safe_name(session or DEFAULT_SESSION) + ".json")
+    return os.path.join(gateways_dir(environ), _stem(session) + ".json")
 
 
 def log_path(session: Optional[str], environ: Optional[Mapping[str, str]] = None) -> str:
-    return os.path.join(gateways_dir(environ), paths.safe_name(session or DEFAULT_SESSION) + ".log")
+    return os.path.join(gateways_dir(environ), _stem(session) + ".log")
+
+
+def lock_path(session: Optional[str], environ: Optional[Mapping[str, str]] = None) -> str:
+    return os.path.join(gateways_dir(environ), _stem(session) + ".lock")
+
+
+def text_session(session: str) -> str:
+    """``session`` as valid text: argv or hook input may carry undecodable bytes (surrogates)."""
+    return session.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+@contextlib.contextmanager
+def session_lock(session: Optional[str], timeout: float, environ: Optional[Mapping[str, str]] = None) -> Iterator[None]:
+    """Hold the session's exclusive start lock (waiting up to ``timeout`` seconds for it)."""
+    path = lock_path(session, environ)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                # flock has no timeout of its own; the holder is bounded by its start timeout.
+                if time.monotonic() >= deadline:
+                    raise UserError(
+                        f"another toolscript is still starting the gateway of session {text_session(session or DEFAULT_SESSION)!r} "
+                        f"after {timeout:g}s; try again in a moment"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def _stem(session: Optional[str]) -> str:
+    # Valid text first, so a raw argv name and its sanitised copy name the same files.
+    return paths.safe_name(text_session(session or DEFAULT_SESSION))
 
 
 def write_state(session: Optional[str], state: Dict[str, Any], environ: Optional[Mapping[str, str]] = None) -> str:
@@ -62,7 +107,7 @@ def new_state(url: str, pid: int, session: Optional[str], log: Optional[str], wo
     return {
         "url": url,
         "pid": pid,
-        "session": session or DEFAULT_SESSION,
+        "session": text_session(session) if session else DEFAULT_SESSION,
         "log": log,
         "workspace": workspace,
         "startedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -6,18 +6,28 @@ server that fails or crashes is retried with exponential backoff capped at
 ``MAX_BACKOFF`` seconds, for as long as the gateway runs: a server whose
 command was missing starts working once it is installed.  Calls to a server
 that is not ready fail at once with the reason instead of waiting.
+
+One worker thread per upstream does everything that is not a call: connect,
+back off, watch the connection (pinging remote servers), and refresh the tool
+list after ``list_changed`` (a burst of notifications is one refresh).  Every
+session is tracked from the moment it is created, before its handshake, so
+``stop`` closes it whatever state it is in and no server process outlives the
+gateway.
 """
 
+import os
+import signal
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional
 
-from toolscript import log
+from toolscript import log, servers
 from toolscript.config import ServerConfig
 from toolscript.errors import UserError
 from toolscript.mcp.connect import open_session
 from toolscript.mcp.errors import ConnectionClosed, McpError, TransportError
 from toolscript.mcp.session import ClientSession
+from toolscript.mcp.stdio import StdioTransport
 
 logger = log.get("gateway.upstream")
 
@@ -40,7 +50,8 @@ class Upstream:
         self.state = "connecting"
         self.error: Optional[str] = None
         self.stderr_tail = ""
-        self.tools: List[Dict[str, Any]] = []  # after includeTools/excludeTools
+        self.tools: List[Dict[str, Any]] = []  # the tools toolscript shows (servers.visible_tools)
+        self.hidden: Dict[str, int] = {}  # hidden tools: reason -> count
         self.tools_total = 0
         self.transport = server.type
         self.protocol_version: Optional[str] = None
@@ -48,12 +59,17 @@ class Upstream:
         self.instructions: Optional[str] = None
         self.restarts = 0
         self.settled = threading.Event()  # set once the first attempt has succeeded or failed
-        self._session: Optional[ClientSession] = None
+        # One lock guards the fields below; its condition wakes the worker and
+        # anyone waiting for a state change.
         self._lock = threading.Lock()
-        self._stopped = threading.Event()
-        self._log_listeners: List[Callable[[Dict[str, Any]], None]] = []
+        self._changed = threading.Condition(self._lock)
+        self._session: Optional[ClientSession] = None  # the ready session
+        self._sessions: List[ClientSession] = []  # every session not yet closed, ready or mid-handshake
+        self._stopped = False
+        self._lost = False  # the ready session went away
+        self._refresh_wanted = False
+        self._log_listeners: List[Callable[[Dict[str, Any]], None]] = []  # MERGE SHIM, see _call_tool
         self._backoff = FIRST_BACKOFF
-        self._lost_event = threading.Event()  # set when the current connection is gone
         self._thread: Optional[threading.Thread] = None
 
     # -- lifecycle ---------------------------------------------------------
@@ -62,52 +78,101 @@ class Upstream:
         self._thread = threading.Thread(target=self._run, name=f"upstream-{self.name}", daemon=True)
         self._thread.start()
 
-    def stop(self) -> None:
-        self._stopped.set()
-        with self._lock:
-            session, self._session = self._session, None
-        if session is not None:
+    def stop(self, deadline: Optional[float] = None) -> None:
+        """Close every session of this server (connecting or ready) and end the worker.
+
+        ``deadline`` (monotonic) bounds the wait for the worker thread.
+        """
+        with self._changed:
+            self._stopped = True
+            sessions, self._sessions, self._session = list(self._sessions), [], None
+            self._changed.notify_all()
+        for session in sessions:
             session.close()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+    def kill_now(self) -> None:
+        """SIGKILL the process group of every server process this upstream started (emergency exit)."""
+        with self._lock:
+            sessions = list(self._sessions)
+        for session in sessions:
+            transport = session.transport
+            process = transport.process if isinstance(transport, StdioTransport) else None
+            if process is not None and process.poll() is None:
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
+    def _track(self, session: ClientSession) -> None:
+        """``open_session``'s ``on_session``: remember a session before its handshake so stop() can close it."""
+        with self._lock:
+            stopped = self._stopped
+            if not stopped:
+                self._sessions.append(session)
+        if stopped:
+            session.close()  # stop() already ran: the handshake fails promptly
+
+    def _forget(self, session: ClientSession) -> None:
+        with self._lock:
+            if session in self._sessions:
+                self._sessions.remove(session)
+            if self._session is session:
+                self._session = None
 
     def _run(self) -> None:
         """Connect; after a failure or crash, wait (backoff) and connect again."""
-        while not self._stopped.is_set():
-            if self._connect():
+        while not self._stopped:
+            session = self._connect()
+            if session is not None:
                 self._backoff = FIRST_BACKOFF
-                self._wait_until_lost()
-                if self._stopped.is_set():
+                self._serve(session)
+                if self._stopped:
                     return
                 self.restarts += 1
             delay = self._backoff
             self._backoff = min(self._backoff * 2, MAX_BACKOFF)
             logger.info("%s: reconnecting in %.0fs", self.name, delay)
-            if self._stopped.wait(delay):
-                return
+            with self._changed:
+                if self._changed.wait_for(lambda: self._stopped, delay):
+                    return
             self._set_state("connecting")
 
-    def _connect(self) -> bool:
-        lost = threading.Event()
+    def _connect(self) -> Optional[ClientSession]:
+        with self._lock:
+            self._lost = False
+            self._refresh_wanted = False
+        attempt: Dict[str, Any] = {"session": None, "closed": None}  # this attempt's session, and how it closed early
         try:
-            session = open_session(
+            session = _open_session(
                 self.server,
                 on_tools_changed=self._tools_changed,
                 on_log=self._relay_log,
-                on_close=lambda exc: self._lost(exc, lost),
+                on_close=lambda exc: self._closed_by_server(exc, attempt),
+                on_session=self._track,
             )
         except McpError as exc:
-            self.stderr_tail = getattr(exc, "stderr_tail", "") or ""
-            self._set_state("failed", str(exc))
-            return False
+            self._drop_attempt()
+            if not self._stopped:
+                self.stderr_tail = _stderr_tail_of(exc)
+                self._set_state("failed", str(exc))
+            return None
         except Exception as exc:  # a bug must not kill the thread silently
+            self._drop_attempt()
             logger.exception("%s: connecting failed", self.name)
             self._set_state("failed", f"internal error: {type(exc).__name__}: {exc}")
-            return False
-        if self._stopped.is_set():
-            session.close()
-            return False
+            return None
         with self._lock:
-            self._session = session
-            self._lost_event = lost
+            stopped = self._stopped
+            if not stopped:
+                if session not in self._sessions:
+                    self._sessions.append(session)  # MERGE SHIM: open_session without on_session
+                self._session = attempt["session"] = session
+        if stopped:
+            session.close()
+            return None
         self.transport = session.transport.name
         self.protocol_version = session.protocol_version
         self.server_info = session.server_info
@@ -115,52 +180,83 @@ class Upstream:
         try:
             self._load_tools(session)
         except McpError as exc:
+            self._forget(session)
             session.close()
-            self._set_state("failed", f"tools/list failed: {exc}")
-            return False
+            if not self._stopped:
+                self._set_state("failed", f"tools/list failed: {exc}")
+            return None
         self.stderr_tail = ""
         self._set_state("ready")
-        logger.info("%s: ready (%s, %d tools)", self.name, self.transport, len(self.tools))
-        return True
+        logger.info("%s: ready (%s, %s)", self.name, self.transport, servers.describe_count(len(self.tools), self.hidden))
+        if attempt["closed"] is not None:
+            self._went_away(session, attempt["closed"])
+        return session
 
-    def _wait_until_lost(self) -> None:
-        """Block while connected.  Remote servers have no process to watch, so they are pinged."""
+    def _drop_attempt(self) -> None:
+        """A failed connection attempt closed its own session: stop tracking it."""
         with self._lock:
-            lost, session = self._lost_event, self._session
+            self._sessions = [s for s in self._sessions if s is self._session]
+
+    def _serve(self, session: ClientSession) -> None:
+        """Block while connected, refreshing tools on request.  Remote servers have no process to watch, so they are pinged."""
+        remote = session.transport.name != "stdio"
         next_ping = time.monotonic() + PING_INTERVAL
-        while not self._stopped.is_set() and not lost.wait(0.5):
-            if session is None or session.transport.name == "stdio" or time.monotonic() < next_ping:
-                continue
-            next_ping = time.monotonic() + PING_INTERVAL
-            try:
-                session.ping(timeout=min(10.0, self.server.connect_timeout))
-            except McpError as exc:
-                self._lost(exc, lost)
+        while True:
+            with self._changed:
+                while not (self._stopped or self._lost or self._refresh_wanted):
+                    timeout = max(0.0, next_ping - time.monotonic()) if remote else None
+                    if remote and timeout == 0.0:
+                        break
+                    self._changed.wait(timeout)
+                if self._stopped or self._lost:
+                    return
+                refresh, self._refresh_wanted = self._refresh_wanted, False
+            if refresh:
+                self.refresh_tools()
+            elif remote and time.monotonic() >= next_ping:
+                next_ping = time.monotonic() + PING_INTERVAL
+                try:
+                    session.ping(timeout=min(10.0, self.server.connect_timeout))
+                except McpError as exc:
+                    self._went_away(session, exc)
 
-    def _lost(self, exc: Exception, lost: threading.Event) -> None:
-        """The server went away on its own: mark it failed and let _run reconnect."""
-        if self._stopped.is_set():
-            lost.set()  # we closed it ourselves while stopping
-            return
-        tail = ""
+    def _closed_by_server(self, exc: Exception, attempt: Dict[str, Any]) -> None:
+        """``on_close`` of one attempt's session: its server went away on its own.
+
+        Before the session is ready it is only noted (``_connect`` acts on it);
+        a late call from an older attempt's session is ignored.
+        """
         with self._lock:
-            session, self._session = self._session, None
+            session = attempt["session"]
+            if session is None:
+                attempt["closed"] = exc
         if session is not None:
-            transport = session.transport
-            tail = transport.stderr_tail() if hasattr(transport, "stderr_tail") else ""
-            session.close()  # reap the process
-        self.stderr_tail = tail
+            self._went_away(session, exc)
+
+    def _went_away(self, session: ClientSession, exc: Exception) -> None:
+        """The server went away on its own: mark it failed and let the worker reconnect."""
+        with self._lock:
+            if self._stopped or self._session is not session:
+                return  # we closed it ourselves, or it is already handled
+        self._forget(session)
+        self.stderr_tail = session.transport.stderr_tail() if isinstance(session.transport, StdioTransport) else ""
+        session.close()  # reap the process
         self._set_state("failed", str(exc))
-        lost.set()
+        with self._changed:
+            self._lost = True
+            self._changed.notify_all()
 
     def _load_tools(self, session: ClientSession) -> None:
         tools = session.list_tools(self.server.connect_timeout)
+        shown, hidden = servers.visible_tools(self.server, tools)
         self.tools_total = len(tools)
-        self.tools = [t for t in tools if self.server.allows_tool(t["name"]) and _callable(t)]
+        self.tools, self.hidden = shown, hidden
 
     def _tools_changed(self) -> None:
-        # Called on the transport's reader thread: list on another thread.
-        threading.Thread(target=self.refresh_tools, name=f"refresh-{self.name}", daemon=True).start()
+        # Called on the transport's reader thread: the worker lists, once per burst.
+        with self._changed:
+            self._refresh_wanted = True
+            self._changed.notify_all()
 
     def refresh_tools(self) -> None:
         with self._lock:
@@ -176,8 +272,10 @@ class Upstream:
         self._on_change(self)
 
     def _set_state(self, state: str, error: Optional[str] = None) -> None:
-        self.state = state
-        self.error = error
+        with self._changed:
+            self.state = state
+            self.error = error
+            self._changed.notify_all()
         if state != "connecting":
             self.settled.set()
         if error:
@@ -196,32 +294,27 @@ class Upstream:
         on_log: Optional[Callable[[Dict[str, Any]], None]] = None,
         cancel: Optional[threading.Event] = None,
     ) -> Dict[str, Any]:
-        """Call ``tool`` on this server; the CallToolResult comes back whole."""
+        """Call ``tool`` on this server; the CallToolResult comes back whole.
+
+        ``on_log`` gets the log messages of this call only (the session routes them).
+        """
         with self._lock:
             session = self._session
         if session is None or self.state != "ready":
             raise UpstreamUnavailable(self.unavailable_reason())
-        if on_log is not None:
-            self._log_listeners.append(on_log)
         try:
-            return session.call_tool(
-                tool, arguments, timeout=timeout or self.server.call_timeout, on_progress=on_progress, cancel=cancel
-            )
+            return _call_tool(self, session, tool, arguments, timeout or self.server.call_timeout, on_progress, on_log, cancel)
         except (ConnectionClosed, TransportError) as exc:
             # HTTP servers have no connection to watch: a transport failure on a
             # call is how we learn they went away.
             if not isinstance(exc, ConnectionClosed) or session.transport.name != "stdio":
-                self._lost(exc, self._lost_event)
+                self._went_away(session, exc)
             raise
-        finally:
-            if on_log is not None:
-                self._log_listeners.remove(on_log)
 
     def wait_while_connecting(self, timeout: float) -> None:
         """Give a (re)connecting server up to ``timeout`` seconds; failed servers return at once."""
-        deadline = time.monotonic() + timeout
-        while self.state == "connecting" and not self._stopped.is_set() and time.monotonic() < deadline:
-            time.sleep(0.02)
+        with self._changed:
+            self._changed.wait_for(lambda: self.state != "connecting" or self._stopped, timeout)
 
     def unavailable_reason(self) -> str:
         if self.state == "connecting":
@@ -230,7 +323,7 @@ class Upstream:
         return reason + " (toolscript retries it automatically; check it with 'toolscript servers check " + self.name + "')"
 
     def _relay_log(self, params: Dict[str, Any]) -> None:
-        """Upstream log messages go to the calls in flight on this server."""
+        """The session's own log messages: MERGE SHIM only (per-call ``on_log`` replaces this)."""
         for listener in list(self._log_listeners):
             try:
                 listener(params)
@@ -245,6 +338,7 @@ class Upstream:
             "state": self.state,
             "tools": len(self.tools),
             "toolsTotal": self.tools_total,
+            "hidden": dict(self.hidden),
             "restarts": self.restarts,
         }
         if self.error:
@@ -259,12 +353,6 @@ class Upstream:
         return info
 
 
-def _callable(tool: Dict[str, Any]) -> bool:
-    """Tools that require task augmentation cannot be called plainly; hide them."""
-    execution = tool.get("execution")
-    return not (isinstance(execution, dict) and execution.get("taskSupport") == "required")
-
-
 def wait_settled(upstreams: List[Upstream], deadline: float) -> List[str]:
     """Wait until every upstream has settled or ``deadline`` (monotonic) passes; return the names still connecting."""
     for upstream in upstreams:
@@ -272,3 +360,46 @@ def wait_settled(upstreams: List[Upstream], deadline: float) -> List[str]:
         if remaining > 0:
             upstream.settled.wait(remaining)
     return [u.name for u in upstreams if u.state == "connecting"]
+
+
+# -- MERGE SHIM -------------------------------------------------------------------------
+# ``open_session(on_session=...)`` and ``ClientSession.call_tool(on_log=...)`` come
+# from the MCP client helper's branch (contracts.md).  Until both are merged these
+# two functions fall back to the old calls when Python rejects the new keyword
+# (that TypeError is raised before the callee runs, so nothing happens twice).
+# Delete the fallbacks (and Upstream._log_listeners/_relay_log) after the merge.
+
+
+def _unsupported_keyword(exc: TypeError, keyword: str) -> bool:
+    return f"unexpected keyword argument '{keyword}'" in str(exc)
+
+
+def _open_session(server: ServerConfig, **callbacks: Any) -> ClientSession:
+    try:
+        return open_session(server, **callbacks)
+    except TypeError as exc:
+        if not _unsupported_keyword(exc, "on_session"):
+            raise
+    callbacks.pop("on_session")
+    return open_session(server, **callbacks)
+
+
+def _call_tool(upstream: Upstream, session: ClientSession, tool: str, arguments: Dict[str, Any], timeout: float, on_progress, on_log, cancel) -> Dict[str, Any]:
+    try:
+        return session.call_tool(tool, arguments, timeout=timeout, on_progress=on_progress, on_log=on_log, cancel=cancel)  # type: ignore[call-arg]
+    except TypeError as exc:
+        if not _unsupported_keyword(exc, "on_log"):
+            raise
+    if on_log is not None:
+        upstream._log_listeners.append(on_log)
+    try:
+        return session.call_tool(tool, arguments, timeout=timeout, on_progress=on_progress, cancel=cancel)
+    finally:
+        if on_log is not None:
+            upstream._log_listeners.remove(on_log)
+
+
+def _stderr_tail_of(exc: Exception) -> str:
+    # MERGE SHIM: McpError.stderr_tail is declared on the class after the merge.
+    tail = exc.__dict__.get("stderr_tail", "")
+    return tail if isinstance(tail, str) else ""
