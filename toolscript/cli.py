@@ -104,13 +104,13 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
         "--gateway-url",
         metavar="URL",
         default=default(None),
-        help="the gateway to talk to (default: $TOOLSCRIPT_GATEWAY_URL, else the session's state file)",
+        help="the gateway to talk to (default: --session's state file if given, else $TOOLSCRIPT_GATEWAY_URL, else the session's state file)",
     )
     group.add_argument(
         "--session",
         metavar="ID",
         default=default(None),
-        help="the session whose gateway to use or start (default: $CLAUDE_CODE_SESSION_ID, else 'default')",
+        help="the session whose gateway to use or start; beats $TOOLSCRIPT_GATEWAY_URL (default: $CLAUDE_CODE_SESSION_ID, else 'default')",
     )
     return common
 

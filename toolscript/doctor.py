@@ -277,10 +277,11 @@ def check_gateway(
     from toolscript.gateway.client import GatewayClient, GatewayUnavailable, TokenRejected, redact
 
     in_claude = bool(env.get("CLAUDE_CODE_SESSION_ID"))
+    # Only a --session the user typed beats TOOLSCRIPT_GATEWAY_URL, as for every other command.
+    url, source = _gateway_url(explicit_url, session, env)
     session = session or env.get("CLAUDE_CODE_SESSION_ID") or None
     session_name = session or DEFAULT_SESSION
     start = _command("gateway", "start", "--detach", config_paths=config_paths, session=session)
-    url, source = _gateway_url(explicit_url, session, env)
     missing = FAIL if in_claude else WARN
     if not url:
         where = " (inside Claude Code, whose SessionStart hook should have started it)" if in_claude else ""
@@ -330,7 +331,7 @@ def _gateway_url(explicit_url: Optional[str], session: Optional[str], env: Mappi
     from toolscript.gateway.client import find_url
 
     from_env = env.get("TOOLSCRIPT_GATEWAY_URL")
-    state_file = f"the state file of session {session or DEFAULT_SESSION!r}"
+    state_file = f"the state file of session {session or env.get('CLAUDE_CODE_SESSION_ID') or DEFAULT_SESSION!r}"
     if not explicit_url and not from_env and not os.path.isdir(state_dir_path(env)):
         return None, state_file
     try:
