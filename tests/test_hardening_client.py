@@ -288,6 +288,35 @@ def test_a_failed_get_stream_attempt_closes_its_connection():
         listener.close()
 
 
+@pytest.mark.timeout(30)
+def test_a_server_that_never_answers_the_post_leaves_no_socket_behind():
+    """Accepts the connection, never answers: after the handshake times out, our socket is closed."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    held = []
+
+    def serve():
+        while True:
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=serve, daemon=True).start()
+    baseline = _socket_fds()
+    server = ServerConfig(name="mute", type="http", source="test", url=f"http://127.0.0.1:{listener.getsockname()[1]}/mcp", timeout=1)
+    try:
+        with pytest.raises(McpError):
+            open_session(server)
+        # Today the POST's worker thread waits for an answer forever, holding its socket.
+        assert wait_for(lambda: held and _socket_fds() == baseline + len(held), timeout=10)
+    finally:
+        listener.close()
+        for conn in held:
+            conn.close()
+
+
 # -- item 17 / 15: declared fields, one Transport protocol, no app config in the MCP layer ----------------
 
 

@@ -9,7 +9,7 @@ import http.client
 import socket
 import ssl
 import threading
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 from urllib.parse import urlsplit, urlunsplit
 
 from toolscript import __version__
@@ -161,9 +161,19 @@ class Pool:
         self._lock = threading.Lock()
 
     def exchange(
-        self, method: str, target: str, body: Optional[bytes], headers: Dict[str, str], read_timeout: Optional[float]
+        self,
+        method: str,
+        target: str,
+        body: Optional[bytes],
+        headers: Dict[str, str],
+        read_timeout: Optional[float],
+        track: Optional[Callable[[Connection], None]] = None,
     ) -> Tuple[http.client.HTTPResponse, Connection]:
-        """Send one request and return its response (headers read, body not yet)."""
+        """Send one request and return its response (headers read, body not yet).
+
+        ``track(conn)`` is told the connection before anything is sent, so
+        another thread can shut it down while we wait for a silent server.
+        """
         for attempt in range(2):
             with self._lock:
                 conn = self._idle.pop() if self._idle and attempt == 0 else None
@@ -172,6 +182,8 @@ class Pool:
             reused = conn is not None
             if conn is None:
                 conn = open_connection(self.endpoint, self.connect_timeout)
+            if track is not None:
+                track(conn)
             try:
                 conn.raw_sock.settimeout(read_timeout)
                 conn.request(method, target, body=body, headers=headers)
@@ -181,7 +193,7 @@ class Pool:
                 if reused:
                     continue  # the server closed an idle connection; try a fresh one
                 raise TransportError(describe_oserror(exc, self.endpoint.url)) from exc
-            except (OSError, http.client.HTTPException) as exc:
+            except (OSError, http.client.HTTPException, ValueError) as exc:  # ValueError: a header http.client refuses
                 conn.close()
                 raise TransportError(describe_oserror(exc, self.endpoint.url)) from exc
         raise TransportError(f"{redact_url(self.endpoint.url)} keeps closing connections")  # pragma: no cover

@@ -28,6 +28,7 @@ from toolscript.mcp import jsonrpc, sse
 from toolscript.mcp.errors import ConnectionClosed, McpError, MessageTooLarge, SessionExpired, TransportError
 from toolscript.mcp.httpconn import (
     READ_ERRORS,
+    Connection,
     Endpoint,
     Pool,
     describe_oserror,
@@ -149,10 +150,20 @@ class StreamableHttpTransport:
         headers["Content-Type"] = "application/json"
         had_session = self.session_id is not None
         read_timeout = None if request_id is not None else self.timeout
-        resp, conn = self._pool.exchange("POST", self.endpoint.target, jsonrpc.encode(message), headers, read_timeout)
-        if request_id is not None:
-            with self._lock:
-                self._active[request_id] = conn
+        def track(conn: Connection) -> None:
+            if request_id is not None:  # so abandon() and close() can reach a server that never answers
+                with self._lock:
+                    self._active[request_id] = conn
+            if self._closed:
+                shutdown(conn)
+
+        try:
+            resp, conn = self._pool.exchange("POST", self.endpoint.target, jsonrpc.encode(message), headers, read_timeout, track)
+        except McpError:
+            if request_id is not None:
+                with self._lock:
+                    self._active.pop(request_id, None)
+            raise
         try:
             session_id = resp.getheader("Mcp-Session-Id")
             if session_id and message.get("method") == "initialize":
