@@ -149,7 +149,7 @@ class LegacySseTransport:
             error = exc
         except READ_ERRORS as exc:
             if self._pending.stuck:  # abandon() dropped the stream in the middle of an oversized event
-                error = too_large("a message from the server that answers no pending request", self.max_message_bytes, self._pending.server_name)
+                error = too_large("a message from the server that matches no pending request", self.max_message_bytes, self._pending.server_name)
             else:
                 error = ConnectionClosed(describe_oserror(exc, self.endpoint.url))
         except Exception as exc:  # a thread that dies silently would leave every call hanging

@@ -226,4 +226,4 @@ class PendingRequests:
             if found is not None:
                 self.fail(found)
                 return
-        raise too_large("a message from the server that answers no pending request", self.max_message_bytes, self.server_name)
+        raise too_large("a message from the server that matches no pending request", self.max_message_bytes, self.server_name)
