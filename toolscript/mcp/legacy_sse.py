@@ -20,6 +20,7 @@ from toolscript.mcp import jsonrpc, sse
 from toolscript.mcp.errors import ConnectionClosed, McpError, MessageTooLarge, TransportError
 from toolscript.mcp.httpconn import (
     READ_ERRORS,
+    Connection,
     Endpoint,
     Pool,
     describe_oserror,
@@ -65,7 +66,7 @@ class LegacySseTransport:
         self.protocol_version: Optional[str] = None
         self.post_endpoint: Optional[Endpoint] = None
         self._pool: Optional[Pool] = None
-        self._conn = None
+        self._conn: Optional[Connection] = None
         self._closed = False
         self._pending = PendingRequests(max_message_bytes, server_name, lambda request_id, error: None)
 
@@ -191,21 +192,24 @@ class LegacySseTransport:
             raise
 
     def _post(self, message: Dict[str, Any], headers: Dict[str, str]) -> None:
-        resp, conn = self._pool.exchange("POST", self.post_endpoint.target, jsonrpc.encode(message), headers, self.timeout)
+        pool, endpoint = self._pool, self.post_endpoint
+        if pool is None or endpoint is None:
+            raise ConnectionClosed(f"the SSE connection to {redact_url(self.endpoint.url)} is not open")
+        resp, conn = pool.exchange("POST", endpoint.target, jsonrpc.encode(message), headers, self.timeout)
         try:
             body = read_bounded(resp, self.max_message_bytes)  # the answer comes on the stream; this is an ack
         except READ_ERRORS as exc:
             conn.close()
-            raise TransportError(describe_oserror(exc, self.post_endpoint.url)) from exc
+            raise TransportError(describe_oserror(exc, endpoint.url)) from exc
         if body is None:
             conn.close()
             body = b"(a body over the size limit)"
         elif 200 <= resp.status < 300:
-            self._pool.release(conn, resp)
+            pool.release(conn, resp)
             return
         conn.close()
         if not 200 <= resp.status < 300:
-            raise status_error(resp, body, self.post_endpoint.url)
+            raise status_error(resp, body, endpoint.url)
 
     def close(self) -> None:
         if self._closed:

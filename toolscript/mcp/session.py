@@ -117,9 +117,10 @@ class ClientSession:
             )
         self.protocol_version = version
         self.transport.protocol_version = version
-        self.server_info = result.get("serverInfo") if isinstance(result.get("serverInfo"), dict) else {}
-        self.server_capabilities = result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {}
-        self.instructions = result.get("instructions") if isinstance(result.get("instructions"), str) else None
+        info, capabilities, instructions = result.get("serverInfo"), result.get("capabilities"), result.get("instructions")
+        self.server_info = info if isinstance(info, dict) else {}
+        self.server_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        self.instructions = instructions if isinstance(instructions, str) else None
         self.notify("notifications/initialized")
         self.transport.initialized()
         logger.debug("initialized: %s %s, protocol %s", self.server_info.get("name"), self.server_info.get("version"), version)
@@ -194,7 +195,7 @@ class ClientSession:
         pending = _Pending(method)
         with self._lock:
             self._pending[request_id] = pending
-            if token:
+            if token and on_progress is not None:
                 self._progress[token] = on_progress
             if on_log is not None:
                 self._log_routes[request_id] = on_log
@@ -331,7 +332,8 @@ class ClientSession:
 
     def _on_notification(self, message: Dict[str, Any], related: Any = None) -> None:
         method = message["method"]
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        raw_params = message.get("params")
+        params: Dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
         callback: Optional[Callable[..., None]] = None
         args: tuple = ()
         if method == "notifications/progress":

@@ -14,13 +14,14 @@ the handshake gets SIGTERM at once: it already had its whole timeout.
 """
 
 import collections
+import io
 import logging
 import os
 import shlex
 import signal
 import subprocess
 import threading
-from typing import Callable, Deque, Dict, List, Mapping, Optional
+from typing import Callable, Deque, Dict, List, Mapping, Optional, cast
 
 from toolscript import log
 from toolscript.mcp import jsonrpc
@@ -143,7 +144,8 @@ class StdioTransport:
             self._signal_group(signal.SIGTERM)
 
     def _spawn(self, target: Callable[[], None], what: str) -> None:
-        thread = threading.Thread(target=target, name=f"mcp-stdio-{what}-{self.process.pid}", daemon=True)
+        pid = self.process.pid if self.process else 0
+        thread = threading.Thread(target=target, name=f"mcp-stdio-{what}-{pid}", daemon=True)
         thread.start()
         self._threads.append(thread)
 
@@ -208,6 +210,8 @@ class StdioTransport:
                 pass
 
     def _signal_group(self, sig: int) -> None:
+        if self.process is None:
+            return
         try:
             os.killpg(self.process.pid, sig)
         except (ProcessLookupError, PermissionError):
@@ -241,7 +245,9 @@ class StdioTransport:
             logger.exception("the on_close callback failed")
 
     def _read_messages(self, on_message: OnMessage) -> None:
-        stdout = self.process.stdout
+        stdout = self.process.stdout if self.process else None
+        if stdout is None:
+            return
         pending = self._pending
         limit = self.max_message_bytes
 
@@ -282,8 +288,11 @@ class StdioTransport:
         logger.debug("ignoring non-JSON line on the server's stdout: %r", text)
 
     def _drain_stderr(self) -> None:
+        stderr = cast(Optional[io.BufferedReader], self.process.stderr if self.process else None)
+        if stderr is None:
+            return
         try:
-            for chunk in iter(lambda: self.process.stderr.read1(4096), b""):
+            for chunk in iter(lambda: stderr.read1(4096), b""):
                 self._stderr.append(chunk)
                 self._stderr_size += len(chunk)
                 while self._stderr_size > STDERR_TAIL_BYTES and len(self._stderr) > 1:

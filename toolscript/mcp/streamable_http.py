@@ -73,10 +73,10 @@ class StreamableHttpTransport:
         self.session_id: Optional[str] = None
         self.protocol_version: Optional[str] = None  # set by the session after the handshake
         self._pool = Pool(self.endpoint, timeout)
-        self._active: Dict[object, object] = {}  # request id -> connection, so a timed-out call can be abandoned
+        self._active: Dict[object, Connection] = {}  # request id -> connection, so a timed-out call can be abandoned
         self._lock = threading.Lock()
         self._closed = False
-        self._get_conn = None
+        self._get_conn: Optional[Connection] = None
         self._on_message: OnMessage = lambda m, related: None
         self._on_close: OnClose = lambda e: None
         self._on_request_error: OnRequestError = lambda i, e: None
@@ -186,12 +186,12 @@ class StreamableHttpTransport:
             if content_type == "text/event-stream":
                 self._read_response_stream(resp, conn, message)
             elif content_type == "application/json":
-                body = read_bounded(resp, self.max_message_bytes)
-                if body is None:
+                answer = read_bounded(resp, self.max_message_bytes)
+                if answer is None:
                     conn.close()
                     raise self._too_large(message)
                 self._pool.release(conn, resp)
-                self._deliver_body(body, request_id)
+                self._deliver_body(answer, request_id)
             else:
                 conn.close()
                 raise TransportError(
