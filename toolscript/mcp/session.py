@@ -203,9 +203,9 @@ class ClientSession:
             self.transport.send(jsonrpc.request(request_id, method, params))
             if not self._wait(pending, timeout, cancel):
                 if cancel is not None and cancel.is_set():
-                    self._cancel(request_id, "cancelled by the client")
+                    self._cancel(request_id, method, "cancelled by the client")
                     raise RequestCancelled(f"{describe_request(method, params)} was cancelled")
-                self._cancel(request_id, f"timed out after {timeout:g}s")
+                self._cancel(request_id, method, f"timed out after {timeout:g}s")
                 raise RequestTimeout(f"{describe_request(method, params)} got no answer within {timeout:g}s", timeout)
             if pending.error is not None:
                 raise pending.error
@@ -238,8 +238,13 @@ class ClientSession:
             unsubscribe()
         return pending.answered
 
-    def _cancel(self, request_id: Any, reason: str) -> None:
+    def _cancel(self, request_id: Any, method: str, reason: str) -> None:
         self.transport.abandon(request_id)
+        if method == "initialize":
+            # The spec forbids cancelling initialize; and over HTTP the
+            # notification to a server that did not answer would block the
+            # caller for another timeout (servers check took 4 s for "timeout": 2).
+            return
         try:
             self.notify("notifications/cancelled", {"requestId": request_id, "reason": reason})
         except McpError as exc:
