@@ -106,6 +106,11 @@ class LegacySseTransport:
 
     def _wait_for_endpoint(self, events: Iterator[sse.Event]) -> Endpoint:
         for event in events:
+            if event.oversized is not None:
+                raise TransportError(
+                    f"{redact_url(self.endpoint.url)} sent an event over the {self.max_message_bytes}-byte limit "
+                    "before its endpoint event (is this an MCP SSE endpoint?)"
+                )
             if event.event != "endpoint":
                 continue
             target = Endpoint(urljoin(self.endpoint.url, event.data.strip()))
