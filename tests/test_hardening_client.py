@@ -160,6 +160,65 @@ def test_sse_events_are_bounded_by_line_and_by_data():
     assert event.oversized is not None and event.data == ""
 
 
+class _HugeGetStreamHandler(__import__("http.server").server.BaseHTTPRequestHandler):
+    """Answers initialize, accepts notifications, and sends one 200 KB event on the GET stream."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        message = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if message.get("method") == "initialize":
+            body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "huge", "version": "1"}}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Mcp-Session-Id", "s1")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        else:
+            self.send_response(202)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "z" * 200_000}}
+        self.wfile.write(b"event: message\ndata: " + json.dumps(note).encode() + b"\n\n")
+        self.wfile.flush()
+        time.sleep(30)
+
+    def do_DELETE(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+@pytest.mark.timeout(30)
+def test_an_oversized_event_on_the_get_stream_closes_the_transport_naming_the_limit():
+    from http.server import ThreadingHTTPServer
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _HugeGetStreamHandler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    closed = []
+    server = ServerConfig(name="huge", type="http", source="test", url=f"http://127.0.0.1:{httpd.server_port}/mcp",
+                          timeout=5, max_message_bytes=64 * KIB)
+    session = open_session(server, on_close=closed.append)
+    try:
+        assert wait_for(lambda: closed, timeout=10)
+        assert isinstance(closed[0], MessageTooLarge) and "64 KiB limit (maxMessageBytes for server 'huge'" in str(closed[0])
+        assert session.closed
+    finally:
+        session.close()
+        httpd.shutdown()
+
+
 # -- item 8: a reader thread never dies silently ---------------------------------------------------
 
 
