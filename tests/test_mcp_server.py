@@ -264,11 +264,11 @@ def test_client_gets_progress_and_logs(client):
     assert [(p["progress"], p["total"], p["message"]) for p in progress] == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
     assert events["logs"] == [{"level": "info", "logger": "slow", "data": {"step": i}} for i in (1, 2, 3)]
 
-    session.set_log_level("warning")
+    session.request("logging/setLevel", {"level": "warning"})
     del events["logs"][:]
     session.call_tool("slow", {"steps": 2})
     assert events["logs"] == []
-    session.set_log_level("debug")
+    session.request("logging/setLevel", {"level": "debug"})
     session.call_tool("slow", {"steps": 1})
     assert [m["level"] for m in events["logs"]] == ["debug", "info"]
 

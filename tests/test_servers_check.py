@@ -49,12 +49,14 @@ def test_all_three_transports_connect(pyz, everything_peers, tmp_path):
     for name, transport in (("everything-stdio", "stdio"), ("everything-http", "http"), ("everything-sse", "sse")):
         line = next(l for l in lines if l.startswith(name + " "))
         assert line.split()[1:4] == ["ok", transport, "2025-11-25"], line
-        assert "mcp-servers/everything" in line and " 13 tools " in line, line
+        # One of its 13 tools needs tasks, which toolscript does not do: it is hidden (servers.visible_tools).
+        assert "mcp-servers/everything" in line and " 12 tools " in line, line
     assert lines[-1] == "3 of 3 servers connected"
 
     as_json = json.loads(check(pyz, tmp_path, "--json").stdout)
-    assert [(r["name"], r["ok"], r["transport"], r["tools"]) for r in as_json] == [
-        ("everything-stdio", True, "stdio", 13), ("everything-http", True, "http", 13), ("everything-sse", True, "sse", 13),
+    assert [(r["name"], r["ok"], r["transport"], r["tools"], r["toolsTotal"], r["hidden"]) for r in as_json] == [
+        (name, True, transport, 12, 13, {"needs tasks": 1})
+        for name, transport in (("everything-stdio", "stdio"), ("everything-http", "http"), ("everything-sse", "sse"))
     ]
     assert all(r["server"]["name"] == "mcp-servers/everything" and r["seconds"] > 0 for r in as_json)
 

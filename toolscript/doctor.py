@@ -225,7 +225,7 @@ def check_servers(loaded: _Loaded, connect: bool = True) -> List[Check]:
     servers = loaded.config.enabled_servers()
     if not servers:
         return [Check("servers", OK, "no MCP servers configured")]
-    from toolscript.mcp.connect import probe_all  # the MCP client, only when there is something to probe
+    from toolscript.servers import probe_all  # the MCP client, only when there is something to probe
 
     logger.info("doctor: connecting to %d server(s)", len(servers))
     # A server whose config names an unset ${VAR} is reported, never started.

@@ -6,11 +6,19 @@ One rule for every place that counts tools (``servers check``, ``doctor``,
 as a task (``execution.taskSupport: "required"``), which toolscript does not
 do.  Reporting the hidden ones with their reason keeps the counts explainable:
 ``12 tools (1 hidden: needs tasks)``.
+
+``probe``/``probe_all`` connect to servers and report what they found, for
+``servers check`` and ``doctor``.
 """
 
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, List, Tuple
 
+from toolscript import log
 from toolscript.config import ServerConfig
+
+logger = log.get("servers")
 
 HIDDEN_BY_CONFIG = "includeTools/excludeTools"
 HIDDEN_NEEDS_TASKS = "needs tasks"
@@ -47,3 +55,55 @@ def describe_count(shown: int, hidden: Dict[str, int]) -> str:
         reasons = ", ".join(f"{count} {reason}" if len(hidden) > 1 else reason for reason, count in sorted(hidden.items()))
         text += f" ({total} hidden: {reasons})"
     return text
+
+
+def probe(server: ServerConfig) -> Dict[str, Any]:
+    """Connect, list tools, disconnect; report what happened as a JSON-ready dict.
+
+    ``tools`` counts the tools toolscript shows, ``toolsTotal`` all the server
+    lists, ``hidden`` the rest by reason.  Never raises for the server's
+    faults: a failure is reported in ``error`` (one line) with ``stderrTail``
+    for stdio servers.
+    """
+    from toolscript.mcp.connect import open_session  # the MCP client, only when something is probed
+    from toolscript.mcp.errors import McpError
+
+    started = time.monotonic()
+    report: Dict[str, Any] = {"name": server.name, "ok": False, "transport": server.type, "source": server.source}
+    session = None
+    try:
+        session = open_session(server)
+        report["transport"] = session.transport.name
+        tools = session.list_tools(server.connect_timeout)
+        shown, hidden = visible_tools(server, tools)
+        report.update(
+            ok=True,
+            protocolVersion=session.protocol_version,
+            server={"name": session.server_info.get("name"), "version": session.server_info.get("version")},
+            tools=len(shown),
+            toolsTotal=len(tools),
+            hidden=hidden,
+        )
+    except McpError as exc:
+        report["error"] = str(exc)
+        if exc.stderr_tail:
+            report["stderrTail"] = exc.stderr_tail
+    except Exception as exc:  # a bug of ours must not hide the other servers' results
+        logger.debug("probe of %s failed", server.name, exc_info=True)
+        report["error"] = f"internal error: {type(exc).__name__}: {exc}"
+    finally:
+        if session is not None:
+            tail = session.transport.stderr_tail()
+            if not report["ok"] and tail:
+                report["stderrTail"] = tail
+            session.close()
+    report["seconds"] = round(time.monotonic() - started, 3)
+    return report
+
+
+def probe_all(servers: List[ServerConfig]) -> List[Dict[str, Any]]:
+    """``probe`` every server in parallel; results in the order given."""
+    if not servers:
+        return []
+    with ThreadPoolExecutor(max_workers=min(16, len(servers))) as pool:
+        return list(pool.map(probe, servers))

@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from toolscript.mcp.connect import probe_all  # the MCP client is only needed here
+    from toolscript.servers import probe_all  # the MCP client is only needed here
 
     config = configuration.load_config(args.config_paths)
     for warning in config.warnings:

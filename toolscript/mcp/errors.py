@@ -8,6 +8,9 @@ from toolscript.errors import UserError
 class McpError(UserError):
     """Base of every MCP-layer failure."""
 
+    # What a stdio server last wrote to stderr, when that explains the failure.
+    stderr_tail: str = ""
+
 
 class TransportError(McpError):
     """The transport could not deliver or receive a message."""
@@ -15,6 +18,14 @@ class TransportError(McpError):
 
 class ConnectionClosed(TransportError):
     """The server went away (process exited, stream closed)."""
+
+
+class MessageTooLarge(TransportError):
+    """A message from the server was over ``maxMessageBytes``."""
+
+    def __init__(self, message: str, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
 
 
 class HttpStatusError(TransportError):

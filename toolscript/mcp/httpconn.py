@@ -9,7 +9,7 @@ import http.client
 import socket
 import ssl
 import threading
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 from urllib.parse import urlsplit, urlunsplit
 
 from toolscript import __version__
@@ -21,6 +21,21 @@ _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError,
 # thread closes the connection under the reader (http.client then fails with
 # ValueError or AttributeError on its half-closed file object).
 READ_ERRORS = (OSError, http.client.HTTPException, ValueError, AttributeError)
+
+
+class Connection(http.client.HTTPConnection):
+    """An HTTP connection that keeps hold of its socket.
+
+    http.client drops ``conn.sock`` when a response says "Connection: close"
+    (the response then owns the socket), yet we still need the socket to set
+    read timeouts on a stream and to shut it down from another thread.
+    """
+
+    raw_sock: socket.socket
+
+
+class TlsConnection(http.client.HTTPSConnection, Connection):
+    """The same over TLS."""
 
 
 class Endpoint:
@@ -68,14 +83,12 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-def open_connection(endpoint: Endpoint, timeout: Optional[float]) -> http.client.HTTPConnection:
+def open_connection(endpoint: Endpoint, timeout: Optional[float]) -> Connection:
     """A connected HTTP(S) connection with TCP_NODELAY set."""
     if endpoint.scheme == "https":
-        conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-            endpoint.host, endpoint.port, timeout=timeout, context=ssl.create_default_context()
-        )
+        conn: Connection = TlsConnection(endpoint.host, endpoint.port, timeout=timeout, context=ssl.create_default_context())
     else:
-        conn = http.client.HTTPConnection(endpoint.host, endpoint.port, timeout=timeout)
+        conn = Connection(endpoint.host, endpoint.port, timeout=timeout)
     try:
         conn.connect()
     except OSError as exc:
@@ -85,10 +98,7 @@ def open_connection(endpoint: Endpoint, timeout: Optional[float]) -> http.client
         conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     except OSError:
         pass
-    # http.client drops ``conn.sock`` when a response says "Connection: close"
-    # (the response then owns the socket), yet we still need the socket to set
-    # read timeouts on a stream and to shut it down from another thread.
-    conn.raw_sock = conn.sock  # type: ignore[attr-defined]
+    conn.raw_sock = conn.sock
     return conn
 
 
@@ -127,6 +137,15 @@ def describe_status(status: int, reason: str, body: bytes, url: str) -> str:
     return text
 
 
+def read_bounded(resp: http.client.HTTPResponse, max_bytes: int) -> Optional[bytes]:
+    """The whole body, or None when it is over ``max_bytes`` (then the rest is left unread)."""
+    declared = resp.getheader("Content-Length")
+    if declared and declared.strip().isdigit() and int(declared) > max_bytes:
+        return None
+    body = resp.read(max_bytes + 1)
+    return None if len(body) > max_bytes else body
+
+
 def status_error(resp: http.client.HTTPResponse, body: bytes, url: str) -> HttpStatusError:
     return HttpStatusError(describe_status(resp.status, resp.reason, body, url), resp.status, body.decode("utf-8", "replace"))
 
@@ -138,13 +157,23 @@ class Pool:
         self.endpoint = endpoint
         self.connect_timeout = connect_timeout
         self.max_idle = max_idle
-        self._idle: List[http.client.HTTPConnection] = []
+        self._idle: List[Connection] = []
         self._lock = threading.Lock()
 
     def exchange(
-        self, method: str, target: str, body: Optional[bytes], headers: Dict[str, str], read_timeout: Optional[float]
-    ) -> Tuple[http.client.HTTPResponse, http.client.HTTPConnection]:
-        """Send one request and return its response (headers read, body not yet)."""
+        self,
+        method: str,
+        target: str,
+        body: Optional[bytes],
+        headers: Dict[str, str],
+        read_timeout: Optional[float],
+        track: Optional[Callable[[Connection], None]] = None,
+    ) -> Tuple[http.client.HTTPResponse, Connection]:
+        """Send one request and return its response (headers read, body not yet).
+
+        ``track(conn)`` is told the connection before anything is sent, so
+        another thread can shut it down while we wait for a silent server.
+        """
         for attempt in range(2):
             with self._lock:
                 conn = self._idle.pop() if self._idle and attempt == 0 else None
@@ -153,6 +182,8 @@ class Pool:
             reused = conn is not None
             if conn is None:
                 conn = open_connection(self.endpoint, self.connect_timeout)
+            if track is not None:
+                track(conn)
             try:
                 conn.raw_sock.settimeout(read_timeout)
                 conn.request(method, target, body=body, headers=headers)
@@ -162,12 +193,12 @@ class Pool:
                 if reused:
                     continue  # the server closed an idle connection; try a fresh one
                 raise TransportError(describe_oserror(exc, self.endpoint.url)) from exc
-            except (OSError, http.client.HTTPException) as exc:
+            except (OSError, http.client.HTTPException, ValueError) as exc:  # ValueError: a header http.client refuses
                 conn.close()
                 raise TransportError(describe_oserror(exc, self.endpoint.url)) from exc
         raise TransportError(f"{redact_url(self.endpoint.url)} keeps closing connections")  # pragma: no cover
 
-    def release(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse) -> None:
+    def release(self, conn: Connection, resp: http.client.HTTPResponse) -> None:
         """Return the connection for reuse if its response was read to the end."""
         if resp.isclosed() and not resp.will_close and conn.sock is not None:
             with self._lock:
@@ -183,11 +214,11 @@ class Pool:
             conn.close()
 
 
-def shutdown(conn: Optional[http.client.HTTPConnection]) -> None:
+def shutdown(conn: Optional[Connection]) -> None:
     """Close a connection another thread may be blocked reading from."""
     if conn is None:
         return
-    sock = getattr(conn, "raw_sock", None) or conn.sock
+    sock = conn.raw_sock
     if sock is not None:
         try:
             sock.shutdown(socket.SHUT_RDWR)

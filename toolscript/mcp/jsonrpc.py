@@ -82,9 +82,14 @@ def encode(message: Message) -> bytes:
 def decode(data: Union[bytes, str]) -> List[Any]:
     """Parse a body or a line into a list of messages (a batch array is flattened).
 
-    Raises ``ValueError`` when it is not JSON.
+    Raises ``ValueError`` when it is not JSON, not UTF-8, or nested too deeply
+    for the parser (``json`` recurses, so a hostile peer's ``[[[[...`` would
+    otherwise raise ``RecursionError`` in whatever thread reads it).
     """
     if isinstance(data, bytes):
         data = data.decode("utf-8")
-    value = json.loads(data)
+    try:
+        value = json.loads(data)
+    except RecursionError:
+        raise ValueError("the JSON is nested too deeply to parse") from None
     return value if isinstance(value, list) else [value]

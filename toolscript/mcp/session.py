@@ -7,15 +7,12 @@ to the caller that asked for them, hands ``tools/list_changed`` and log
 messages to callbacks, and answers the server's own requests: ``ping`` with
 ``{}`` and anything we did not declare a capability for with -32601.
 
-A transport is any object with::
+A log message goes to the session's ``on_log`` and to the ``on_log`` of the
+request it belongs to: the one whose Streamable HTTP response carried it, or,
+on transports that share one stream (stdio, legacy SSE), the only request
+with an ``on_log`` in flight (with two or more, nobody can tell whose it is).
 
-    name: str                                   "stdio" | "http" | "sse"
-    protocol_version: Optional[str]             set here after the handshake
-    start(on_message, on_close, on_request_error) -> None
-    send(message: dict) -> None                 raises McpError
-    close() -> None
-    initialized() -> None                       optional: after the handshake
-    abandon(request_id) -> None                 optional: stop waiting for a reply
+The transport is anything implementing ``transport.Transport``.
 """
 
 import itertools
@@ -25,26 +22,35 @@ from typing import Any, Callable, Dict, List, Optional
 
 from toolscript import __version__, log
 from toolscript.mcp import jsonrpc
+from toolscript.mcp.cancel import Cancel
 from toolscript.mcp.errors import ConnectionClosed, McpError, RequestCancelled, RequestTimeout, SessionExpired
+from toolscript.mcp.protocol import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+from toolscript.mcp.transport import Transport, describe_request
+
+__all__ = ["ClientSession", "LATEST_PROTOCOL_VERSION", "SUPPORTED_PROTOCOL_VERSIONS"]  # re-exported for mcp.server
 
 logger = log.get("mcp.session")
 
-LATEST_PROTOCOL_VERSION = "2025-11-25"
-SUPPORTED_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 DEFAULT_TIMEOUT = 60.0
 MAX_TOOL_PAGES = 1000
 
 ProgressCallback = Callable[[Dict[str, Any]], None]
+LogCallback = Callable[[Dict[str, Any]], None]
 
 
 class _Pending:
-    __slots__ = ("method", "event", "result", "error")
+    __slots__ = ("method", "event", "answered", "result", "error")
 
     def __init__(self, method: str) -> None:
         self.method = method
-        self.event = threading.Event()
+        self.event = threading.Event()  # set when answered, failed, or cancelled
+        self.answered = False  # True once result or error is final
         self.result: Any = None
         self.error: Optional[BaseException] = None
+
+    def settle(self, result: Any = None, error: Optional[BaseException] = None) -> None:
+        self.result, self.error, self.answered = result, error, True
+        self.event.set()
 
 
 class ClientSession:
@@ -52,7 +58,7 @@ class ClientSession:
 
     def __init__(
         self,
-        transport: Any,
+        transport: Transport,
         *,
         client_name: str = "toolscript",
         client_version: str = __version__,
@@ -76,6 +82,7 @@ class ClientSession:
         self._ids = itertools.count(1)
         self._pending: Dict[Any, _Pending] = {}
         self._progress: Dict[str, ProgressCallback] = {}
+        self._log_routes: Dict[Any, LogCallback] = {}  # request id -> that request's on_log
         self._lock = threading.Lock()
         self._started = False
 
@@ -83,6 +90,8 @@ class ClientSession:
 
     def start(self) -> None:
         """Start the transport (spawn the process, open the stream)."""
+        if self.closed:
+            raise self.close_reason or ConnectionClosed("the session is closed")
         if not self._started:
             self.transport.start(self._on_message, self._on_close, self._on_request_error)
             self._started = True
@@ -108,24 +117,26 @@ class ClientSession:
             )
         self.protocol_version = version
         self.transport.protocol_version = version
-        self.server_info = result.get("serverInfo") if isinstance(result.get("serverInfo"), dict) else {}
-        self.server_capabilities = result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {}
-        self.instructions = result.get("instructions") if isinstance(result.get("instructions"), str) else None
+        info, capabilities, instructions = result.get("serverInfo"), result.get("capabilities"), result.get("instructions")
+        self.server_info = info if isinstance(info, dict) else {}
+        self.server_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        self.instructions = instructions if isinstance(instructions, str) else None
         self.notify("notifications/initialized")
-        if hasattr(self.transport, "initialized"):
-            self.transport.initialized()
+        self.transport.initialized()
         logger.debug("initialized: %s %s, protocol %s", self.server_info.get("name"), self.server_info.get("version"), version)
         return result
 
     def close(self) -> None:
-        """Close the transport and fail whatever is still waiting."""
+        """Fail whatever is still waiting, then close the transport.
+
+        Safe from another thread, even mid-handshake: the waiting
+        ``initialize`` fails at once with ``ConnectionClosed``.
+        """
         if not self.closed:
             self.closed = True
             self.close_reason = self.close_reason or ConnectionClosed("the session was closed")
-        try:
-            self.transport.close()
-        finally:
-            self._fail_all(self.close_reason)
+        self._fail_all(self.close_reason)
+        self.transport.close()
 
     def __enter__(self) -> "ClientSession":
         return self
@@ -142,23 +153,25 @@ class ClientSession:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         on_progress: Optional[ProgressCallback] = None,
-        cancel: Optional[threading.Event] = None,
+        on_log: Optional[LogCallback] = None,
+        cancel: Optional[Cancel] = None,
     ) -> Any:
         """Send a request and wait for its result; raises JsonRpcError, RequestTimeout, McpError.
 
         Setting ``cancel`` abandons the request (the server is sent
-        ``notifications/cancelled``) and raises ``RequestCancelled``.  If an
-        HTTP server forgot our session, the handshake is redone and the
-        request sent once more.
+        ``notifications/cancelled``) and raises ``RequestCancelled``.
+        ``on_log`` gets the log messages that belong to this request (see the
+        module docstring).  If an HTTP server forgot our session, the
+        handshake is redone and the request sent once more.
         """
         try:
-            return self._request_once(method, params, timeout, on_progress, cancel)
+            return self._request_once(method, params, timeout, on_progress, cancel, on_log)
         except SessionExpired:
             if self.protocol_version is None:
                 raise
             logger.info("the server forgot our session; initializing again")
             self.initialize(timeout)
-            return self._request_once(method, params, timeout, on_progress, cancel)
+            return self._request_once(method, params, timeout, on_progress, cancel, on_log)
 
     def _request_once(
         self,
@@ -166,7 +179,8 @@ class ClientSession:
         params: Optional[Dict[str, Any]],
         timeout: float,
         on_progress: Optional[ProgressCallback],
-        cancel: Optional[threading.Event] = None,
+        cancel: Optional[Cancel] = None,
+        on_log: Optional[LogCallback] = None,
     ) -> Any:
         if self.closed:
             raise self.close_reason or ConnectionClosed("the session is closed")
@@ -181,22 +195,25 @@ class ClientSession:
         pending = _Pending(method)
         with self._lock:
             self._pending[request_id] = pending
-            if token:
+            if token and on_progress is not None:
                 self._progress[token] = on_progress
+            if on_log is not None:
+                self._log_routes[request_id] = on_log
         try:
             self.transport.send(jsonrpc.request(request_id, method, params))
             if not self._wait(pending, timeout, cancel):
                 if cancel is not None and cancel.is_set():
-                    self._cancel(request_id, "cancelled by the client")
-                    raise RequestCancelled(f"{_describe(method, params)} was cancelled")
-                self._cancel(request_id, f"timed out after {timeout:g}s")
-                raise RequestTimeout(f"{_describe(method, params)} got no answer within {timeout:g}s", timeout)
+                    self._cancel(request_id, method, "cancelled by the client")
+                    raise RequestCancelled(f"{describe_request(method, params)} was cancelled")
+                self._cancel(request_id, method, f"timed out after {timeout:g}s")
+                raise RequestTimeout(f"{describe_request(method, params)} got no answer within {timeout:g}s", timeout)
             if pending.error is not None:
                 raise pending.error
             return pending.result
         finally:
             with self._lock:
                 self._pending.pop(request_id, None)
+                self._log_routes.pop(request_id, None)
                 if token:
                     self._progress.pop(token, None)
 
@@ -205,20 +222,29 @@ class ClientSession:
         """Wait for the answer; False on timeout or cancellation."""
         if cancel is None:
             return pending.event.wait(timeout)
-        deadline = time.monotonic() + timeout
-        # Poll the cancel flag: an answer still wakes us at once, a
-        # cancellation is noticed within the poll interval.
-        while not cancel.is_set():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            if pending.event.wait(min(remaining, 0.05)):
-                return True
-        return pending.event.is_set()
+        if not isinstance(cancel, Cancel):
+            # A plain Event cannot wake us: poll it.  Transitional, until every
+            # creator of a cancel flag passes a Cancel (see mcp/cancel.py).
+            deadline = time.monotonic() + timeout
+            while not cancel.is_set() and not pending.event.wait(min(max(deadline - time.monotonic(), 0), 0.05)):
+                if time.monotonic() >= deadline:
+                    break
+            return pending.answered
+        # Setting the cancel flag wakes this wait at once (no polling).
+        unsubscribe = cancel.on_set(pending.event.set)
+        try:
+            pending.event.wait(timeout)
+        finally:
+            unsubscribe()
+        return pending.answered
 
-    def _cancel(self, request_id: Any, reason: str) -> None:
-        if hasattr(self.transport, "abandon"):
-            self.transport.abandon(request_id)
+    def _cancel(self, request_id: Any, method: str, reason: str) -> None:
+        self.transport.abandon(request_id)
+        if method == "initialize":
+            # The spec forbids cancelling initialize; and over HTTP the
+            # notification to a server that did not answer would block the
+            # caller for another timeout (servers check took 4 s for "timeout": 2).
+            return
         try:
             self.notify("notifications/cancelled", {"requestId": request_id, "reason": reason})
         except McpError as exc:
@@ -256,7 +282,8 @@ class ClientSession:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         on_progress: Optional[ProgressCallback] = None,
-        cancel: Optional[threading.Event] = None,
+        on_log: Optional[LogCallback] = None,
+        cancel: Optional[Cancel] = None,
     ) -> Dict[str, Any]:
         """Call a tool; the CallToolResult comes back whole (content, structuredContent, isError, _meta).
 
@@ -265,22 +292,20 @@ class ClientSession:
         ``JsonRpcError``.
         """
         params = {"name": name, "arguments": arguments or {}}
-        result = self.request("tools/call", params, timeout=timeout, on_progress=on_progress, cancel=cancel)
+        result = self.request("tools/call", params, timeout=timeout, on_progress=on_progress, on_log=on_log, cancel=cancel)
         if not isinstance(result, dict):
             raise McpError(f"the server answered tools/call {name!r} with {type(result).__name__}, not an object")
         return result
 
-    def set_log_level(self, level: str, timeout: float = 10.0) -> None:
-        self.request("logging/setLevel", {"level": level}, timeout=timeout)
-
     # -- incoming ---------------------------------------------------------------
 
-    def _on_message(self, message: Any) -> None:
+    def _on_message(self, message: Any, related: Any = None) -> None:
+        """A message from the transport; ``related`` is the id of the request it came with, if known."""
         kind = jsonrpc.kind(message)
         if kind == "response":
             self._on_response(message)
         elif kind == "notification":
-            self._on_notification(message)
+            self._on_notification(message, related)
         elif kind == "request":
             # Answer off the reader thread: an HTTP answer is a POST of its own.
             threading.Thread(target=self._answer, args=(message,), name="mcp-answer", daemon=True).start()
@@ -288,20 +313,32 @@ class ClientSession:
             logger.debug("ignoring a message that is not JSON-RPC: %r", message)
 
     def _on_response(self, message: Dict[str, Any]) -> None:
+        request_id = message["id"]
+        if not isinstance(request_id, (int, str)):  # a list or dict id cannot be ours (nor a dict key)
+            logger.debug("ignoring a response with id %r", request_id)
+            return
         with self._lock:
-            pending = self._pending.get(message["id"])
+            pending = self._pending.get(request_id)
         if pending is None:
-            logger.debug("ignoring a response to unknown request %r", message["id"])
+            logger.debug("ignoring a response to unknown request %r", request_id)
             return
         if "error" in message:
-            pending.error = jsonrpc.JsonRpcError.from_error(message["error"])
+            pending.settle(error=jsonrpc.JsonRpcError.from_error(message["error"]))
         else:
-            pending.result = message["result"]
-        pending.event.set()
+            pending.settle(result=message["result"])
 
-    def _on_notification(self, message: Dict[str, Any]) -> None:
+    def _log_route(self, related: Any) -> Optional[LogCallback]:
+        """The on_log of the request a log message belongs to, if it can be told."""
+        with self._lock:
+            if self.transport.relates_messages:
+                return self._log_routes.get(related) if isinstance(related, (int, str)) else None
+            routes = list(self._log_routes.values())
+        return routes[0] if len(routes) == 1 else None
+
+    def _on_notification(self, message: Dict[str, Any], related: Any = None) -> None:
         method = message["method"]
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        raw_params = message.get("params")
+        params: Dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
         callback: Optional[Callable[..., None]] = None
         args: tuple = ()
         if method == "notifications/progress":
@@ -312,7 +349,8 @@ class ClientSession:
             callback = self.on_tools_changed
         elif method == "notifications/message":
             callback, args = self.on_log, (params,)
-        for fn, fn_args in ((callback, args), (self.on_notification, (message,))):
+        route = self._log_route(related) if method == "notifications/message" else None
+        for fn, fn_args in ((callback, args), (route, args), (self.on_notification, (message,))):
             if fn is None:
                 continue
             try:
@@ -334,8 +372,7 @@ class ClientSession:
         with self._lock:
             pending = self._pending.get(request_id)
         if pending is not None:
-            pending.error = error
-            pending.event.set()
+            pending.settle(error=error)
 
     def _on_close(self, error: Optional[Exception]) -> None:
         if error is not None:
@@ -354,11 +391,4 @@ class ClientSession:
         with self._lock:
             pending = list(self._pending.values())
         for item in pending:
-            item.error = error or ConnectionClosed("the session was closed")
-            item.event.set()
-
-
-def _describe(method: str, params: Optional[Dict[str, Any]]) -> str:
-    if method == "tools/call" and params:
-        return f"tools/call {params.get('name')!r}"
-    return method
+            item.settle(error=error or ConnectionClosed("the session was closed"))

@@ -4,24 +4,38 @@ The child gets its own process group, so shutdown can reach grandchildren that
 ``npx`` or shell wrappers leave behind.  Its stderr is drained continuously
 (a full pipe would block the server) into a bounded buffer whose tail goes
 into error messages.  Lines on stdout that are not JSON are skipped and kept
-for diagnostics: some servers print banners there.
+for diagnostics: some servers print banners there.  A line is read with a
+bound (``max_message_bytes``, see ``transport``), so a server that writes
+without newlines cannot grow us without limit.
 
 Shutdown follows the MCP spec: close stdin, wait, SIGTERM the group, wait,
-SIGKILL the group, and always reap the child.
+SIGKILL the group, and always reap the child.  A server that never finished
+the handshake gets SIGTERM at once: it already had its whole timeout.
 """
 
 import collections
+import io
 import logging
 import os
 import shlex
 import signal
 import subprocess
 import threading
-from typing import Callable, Deque, Dict, List, Mapping, Optional
+from typing import Callable, Deque, Dict, List, Mapping, Optional, cast
 
 from toolscript import log
 from toolscript.mcp import jsonrpc
-from toolscript.mcp.errors import ConnectionClosed, TransportError
+from toolscript.mcp.errors import ConnectionClosed, MessageTooLarge, TransportError
+from toolscript.mcp.transport import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    HEAD_TAIL_BYTES,
+    OnClose,
+    OnMessage,
+    OnRequestError,
+    Oversized,
+    PendingRequests,
+    read_line,
+)
 
 logger = log.get("mcp.stdio")
 
@@ -52,6 +66,7 @@ class StdioTransport:
     """Runs ``command args`` and exchanges JSON-RPC messages over its stdin/stdout."""
 
     name = "stdio"
+    relates_messages = False
 
     def __init__(
         self,
@@ -59,11 +74,18 @@ class StdioTransport:
         args: Optional[List[str]] = None,
         env: Optional[Mapping[str, str]] = None,
         cwd: Optional[str] = None,
+        *,
+        close_grace: float = CLOSE_GRACE_SECONDS,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        server_name: str = "",
     ) -> None:
         self.command = command
         self.args = list(args or [])
         self.env = child_environment(env or {})
         self.cwd = cwd
+        self.close_grace = close_grace
+        self.max_message_bytes = max_message_bytes
+        self.protocol_version: Optional[str] = None
         self.process: Optional[subprocess.Popen] = None
         self._stderr: Deque[bytes] = collections.deque()
         self._stderr_size = 0
@@ -71,16 +93,23 @@ class StdioTransport:
         self._write_lock = threading.Lock()
         self._threads: List[threading.Thread] = []
         self._closing = False
+        self._closed = threading.Event()  # set once close() has reaped the process
+        self._lifecycle = threading.Lock()  # start() and close() may race (a gateway stopping mid-handshake)
+        self._initialized = False
+        self._pending = PendingRequests(max_message_bytes, server_name, lambda request_id, error: None)
 
     # -- lifecycle ---------------------------------------------------------
 
-    def start(
-        self,
-        on_message: Callable[[dict], None],
-        on_close: Callable[[Optional[Exception]], None],
-        on_request_error: Optional[Callable[[object, Exception], None]] = None,
-    ) -> None:
-        # on_request_error is unused: a failed write raises from send() instead.
+    def start(self, on_message: OnMessage, on_close: OnClose, on_request_error: OnRequestError) -> None:
+        self._pending.on_request_error = on_request_error
+        with self._lifecycle:
+            if self._closing:
+                raise ConnectionClosed("the session was closed before the server started")
+            self._popen()
+        self._spawn(self._drain_stderr, "stderr")
+        self._spawn(lambda: self._read_stdout(on_message, on_close), "stdout")
+
+    def _popen(self) -> None:
         argv = [self.command] + self.args
         try:
             self.process = subprocess.Popen(
@@ -103,11 +132,20 @@ class StdioTransport:
         except OSError as exc:
             raise TransportError(f"cannot start {shlex.join(argv)!r}: {exc.strerror or exc}") from exc
         logger.debug("started pid %s: %s", self.process.pid, shlex.join(argv))
-        self._spawn(self._drain_stderr, "stderr")
-        self._spawn(lambda: self._read_stdout(on_message, on_close), "stdout")
+
+    def initialized(self) -> None:
+        self._initialized = True
+
+    def abandon(self, request_id: object) -> None:
+        self._pending.pop(request_id)
+        if self._pending.stuck:
+            # The reader is discarding an oversized message that nobody waits
+            # for any more and that may never end: stop the server writing it.
+            self._signal_group(signal.SIGTERM)
 
     def _spawn(self, target: Callable[[], None], what: str) -> None:
-        thread = threading.Thread(target=target, name=f"mcp-stdio-{what}-{self.process.pid}", daemon=True)
+        pid = self.process.pid if self.process else 0
+        thread = threading.Thread(target=target, name=f"mcp-stdio-{what}-{pid}", daemon=True)
         thread.start()
         self._threads.append(thread)
 
@@ -115,30 +153,50 @@ class StdioTransport:
         if self.process is None or self.process.stdin is None:
             raise ConnectionClosed("the server process is not running")
         line = jsonrpc.encode(message) + b"\n"
+        self._pending.add(message)
         with self._write_lock:
             try:
                 self.process.stdin.write(line)
                 self.process.stdin.flush()
             except (BrokenPipeError, ValueError, OSError) as exc:
+                self._pending.pop(message.get("id"))
                 raise ConnectionClosed(self.exit_description()) from exc
 
     def close(self) -> None:
-        """Stop the server: close stdin, then SIGTERM and SIGKILL its process group."""
-        self._closing = True
-        proc = self.process
+        """Stop the server: close stdin, then SIGTERM and SIGKILL its process group.
+
+        A second call (from another thread) waits for the first to finish.
+        """
+        with self._lifecycle:
+            already, self._closing = self._closing, True
+            proc = self.process
         if proc is None:
+            self._closed.set()
             return
+        if already:
+            self._closed.wait()
+            return
+        try:
+            self._stop(proc)
+        finally:
+            self._closed.set()
+
+    def _stop(self, proc: subprocess.Popen) -> None:
         try:
             if proc.stdin:
                 proc.stdin.close()
         except OSError:
             pass
         try:
-            proc.wait(CLOSE_GRACE_SECONDS)
+            if not self._initialized:
+                # It never finished the handshake, within its whole timeout:
+                # waiting a grace period for it to notice EOF is time wasted.
+                raise subprocess.TimeoutExpired(proc.args, 0)
+            proc.wait(self.close_grace)
         except subprocess.TimeoutExpired:
             self._signal_group(signal.SIGTERM)
             try:
-                proc.wait(CLOSE_GRACE_SECONDS)
+                proc.wait(self.close_grace)
             except subprocess.TimeoutExpired:
                 self._signal_group(signal.SIGKILL)
                 proc.wait()
@@ -152,6 +210,8 @@ class StdioTransport:
                 pass
 
     def _signal_group(self, sig: int) -> None:
+        if self.process is None:
+            return
         try:
             os.killpg(self.process.pid, sig)
         except (ProcessLookupError, PermissionError):
@@ -159,30 +219,80 @@ class StdioTransport:
 
     # -- reading -----------------------------------------------------------
 
-    def _read_stdout(self, on_message: Callable[[dict], None], on_close: Callable[[Optional[Exception]], None]) -> None:
-        stdout = self.process.stdout
+    def _read_stdout(self, on_message: OnMessage, on_close: OnClose) -> None:
+        """The reader thread: deliver messages until EOF; whatever goes wrong is reported, never lost."""
+        error: Optional[Exception] = None
         try:
-            for raw in iter(stdout.readline, b""):
-                line = raw.strip()
-                if not line:
-                    continue
-                try:
-                    messages = jsonrpc.decode(line)
-                except ValueError:
-                    text = line[:200].decode("utf-8", errors="replace")
-                    self._garbage.append(text)
-                    logger.debug("ignoring non-JSON line on the server's stdout: %r", text)
-                    continue
-                for message in messages:
-                    on_message(message)
-        except (OSError, ValueError):
-            pass  # stdout closed under us by close()
-        error = None if self._closing else ConnectionClosed(self.exit_description(wait=True))
-        on_close(error)
+            self._read_messages(on_message)
+        except MessageTooLarge as exc:
+            error = exc
+        except (OSError, ValueError) as exc:
+            if not self._closing:  # else: stdout closed under us by close()
+                logger.debug("reading the server's stdout failed", exc_info=True)
+                error = ConnectionClosed(self.exit_description(wait=True))
+        except Exception as exc:  # a thread that dies silently would leave every call hanging
+            logger.debug("reading the server's stdout failed", exc_info=True)
+            error = TransportError(f"reading the server's output failed ({type(exc).__name__}: {exc})")
+        if self._closing:
+            error = None
+        elif error is None:
+            error = ConnectionClosed(self.exit_description(wait=True))
+        else:
+            self._signal_group(signal.SIGTERM)  # we stopped reading it: stop it too
+        try:
+            on_close(error)
+        except Exception:
+            logger.exception("the on_close callback failed")
+
+    def _read_messages(self, on_message: OnMessage) -> None:
+        stdout = self.process.stdout if self.process else None
+        if stdout is None:
+            return
+        pending = self._pending
+        limit = self.max_message_bytes
+
+        def keep_reading(head: bytes) -> bool:
+            return not self._closing and pending.keep_reading(head)
+
+        while True:
+            raw = read_line(stdout.readline, limit, keep_reading)
+            if isinstance(raw, Oversized):
+                if self._closing:
+                    return
+                logger.debug("discarded a %d-byte message over the %d-byte limit", raw.size, limit)
+                pending.settle(raw)  # raises when nobody can be told
+                continue
+            if not raw:
+                return
+            line = raw.strip()
+            if not line:
+                continue
+            try:
+                messages = jsonrpc.decode(line)
+            except ValueError as exc:
+                self._undecodable(line, exc)
+                continue
+            for message in messages:
+                pending.answered(message)
+                on_message(message, None)
+
+    def _undecodable(self, line: bytes, exc: ValueError) -> None:
+        """A line that is not JSON: a banner to skip, or a broken answer to fail its request with."""
+        request_id = self._pending.match(line[:HEAD_TAIL_BYTES], line[-HEAD_TAIL_BYTES:])
+        if request_id is not None:
+            what = self._pending.pop(request_id) or "a request"
+            self._pending.on_request_error(request_id, TransportError(f"the server's answer to {what} is not valid JSON ({exc})"))
+            return
+        text = line[:200].decode("utf-8", errors="replace")
+        self._garbage.append(text)
+        logger.debug("ignoring non-JSON line on the server's stdout: %r", text)
 
     def _drain_stderr(self) -> None:
+        stderr = cast(Optional[io.BufferedReader], self.process.stderr if self.process else None)
+        if stderr is None:
+            return
         try:
-            for chunk in iter(lambda: self.process.stderr.read1(4096), b""):
+            for chunk in iter(lambda: stderr.read1(4096), b""):
                 self._stderr.append(chunk)
                 self._stderr_size += len(chunk)
                 while self._stderr_size > STDERR_TAIL_BYTES and len(self._stderr) > 1:

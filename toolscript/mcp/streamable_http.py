@@ -11,26 +11,35 @@ back, with ``MCP-Protocol-Version``, on every later request; a 404 for a known
 session (or a 400 that says the session is unknown, as the TypeScript SDK
 answers) raises ``SessionExpired`` so the session layer can re-initialize; on
 close we DELETE the session.
+
+Each message the server sends is read with a bound (``max_message_bytes``): an
+answer over it fails the request its POST carried; an event over it on the GET
+stream belongs to no request, so it closes the transport.  Messages are
+delivered with the id of the request whose POST carried them, so a log
+message reaches the call it belongs to.
 """
 
 import threading
 import time
-from typing import Callable, Dict, Optional
+from typing import Any, Dict, Iterator, Optional
 
 from toolscript import log
 from toolscript.mcp import jsonrpc, sse
-from toolscript.mcp.errors import ConnectionClosed, McpError, SessionExpired, TransportError
+from toolscript.mcp.errors import ConnectionClosed, McpError, MessageTooLarge, SessionExpired, TransportError
 from toolscript.mcp.httpconn import (
     READ_ERRORS,
+    Connection,
     Endpoint,
     Pool,
     describe_oserror,
     open_connection,
+    read_bounded,
     redact_url,
     request_headers,
     shutdown,
     status_error,
 )
+from toolscript.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES, OnClose, OnMessage, OnRequestError, describe_request, too_large
 
 logger = log.get("mcp.http")
 
@@ -45,26 +54,42 @@ class StreamableHttpTransport:
     """Talks to one MCP endpoint URL over Streamable HTTP."""
 
     name = "http"
+    relates_messages = True
 
-    def __init__(self, url: str, headers: Optional[Dict[str, str]] = None, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        headers: Optional[Dict[str, str]] = None,
+        *,
+        timeout: float = 30.0,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        server_name: str = "",
+    ) -> None:
         self.endpoint = Endpoint(url)
         self.headers = dict(headers or {})
         self.timeout = timeout
+        self.max_message_bytes = max_message_bytes
+        self.server_name = server_name
         self.session_id: Optional[str] = None
         self.protocol_version: Optional[str] = None  # set by the session after the handshake
         self._pool = Pool(self.endpoint, timeout)
-        self._active: Dict[object, object] = {}  # request id -> connection, so a timed-out call can be abandoned
+        self._active: Dict[object, Connection] = {}  # request id -> connection, so a timed-out call can be abandoned
         self._lock = threading.Lock()
         self._closed = False
-        self._get_conn = None
-        self._on_message: Callable[[dict], None] = lambda m: None
-        self._on_close: Callable[[Optional[Exception]], None] = lambda e: None
-        self._on_request_error: Callable[[object, Exception], None] = lambda i, e: None
+        self._get_conn: Optional[Connection] = None
+        self._on_message: OnMessage = lambda m, related: None
+        self._on_close: OnClose = lambda e: None
+        self._on_request_error: OnRequestError = lambda i, e: None
 
     # -- lifecycle -----------------------------------------------------------
 
-    def start(self, on_message, on_close, on_request_error) -> None:
+    def start(self, on_message: OnMessage, on_close: OnClose, on_request_error: OnRequestError) -> None:
+        if self._closed:
+            raise ConnectionClosed(f"the connection to {redact_url(self.endpoint.url)} was closed before it started")
         self._on_message, self._on_close, self._on_request_error = on_message, on_close, on_request_error
+
+    def stderr_tail(self, lines: int = 10) -> str:
+        return ""  # a remote server has no stderr we can see
 
     def initialized(self) -> None:
         """Called by the session after the handshake: open the server's GET stream."""
@@ -83,7 +108,7 @@ class StreamableHttpTransport:
         if self.session_id:
             try:
                 resp, conn = self._pool.exchange("DELETE", self.endpoint.target, None, self._headers(), 2.0)
-                resp.read()
+                read_bounded(resp, self.max_message_bytes)
                 conn.close()
             except (McpError, OSError) as exc:
                 logger.debug("DELETE of the session failed (ignored): %s", exc)
@@ -125,17 +150,30 @@ class StreamableHttpTransport:
         headers["Content-Type"] = "application/json"
         had_session = self.session_id is not None
         read_timeout = None if request_id is not None else self.timeout
-        resp, conn = self._pool.exchange("POST", self.endpoint.target, jsonrpc.encode(message), headers, read_timeout)
-        if request_id is not None:
-            with self._lock:
-                self._active[request_id] = conn
+        def track(conn: Connection) -> None:
+            if request_id is not None:  # so abandon() and close() can reach a server that never answers
+                with self._lock:
+                    self._active[request_id] = conn
+            if self._closed:
+                shutdown(conn)
+
+        try:
+            resp, conn = self._pool.exchange("POST", self.endpoint.target, jsonrpc.encode(message), headers, read_timeout, track)
+        except McpError:
+            if request_id is not None:
+                with self._lock:
+                    self._active.pop(request_id, None)
+            raise
         try:
             session_id = resp.getheader("Mcp-Session-Id")
             if session_id and message.get("method") == "initialize":
                 self.session_id = session_id
             if resp.status in (202, 204) or (200 <= resp.status < 300 and request_id is None):
-                resp.read()  # a notification or response was accepted (some servers add a body)
-                self._pool.release(conn, resp)
+                # A notification or response was accepted (some servers add a body).
+                if read_bounded(resp, self.max_message_bytes) is None:
+                    conn.close()
+                else:
+                    self._pool.release(conn, resp)
                 return
             if not 200 <= resp.status < 300:
                 body = resp.read(4096)
@@ -146,11 +184,14 @@ class StreamableHttpTransport:
                 raise status_error(resp, body, self.endpoint.url)
             content_type = (resp.getheader("Content-Type") or "").split(";")[0].strip().lower()
             if content_type == "text/event-stream":
-                self._read_response_stream(resp, conn, request_id)
+                self._read_response_stream(resp, conn, message)
             elif content_type == "application/json":
-                body = resp.read()
+                answer = read_bounded(resp, self.max_message_bytes)
+                if answer is None:
+                    conn.close()
+                    raise self._too_large(message)
                 self._pool.release(conn, resp)
-                self._deliver_body(body)
+                self._deliver_body(answer, request_id)
             else:
                 conn.close()
                 raise TransportError(
@@ -165,15 +206,19 @@ class StreamableHttpTransport:
                 with self._lock:
                     self._active.pop(request_id, None)
 
-    def _deliver_body(self, body: bytes) -> None:
+    def _too_large(self, message: Dict[str, Any]) -> MessageTooLarge:
+        what = describe_request(message.get("method", ""), message.get("params"))
+        return too_large(f"the result of {what}", self.max_message_bytes, self.server_name)
+
+    def _deliver_body(self, body: bytes, request_id: object) -> None:
         try:
             messages = jsonrpc.decode(body)
         except ValueError as exc:
-            raise TransportError(f"{redact_url(self.endpoint.url)} sent invalid JSON: {body[:120]!r}") from exc
+            raise TransportError(f"{redact_url(self.endpoint.url)} sent invalid JSON ({exc}): {body[:120]!r}") from exc
         for message in messages:
-            self._on_message(message)
+            self._on_message(message, request_id)
 
-    def _deliver_event(self, event: sse.Event) -> bool:
+    def _deliver_event(self, event: sse.Event, related: object) -> bool:
         """Deliver one SSE event's message(s); True if it held a response."""
         if event.event != "message" or not event.data.strip():
             return False
@@ -185,16 +230,25 @@ class StreamableHttpTransport:
         answered = False
         for message in messages:
             answered = answered or jsonrpc.kind(message) == "response"
-            self._on_message(message)
+            self._on_message(message, related)
         return answered
 
-    def _read_response_stream(self, resp, conn, request_id: object) -> None:
+    def _events(self, resp) -> Iterator[sse.Event]:
+        # A response stream belongs to one request: an oversized event fails
+        # it at once, without reading the rest.
+        return sse.iter_events(resp.readline, self.max_message_bytes, keep_reading=lambda head: False)
+
+    def _read_response_stream(self, resp, conn, message: Dict[str, Any]) -> None:
+        request_id = message["id"]
         last_id, retry_ms, answered = None, None, False
         try:
-            for event in sse.iter_events(resp.readline):
+            for event in self._events(resp):
+                if event.oversized is not None:
+                    conn.close()
+                    raise self._too_large(message)
                 last_id = event.id if event.id is not None else last_id
                 retry_ms = event.retry if event.retry is not None else retry_ms
-                if self._deliver_event(event) and not answered:
+                if self._deliver_event(event, request_id) and not answered:
                     answered = True
                     conn.raw_sock.settimeout(_DRAIN_SECONDS)
         except READ_ERRORS:
@@ -215,10 +269,11 @@ class StreamableHttpTransport:
             return
         if last_id is None:
             raise ConnectionClosed(f"{redact_url(self.endpoint.url)} closed the response stream before answering")
-        self._resume(request_id, last_id, retry_ms)
+        self._resume(message, last_id, retry_ms)
 
-    def _resume(self, request_id: object, last_id: str, retry_ms: Optional[int]) -> None:
+    def _resume(self, message: Dict[str, Any], last_id: str, retry_ms: Optional[int]) -> None:
         """The server closed a response stream early: resume it with Last-Event-ID (SEP-1699)."""
+        request_id = message["id"]
         for _ in range(_RESUME_ATTEMPTS):
             time.sleep((retry_ms if retry_ms is not None else 1000) / 1000.0)
             if self._closed:
@@ -233,10 +288,13 @@ class StreamableHttpTransport:
                 conn.close()
                 raise status_error(resp, body, self.endpoint.url)
             try:
-                for event in sse.iter_events(resp.readline):
+                for event in self._events(resp):
+                    if event.oversized is not None:
+                        conn.close()
+                        raise self._too_large(message)
                     last_id = event.id if event.id is not None else last_id
                     retry_ms = event.retry if event.retry is not None else retry_ms
-                    if self._deliver_event(event):
+                    if self._deliver_event(event, request_id):
                         conn.close()
                         return
             except READ_ERRORS:
@@ -250,6 +308,7 @@ class StreamableHttpTransport:
         """Hold the GET stream open for server-initiated messages; reconnect with backoff."""
         delay, last_id = 1.0, None
         while not self._closed:
+            conn = None
             try:
                 conn = open_connection(self.endpoint, self.timeout)
                 self._get_conn = conn
@@ -258,25 +317,34 @@ class StreamableHttpTransport:
                     headers["Last-Event-ID"] = last_id
                 conn.request("GET", self.endpoint.target, headers=headers)
                 resp = conn.getresponse()
-                if resp.status == 405:
-                    logger.debug("server offers no GET stream (405)")
-                    conn.close()
-                    return
                 if resp.status != 200:
-                    logger.debug("GET stream refused: HTTP %s", resp.status)
-                    conn.close()
+                    # 405: the server offers no GET stream; anything else: it refuses one.
+                    logger.debug("no GET stream: HTTP %s", resp.status)
                     return
                 conn.raw_sock.settimeout(None)
                 delay = 1.0
-                for event in sse.iter_events(resp.readline):
+                for event in sse.iter_events(resp.readline, self.max_message_bytes, keep_reading=lambda head: False):
+                    if event.oversized is not None:
+                        self._stream_failed(too_large("a message on the server's event stream", self.max_message_bytes, self.server_name))
+                        return
                     last_id = event.id if event.id is not None else last_id
                     if event.retry is not None:
                         delay = event.retry / 1000.0
-                    self._deliver_event(event)
-                conn.close()
+                    self._deliver_event(event, None)
             except Exception as exc:  # the stream is best-effort: log and reconnect
                 if self._closed:
                     return
                 logger.debug("GET stream dropped: %s", exc)
+            finally:
+                if conn is not None:
+                    conn.close()  # in every path, or a failed attempt holds its socket through the backoff
             time.sleep(delay)
             delay = min(delay * 2, _GET_RETRY_MAX_SECONDS)
+
+    def _stream_failed(self, error: Exception) -> None:
+        """The GET stream carried something no request can take: give up the connection (it restarts)."""
+        logger.debug("closing: %s", error)
+        try:
+            self._on_close(error)
+        finally:
+            self.close()
