@@ -113,7 +113,6 @@ def test_stop_while_a_server_is_still_connecting_leaves_no_process(tmp_path):
     assert wait_for(lambda: not pids_with(marker), timeout=20), "the connecting server outlived its gateway"
 
 
-@pytest.mark.xfail(reason="needs on_session from the client helper; lead merges", strict=False)
 @pytest.mark.timeout(60)
 def test_upstream_stop_closes_a_session_mid_handshake(tmp_path):
     marker = f"toolscript-test-handshake-{os.getpid()}-{tmp_path.name}"
@@ -278,7 +277,6 @@ def test_a_list_changed_burst_is_one_refresh_on_the_upstream_worker(gateway):
     assert gw.catalog.version > before
 
 
-@pytest.mark.xfail(reason="needs ClientSession.call_tool(on_log=...) from the client helper; lead merges", strict=False)
 @pytest.mark.timeout(60)
 def test_a_servers_log_messages_go_only_to_the_call_they_belong_to(gateway):
     from mcp_servers.launch import start_fixture

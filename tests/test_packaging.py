@@ -496,7 +496,7 @@ def test_backwards_edge_checker_bites():
     "edge",
     [
         pytest.param(BACKWARDS_EDGES[0], id="commands-cli"),
-        pytest.param(BACKWARDS_EDGES[1], id="mcp-config", marks=_FIXED_ELSEWHERE),
+        pytest.param(BACKWARDS_EDGES[1], id="mcp-config"),
         pytest.param(BACKWARDS_EDGES[2], id="mcp-server-session", marks=_FIXED_ELSEWHERE),
         pytest.param(BACKWARDS_EDGES[3], id="gateway-codemode", marks=_FIXED_ELSEWHERE),
     ],

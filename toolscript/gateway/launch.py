@@ -127,7 +127,7 @@ def stop(session: Optional[str], url: Optional[str] = None, *, wait: float = 10.
     except (GatewayUnavailable, UserError):
         pass
     ours = found is not None and found.get("url") == url
-    if pid is None and ours and state.is_our_gateway(int(found["pid"])):
+    if pid is None and found is not None and ours and state.is_our_gateway(int(found["pid"])):
         pid = int(found["pid"])  # alive but not answering: still ours to stop
     if pid is None:
         # Only the state file of the URL that is dead is stale; a different,

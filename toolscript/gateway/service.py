@@ -22,6 +22,7 @@ from toolscript.gateway.catalog import BUILTIN_SERVER, Catalog, split_id
 from toolscript.gateway.derived import Derived
 from toolscript.gateway.state import DEFAULT_SESSION, text_session
 from toolscript.gateway.upstream import Upstream, UpstreamUnavailable, wait_settled
+from toolscript.mcp.cancel import Cancel
 from toolscript.mcp.errors import McpError, RequestCancelled, RequestTimeout
 from toolscript.tools import (
     ERROR_EXECUTION,
@@ -146,7 +147,7 @@ class Gateway:
         timeout: Optional[float] = None,
         on_progress: Optional[Callable[[Dict[str, Any]], None]] = None,
         on_log: Optional[Callable[[Dict[str, Any]], None]] = None,
-        cancel: Optional[threading.Event] = None,
+        cancel: Optional[Cancel] = None,
     ) -> ToolResult:
         """Call one tool by gateway id; always a ToolResult, never an exception.
 

@@ -25,6 +25,7 @@ from toolscript import log, servers
 from toolscript.config import ServerConfig
 from toolscript.errors import UserError
 from toolscript.mcp.connect import open_session
+from toolscript.mcp.cancel import Cancel
 from toolscript.mcp.errors import ConnectionClosed, McpError, TransportError
 from toolscript.mcp.session import ClientSession
 from toolscript.mcp.stdio import StdioTransport
@@ -68,13 +69,16 @@ class Upstream:
         self._stopped = False
         self._lost = False  # the ready session went away
         self._refresh_wanted = False
-        self._log_listeners: List[Callable[[Dict[str, Any]], None]] = []  # MERGE SHIM, see _call_tool
         self._backoff = FIRST_BACKOFF
         self._thread: Optional[threading.Thread] = None
 
     # -- lifecycle ---------------------------------------------------------
 
     def start(self) -> None:
+        if self.server.config_error:
+            # Its config is incomplete (an unset ${VAR}): never connect with it, say why.
+            self._set_state("failed", self.server.config_error)
+            return
         self._thread = threading.Thread(target=self._run, name=f"upstream-{self.name}", daemon=True)
         self._thread.start()
 
@@ -146,17 +150,17 @@ class Upstream:
             self._refresh_wanted = False
         attempt: Dict[str, Any] = {"session": None, "closed": None}  # this attempt's session, and how it closed early
         try:
-            session = _open_session(
+            session = open_session(
                 self.server,
                 on_tools_changed=self._tools_changed,
-                on_log=self._relay_log,
+                on_log=self._server_log,
                 on_close=lambda exc: self._closed_by_server(exc, attempt),
                 on_session=self._track,
             )
         except McpError as exc:
             self._drop_attempt()
             if not self._stopped:
-                self.stderr_tail = _stderr_tail_of(exc)
+                self.stderr_tail = exc.stderr_tail
                 self._set_state("failed", str(exc))
             return None
         except Exception as exc:  # a bug must not kill the thread silently
@@ -167,8 +171,6 @@ class Upstream:
         with self._lock:
             stopped = self._stopped
             if not stopped:
-                if session not in self._sessions:
-                    self._sessions.append(session)  # MERGE SHIM: open_session without on_session
                 self._session = attempt["session"] = session
         if stopped:
             session.close()
@@ -239,7 +241,7 @@ class Upstream:
             if self._stopped or self._session is not session:
                 return  # we closed it ourselves, or it is already handled
         self._forget(session)
-        self.stderr_tail = session.transport.stderr_tail() if isinstance(session.transport, StdioTransport) else ""
+        self.stderr_tail = session.transport.stderr_tail()
         session.close()  # reap the process
         self._set_state("failed", str(exc))
         with self._changed:
@@ -292,7 +294,7 @@ class Upstream:
         timeout: Optional[float] = None,
         on_progress: Optional[Callable[[Dict[str, Any]], None]] = None,
         on_log: Optional[Callable[[Dict[str, Any]], None]] = None,
-        cancel: Optional[threading.Event] = None,
+        cancel: Optional[Cancel] = None,
     ) -> Dict[str, Any]:
         """Call ``tool`` on this server; the CallToolResult comes back whole.
 
@@ -303,7 +305,9 @@ class Upstream:
         if session is None or self.state != "ready":
             raise UpstreamUnavailable(self.unavailable_reason())
         try:
-            return _call_tool(self, session, tool, arguments, timeout or self.server.call_timeout, on_progress, on_log, cancel)
+            return session.call_tool(
+                tool, arguments, timeout=timeout or self.server.call_timeout, on_progress=on_progress, on_log=on_log, cancel=cancel
+            )
         except (ConnectionClosed, TransportError) as exc:
             # HTTP servers have no connection to watch: a transport failure on a
             # call is how we learn they went away.
@@ -322,13 +326,9 @@ class Upstream:
         reason = f"server {self.name!r} is not available: {self.error}"
         return reason + " (toolscript retries it automatically; check it with 'toolscript servers check " + self.name + "')"
 
-    def _relay_log(self, params: Dict[str, Any]) -> None:
-        """The session's own log messages: MERGE SHIM only (per-call ``on_log`` replaces this)."""
-        for listener in list(self._log_listeners):
-            try:
-                listener(params)
-            except Exception:
-                logger.debug("a log listener failed", exc_info=True)
+    def _server_log(self, params: Dict[str, Any]) -> None:
+        """Every log message of the server goes to the gateway's log; calls get only their own (``on_log``)."""
+        logger.debug("%s: [%s] %s", self.name, params.get("level"), params.get("data"))
 
     def describe(self) -> Dict[str, Any]:
         """The JSON the gateway serves for this server."""
@@ -360,46 +360,3 @@ def wait_settled(upstreams: List[Upstream], deadline: float) -> List[str]:
         if remaining > 0:
             upstream.settled.wait(remaining)
     return [u.name for u in upstreams if u.state == "connecting"]
-
-
-# -- MERGE SHIM -------------------------------------------------------------------------
-# ``open_session(on_session=...)`` and ``ClientSession.call_tool(on_log=...)`` come
-# from the MCP client helper's branch (contracts.md).  Until both are merged these
-# two functions fall back to the old calls when Python rejects the new keyword
-# (that TypeError is raised before the callee runs, so nothing happens twice).
-# Delete the fallbacks (and Upstream._log_listeners/_relay_log) after the merge.
-
-
-def _unsupported_keyword(exc: TypeError, keyword: str) -> bool:
-    return f"unexpected keyword argument '{keyword}'" in str(exc)
-
-
-def _open_session(server: ServerConfig, **callbacks: Any) -> ClientSession:
-    try:
-        return open_session(server, **callbacks)
-    except TypeError as exc:
-        if not _unsupported_keyword(exc, "on_session"):
-            raise
-    callbacks.pop("on_session")
-    return open_session(server, **callbacks)
-
-
-def _call_tool(upstream: Upstream, session: ClientSession, tool: str, arguments: Dict[str, Any], timeout: float, on_progress, on_log, cancel) -> Dict[str, Any]:
-    try:
-        return session.call_tool(tool, arguments, timeout=timeout, on_progress=on_progress, on_log=on_log, cancel=cancel)  # type: ignore[call-arg]
-    except TypeError as exc:
-        if not _unsupported_keyword(exc, "on_log"):
-            raise
-    if on_log is not None:
-        upstream._log_listeners.append(on_log)
-    try:
-        return session.call_tool(tool, arguments, timeout=timeout, on_progress=on_progress, cancel=cancel)
-    finally:
-        if on_log is not None:
-            upstream._log_listeners.remove(on_log)
-
-
-def _stderr_tail_of(exc: Exception) -> str:
-    # MERGE SHIM: McpError.stderr_tail is declared on the class after the merge.
-    tail = exc.__dict__.get("stderr_tail", "")
-    return tail if isinstance(tail, str) else ""

@@ -160,7 +160,9 @@ class StdioTransport:
                 self.process.stdin.flush()
             except (BrokenPipeError, ValueError, OSError) as exc:
                 self._pending.pop(message.get("id"))
-                raise ConnectionClosed(self.exit_description()) from exc
+                # A closed stdin means the process is ending: wait (bounded) for its
+                # status, so the error says "exited with status N", not a guess.
+                raise ConnectionClosed(self.exit_description(wait=True)) from exc
 
     def close(self) -> None:
         """Stop the server: close stdin, then SIGTERM and SIGKILL its process group.
