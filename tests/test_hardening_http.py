@@ -141,6 +141,30 @@ def test_a_refused_request_still_gets_its_answer_with_a_small_body(tmp_path):
             conn.close()
 
 
+@pytest.mark.parametrize(
+    "extra, status",
+    [
+        ("".join(f"X-H{i}: v\r\n" for i in range(1000)), 431),  # http.server allows 100 headers
+        ("X-Big: " + "a" * 1_000_000 + "\r\n", 431),  # and 64 KiB per line
+    ],
+    ids=["1000-headers", "1MB-header-line"],
+)
+def test_http_servers_own_refusals_are_json_through_the_one_head_helper(tmp_path, extra, status):
+    with served(tmp_path) as (gw, server, url):
+        parts = urlsplit(url)
+        sock = connect(url)
+        try:
+            sock.sendall(f"GET {parts.path}/health HTTP/1.1\r\nHost: 127.0.0.1:{parts.port}\r\n{extra}\r\n".encode())
+        except OSError:
+            pass  # the gateway may refuse (and close) before we finish sending
+        answer = read_until_closed(sock)
+        sock.close()
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert status_of(answer) == status
+        assert b"Content-Type: application/json" in head and b"Connection: close" in head
+        assert json.loads(body)["error"]
+
+
 # -- item 7: idle timeout and a connection cap ---------------------------------------------
 
 

@@ -128,7 +128,7 @@ class _Connection:
 class GatewayServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
-    request_queue_size = 64
+    request_queue_size = 1024  # a burst of connects waits in the kernel instead of retrying SYNs a second later
 
     def __init__(
         self,
@@ -327,6 +327,15 @@ class GatewayHandler(BaseHTTPRequestHandler):
         self.server.set_phase(self.connection, "idle")
         self.connection.settimeout(self.server.head_timeout)
         super().handle_one_request()
+
+    def send_error(self, code: int, message: Optional[str] = None, explain: Optional[str] = None) -> None:
+        """http.server's own refusals (414 long request line, 431 too many or too long headers, 501, ...).
+
+        Answered like every other error, in JSON through the one head helper,
+        and closed without reading further.
+        """
+        text = message or self.responses.get(code, ("error",))[0]
+        self._refuse(code, f"{text}: {explain}" if explain else text)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature
         if logger.isEnabledFor(logging.DEBUG):
