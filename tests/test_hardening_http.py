@@ -194,7 +194,7 @@ def test_idle_connections_beyond_the_cap_evict_the_oldest_and_a_call_still_works
 
 @pytest.mark.timeout(120)
 def test_every_connection_busy_refuses_a_new_one_with_503_and_hanging_up_frees_them(tmp_path):
-    with served(tmp_path, fixture_server(), max_connections=2) as (gw, server, url):
+    with served(tmp_path, fixture_server(), max_connections=2, admission_wait=0.5) as (gw, server, url):
         client = GatewayClient(url)
         assert cancellations(client) == []  # the upstream is ready
         path = urlsplit(url).path
@@ -215,6 +215,22 @@ def test_every_connection_busy_refuses_a_new_one_with_503_and_hanging_up_frees_t
             sock.close()  # hanging up cancels the calls, which frees the connections
         assert wait_for(lambda: not server.open_connections().get("busy"))
         assert client.get("/health")["status"] == "ok"
+
+
+@pytest.mark.timeout(120)
+def test_a_burst_beyond_the_cap_waits_for_a_slot_instead_of_failing(tmp_path):
+    with served(tmp_path, fixture_server(), max_connections=1, admission_wait=30) as (gw, server, url):
+        assert cancellations(GatewayClient(url)) == []  # the upstream is ready
+        slow = {}
+        worker = threading.Thread(
+            target=lambda: slow.update(GatewayClient(url).post("/call", {"tool": "fixture__slow", "arguments": {"steps": 1, "delay": 1.0}}))
+        )
+        worker.start()
+        assert wait_for(lambda: server.open_connections().get("busy") == 1)
+        # The only slot is busy: this caller waits for it rather than getting 503.
+        assert GatewayClient(url).get("/health")["status"] == "ok"
+        worker.join(30)
+        assert slow["ok"] is True
 
 
 @pytest.mark.timeout(60)

@@ -17,8 +17,8 @@ connection.  Connections are bounded: a request head must arrive within
 ``head_timeout`` (idle keep-alive connections are closed after it too), at
 most ``max_connections`` are open, and a new one beyond that evicts the oldest
 connection that is waiting for a request head; only when every connection is
-busy is the newcomer answered 503.  A client that hangs up during ``/call``
-cancels the upstream call.
+busy does the newcomer wait (``admission_wait``) for a slot, then get 503.  A
+client that hangs up during ``/call`` cancels the upstream call.
 
 JSON API (paths relative to the token prefix):
 
@@ -52,7 +52,8 @@ from toolscript.mcp.server import CallContext, DisconnectWatcher, JsonTooDeep, M
 logger = log.get("gateway.http")
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
-MAX_CONNECTIONS = 128  # open connections; one more evicts the oldest idle one
+MAX_CONNECTIONS = 256  # open connections; one more evicts the oldest idle one
+ADMISSION_WAIT_SECONDS = 5.0  # when all are busy, a new connection waits this long for a slot before a 503
 HEAD_TIMEOUT_SECONDS = 30.0  # a request head (or the next one on a kept-open connection) must arrive within this
 BODY_TIMEOUT_SECONDS = 60.0  # a declared body must arrive within this; also bounds each blocked write
 LINGER_BYTES = 64 * 1024  # after refusing a request, read at most this much of its body so the answer is not lost to a reset
@@ -139,6 +140,7 @@ class GatewayServer(ThreadingHTTPServer):
         max_connections: int = MAX_CONNECTIONS,
         head_timeout: float = HEAD_TIMEOUT_SECONDS,
         body_timeout: float = BODY_TIMEOUT_SECONDS,
+        admission_wait: float = ADMISSION_WAIT_SECONDS,
     ) -> None:
         if max_connections < 1:
             raise ValueError("max_connections must be at least 1")
@@ -146,6 +148,7 @@ class GatewayServer(ThreadingHTTPServer):
         self.max_connections = max_connections
         self.head_timeout = head_timeout
         self.body_timeout = body_timeout
+        self.admission_wait = admission_wait
         self.disconnects = DisconnectWatcher()
         self.mcp = McpHttpEndpoint(
             GatewayToolProvider(gateway),
@@ -158,6 +161,7 @@ class GatewayServer(ThreadingHTTPServer):
         self._lingering: Set[socket.socket] = set()
         self._connections_changed = threading.Condition()
         self._reaper_wakes_at = float("inf")
+        self._admission_waiting = 0  # newcomers waiting for a slot while every connection is busy
         self._closing = False
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.address_family = family
@@ -199,19 +203,29 @@ class GatewayServer(ThreadingHTTPServer):
         return counts
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        """Admit a new connection: evict the oldest idle one at the cap, or refuse when all are busy."""
+        """Admit a new connection: at the cap evict the oldest idle one; when all are busy wait a little, then refuse."""
         victim: Optional[socket.socket] = None
+        refuse = False
+        deadline: Optional[float] = None
         with self._connections_changed:
-            if len(self._connections) >= self.max_connections:
+            while len(self._connections) >= self.max_connections:
                 idle = [(c.since, id(s), s) for s, c in self._connections.items() if c.phase == "idle"]
-                if not idle:
-                    refuse = True
-                else:
-                    refuse = False
+                if idle:
                     victim = min(idle)[2]
                     del self._connections[victim]
-            else:
-                refuse = False
+                    break
+                # Every connection is busy: a burst of real callers beyond the cap
+                # waits (new connects queue in the kernel meanwhile) for a slot.
+                now = time.monotonic()
+                deadline = now + self.admission_wait if deadline is None else deadline
+                if now >= deadline or self._closing:
+                    refuse = True
+                    break
+                self._admission_waiting += 1
+                try:
+                    self._connections_changed.wait(deadline - now)
+                finally:
+                    self._admission_waiting -= 1
             if not refuse:
                 self._connections[request] = _Connection("idle", time.monotonic())
                 self._wake_reaper(time.monotonic() + self.head_timeout)
@@ -240,6 +254,8 @@ class GatewayServer(ThreadingHTTPServer):
             if connection is None:
                 return
             connection.phase, connection.since = phase, time.monotonic()
+            if phase == "idle" and self._admission_waiting:
+                self._connections_changed.notify_all()  # a slot to evict for a waiting newcomer
             if phase != "busy":
                 self._wake_reaper(connection.since + (self.head_timeout if phase == "idle" else self.body_timeout))
 
@@ -256,7 +272,8 @@ class GatewayServer(ThreadingHTTPServer):
 
     def shutdown_request(self, request: Any) -> None:
         with self._connections_changed:
-            self._connections.pop(request, None)
+            if self._connections.pop(request, None) is not None and self._admission_waiting:
+                self._connections_changed.notify_all()
             lingering = request in self._lingering
             self._lingering.discard(request)
         if lingering:
@@ -593,7 +610,7 @@ def _split(value: Optional[str]) -> List[str]:
 def serve(gateway: Gateway, host: str = "127.0.0.1", port: int = 0, **limits: Any) -> Tuple[GatewayServer, threading.Thread]:
     """Bind and serve in a background thread; returns the server (whose ``url`` is ready).
 
-    ``limits`` are GatewayServer's keyword arguments (max_connections, head_timeout, body_timeout).
+    ``limits`` are GatewayServer's keyword arguments (max_connections, head_timeout, body_timeout, admission_wait).
     """
     server = GatewayServer(gateway, host, port, **limits)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, name="gateway-http", daemon=True)
