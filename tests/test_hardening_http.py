@@ -29,8 +29,12 @@ from toolscript.mcp.http_response import response_head
 from toolscript.mcp.server import MAX_JSON_DEPTH
 
 
+# Far beyond how long the cancellation tests wait, so only a cancellation (not a timeout) reaches the fixture.
+LONG_CALL_TIMEOUT = 300.0
+
+
 def fixture_server(name="fixture", *options):
-    return ServerConfig(name=name, type="stdio", source="test", command=sys.executable, args=[FIXTURE, "stdio", *options], timeout=10.0)
+    return ServerConfig(name=name, type="stdio", source="test", command=sys.executable, args=[FIXTURE, "stdio", *options], timeout=LONG_CALL_TIMEOUT)
 
 
 @contextlib.contextmanager
@@ -199,7 +203,7 @@ def test_every_connection_busy_refuses_a_new_one_with_503_and_hanging_up_frees_t
         assert cancellations(client) == []  # the upstream is ready
         path = urlsplit(url).path
         port = urlsplit(url).port
-        body = json.dumps({"tool": "fixture__hang", "arguments": {}, "timeout": 60}).encode()
+        body = json.dumps({"tool": "fixture__hang", "arguments": {}, "timeout": LONG_CALL_TIMEOUT}).encode()
         busy = []
         for _ in range(2):
             sock = connect(url)
@@ -348,7 +352,7 @@ def test_hanging_up_during_a_call_cancels_it_upstream(tmp_path):
         client = GatewayClient(url)
         assert cancellations(client) == []
         parts = urlsplit(url)
-        body = json.dumps({"tool": "fixture__hang", "arguments": {}, "timeout": 60}).encode()
+        body = json.dumps({"tool": "fixture__hang", "arguments": {}, "timeout": LONG_CALL_TIMEOUT}).encode()
         sock = connect(url)
         sock.sendall(f"POST {parts.path}/call HTTP/1.1\r\nHost: 127.0.0.1:{parts.port}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
         assert wait_for(lambda: server.open_connections().get("busy"))
@@ -367,6 +371,29 @@ def test_hanging_up_during_an_mcp_tools_call_cancels_it_upstream(tmp_path):
         message = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "fixture__hang", "arguments": {}}}
         headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Mcp-Session-Id": session}
         conn.request("POST", parts.path + "/mcp", body=json.dumps(message).encode(), headers=headers)
+        assert wait_for(lambda: server.open_connections().get("busy"))
+        conn.sock.close()
+        conn.close()
+        assert wait_for(lambda: cancellations(client), timeout=20), "the upstream call was not cancelled"
+
+
+@pytest.mark.timeout(120)
+def test_hanging_up_during_an_mcp_batch_cancels_its_call_upstream(tmp_path):
+    with served(tmp_path, fixture_server()) as (gw, server, url):
+        client = GatewayClient(url)
+        assert cancellations(client) == []
+        parts = urlsplit(url)
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+        response = mcp_post(conn, parts.path + "/mcp", init)
+        response.read()
+        session = response.getheader("Mcp-Session-Id")
+        batch = [
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "fixture__hang", "arguments": {}}},
+        ]
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Mcp-Session-Id": session}
+        conn.request("POST", parts.path + "/mcp", body=json.dumps(batch).encode(), headers=headers)
         assert wait_for(lambda: server.open_connections().get("busy"))
         conn.sock.close()
         conn.close()

@@ -218,9 +218,9 @@ class DisconnectWatcher:
                     if self._closed:
                         return
                     for key, _ in events:
-                        if key.data is None or self._watched.get(key.fileobj) is not key.data:
-                            continue  # the wake-up socket, or unwatched meanwhile
                         sock = key.fileobj
+                        if key.data is None or not isinstance(sock, socket.socket) or self._watched.get(sock) is not key.data:
+                            continue  # the wake-up socket, or unwatched meanwhile
                         try:
                             gone = sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
                         except (BlockingIOError, InterruptedError):
@@ -641,6 +641,19 @@ class McpHttpEndpoint:
         # A 2025-03-26 batch: answered in order, as one JSON array.  Calls in
         # a batch have no stream, so their progress and logs are dropped.
         answers = []
+        # The client hanging up cancels the batch's calls, the running one and those after it.
+        hung_up = Cancel()
+        unwatch = self.disconnects.watch(handler.connection, hung_up)
+        try:
+            self._answer_batch(session, messages, answers, hung_up)
+        finally:
+            unwatch()
+        if answers:
+            _send(handler, 200, b"[" + b",".join(_encode(a) for a in answers) + b"]")
+        else:
+            _send(handler, 202)  # every call was cancelled: nothing left to say
+
+    def _answer_batch(self, session: _Session, messages: List[Any], answers: List[Dict[str, Any]], hung_up: Cancel) -> None:
         for message in messages:
             kind = _kind(message)
             if kind == "invalid":
@@ -650,15 +663,16 @@ class McpHttpEndpoint:
             elif message["method"] == "initialize":
                 answers.append(jsonrpc.error(message["id"], jsonrpc.INVALID_REQUEST, "initialize must not be part of a batch"))
             elif message["method"] == "tools/call":
-                answer = self._call(None, session, message)
+                call = _Call(None, message["id"])
+                stop_linking = hung_up.on_set(call.cancelled.set)
+                try:
+                    answer = self._call(call, session, message)
+                finally:
+                    stop_linking()
                 if answer is not None:
                     answers.append(answer)
             else:
                 answers.append(self._dispatch(session, message))
-        if answers:
-            _send(handler, 200, b"[" + b",".join(_encode(a) for a in answers) + b"]")
-        else:
-            _send(handler, 202)  # every call was cancelled: nothing left to say
 
     def _initialize(self, message: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[_Session]]:
         params = message.get("params")
