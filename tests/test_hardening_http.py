@@ -196,6 +196,16 @@ def test_idle_connections_beyond_the_cap_evict_the_oldest_and_a_call_still_works
                 sock.close()
 
 
+def test_stopping_the_server_closes_idle_connections(tmp_path):
+    with served(tmp_path) as (gw, server, url):
+        idle = [connect(url) for _ in range(3)]
+        assert wait_for(lambda: server.open_connections().get("idle") == 3)
+        server.shutdown_all()
+        for sock in idle:
+            assert sock.recv(1) == b""
+            sock.close()
+
+
 @pytest.mark.timeout(120)
 def test_every_connection_busy_refuses_a_new_one_with_503_and_hanging_up_frees_them(tmp_path):
     with served(tmp_path, fixture_server(), max_connections=2, admission_wait=0.5) as (gw, server, url):

@@ -189,6 +189,10 @@ class GatewayServer(ThreadingHTTPServer):
         with self._connections_changed:
             self._closing = True
             self._connections_changed.notify_all()
+            # Connections waiting for a request head would otherwise outlive the server.
+            idle = [request for request, connection in self._connections.items() if connection.phase == "idle"]
+        for request in idle:
+            _cut(request)
         self.shutdown()
         self.server_close()
 
