@@ -10,6 +10,16 @@ Host and Origin are checked on every request (a DNS-rebinding page in the
 user's browser must not reach the gateway): a Host other than the address we
 bound to or a loopback name, or an Origin that is not loopback, gets 403.
 
+Nothing of a request body is read before its framing, Host/Origin and token
+have passed: a bad Content-Length (negative, not a number, repeated, too big)
+or any Transfer-Encoding is refused at once, and refusals close the
+connection.  Connections are bounded: a request head must arrive within
+``head_timeout`` (idle keep-alive connections are closed after it too), at
+most ``max_connections`` are open, and a new one beyond that evicts the oldest
+connection that is waiting for a request head; only when every connection is
+busy does the newcomer wait (``admission_wait``) for a slot, then get 503.  A
+client that hangs up during ``/call`` cancels the upstream call.
+
 JSON API (paths relative to the token prefix):
 
     GET  /health                       status, pid, version, per-server states
@@ -24,21 +34,30 @@ JSON API (paths relative to the token prefix):
 """
 
 import hmac
-import json
 import logging
 import socket
 import threading
+import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 from urllib.parse import parse_qs, urlsplit
 
 from toolscript import __version__, log
 from toolscript.gateway.service import Gateway, as_call_tool_result
-from toolscript.mcp.server import CallContext, McpHttpEndpoint, UnknownTool
+from toolscript.mcp.cancel import Cancel
+from toolscript.mcp.http_response import response_head
+from toolscript.mcp.server import CallContext, DisconnectWatcher, JsonTooDeep, McpHttpEndpoint, UnknownTool, decode_json, encode_json
 
 logger = log.get("gateway.http")
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
+MAX_CONNECTIONS = 256  # open connections; one more evicts the oldest idle one
+ADMISSION_WAIT_SECONDS = 5.0  # when all are busy, a new connection waits this long for a slot before a 503
+HEAD_TIMEOUT_SECONDS = 30.0  # a request head (or the next one on a kept-open connection) must arrive within this
+BODY_TIMEOUT_SECONDS = 60.0  # a declared body must arrive within this; also bounds each blocked write
+LINGER_BYTES = 64 * 1024  # after refusing a request, read at most this much of its body so the answer is not lost to a reset
+LINGER_SECONDS = 1.0
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
@@ -99,24 +118,58 @@ class GatewayToolProvider:
         return self.gateway.catalog.add_listener(callback)
 
 
+@dataclass
+class _Connection:
+    """Where one open connection is: waiting for a head ("idle"), reading a body, or busy answering."""
+
+    phase: str
+    since: float
+
+
 class GatewayServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
-    request_queue_size = 64
+    request_queue_size = 1024  # a burst of connects waits in the kernel instead of retrying SYNs a second later
 
-    def __init__(self, gateway: Gateway, host: str, port: int) -> None:
+    def __init__(
+        self,
+        gateway: Gateway,
+        host: str,
+        port: int,
+        *,
+        max_connections: int = MAX_CONNECTIONS,
+        head_timeout: float = HEAD_TIMEOUT_SECONDS,
+        body_timeout: float = BODY_TIMEOUT_SECONDS,
+        admission_wait: float = ADMISSION_WAIT_SECONDS,
+    ) -> None:
+        if max_connections < 1:
+            raise ValueError("max_connections must be at least 1")
         self.gateway = gateway
+        self.max_connections = max_connections
+        self.head_timeout = head_timeout
+        self.body_timeout = body_timeout
+        self.admission_wait = admission_wait
+        self.disconnects = DisconnectWatcher()
         self.mcp = McpHttpEndpoint(
             GatewayToolProvider(gateway),
             server_name="toolscript-gateway",
             server_version=__version__,
             instructions="toolscript gateway: tools of several MCP servers, named server__tool.",
+            disconnects=self.disconnects,
         )
+        self._connections: Dict[socket.socket, _Connection] = {}
+        self._lingering: Set[socket.socket] = set()
+        self._connections_changed = threading.Condition()
+        self._reaper_wakes_at = float("inf")
+        self._admission_waiting = 0  # newcomers waiting for a slot while every connection is busy
+        self._closing = False
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.address_family = family
         super().__init__((host, port), GatewayHandler)
         self.host = host
         self.port = self.server_address[1]
+        self._reaper = threading.Thread(target=self._reap, name="gateway-http-reaper", daemon=True)
+        self._reaper.start()
 
     def server_bind(self) -> None:
         # Skip HTTPServer.server_bind's reverse-DNS lookup of our own name: it can stall start-up.
@@ -132,8 +185,150 @@ class GatewayServer(ThreadingHTTPServer):
 
     def shutdown_all(self) -> None:
         self.mcp.close()
+        self.disconnects.close()
+        with self._connections_changed:
+            self._closing = True
+            self._connections_changed.notify_all()
+            # Connections waiting for a request head would otherwise outlive the server.
+            idle = [request for request, connection in self._connections.items() if connection.phase == "idle"]
+        for request in idle:
+            _cut(request)
         self.shutdown()
         self.server_close()
+
+    # -- bounding connections -----------------------------------------------------------
+
+    def open_connections(self) -> Dict[str, int]:
+        """How many connections are in each phase (for tests and benchmarks)."""
+        counts: Dict[str, int] = {}
+        with self._connections_changed:
+            for connection in self._connections.values():
+                counts[connection.phase] = counts.get(connection.phase, 0) + 1
+        return counts
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Admit a new connection: at the cap evict the oldest idle one; when all are busy wait a little, then refuse."""
+        victim: Optional[socket.socket] = None
+        refuse = False
+        deadline: Optional[float] = None
+        with self._connections_changed:
+            while len(self._connections) >= self.max_connections:
+                idle = [(c.since, id(s), s) for s, c in self._connections.items() if c.phase == "idle"]
+                if idle:
+                    victim = min(idle)[2]
+                    del self._connections[victim]
+                    break
+                # Every connection is busy: a burst of real callers beyond the cap
+                # waits (new connects queue in the kernel meanwhile) for a slot.
+                now = time.monotonic()
+                deadline = now + self.admission_wait if deadline is None else deadline
+                if now >= deadline or self._closing:
+                    refuse = True
+                    break
+                self._admission_waiting += 1
+                try:
+                    self._connections_changed.wait(deadline - now)
+                finally:
+                    self._admission_waiting -= 1
+            if not refuse:
+                self._connections[request] = _Connection("idle", time.monotonic())
+                self._wake_reaper(time.monotonic() + self.head_timeout)
+        if victim is not None:
+            logger.debug("%d connections open: closing the oldest idle one", self.max_connections)
+            _cut(victim)
+        if refuse:
+            logger.warning("%d connections open and all busy: refusing a new one", self.max_connections)
+            self._refuse(request)
+            return
+        super().process_request(request, client_address)
+
+    def _refuse(self, request: socket.socket) -> None:
+        body = encode_json({"error": f"the gateway is busy ({self.max_connections} connections open); try again"})
+        try:
+            request.settimeout(1.0)
+            request.sendall(response_head(503, content_type="application/json", content_length=len(body), close=True) + body)
+        except OSError:
+            pass
+        self.shutdown_request(request)
+
+    def set_phase(self, request: socket.socket, phase: str) -> None:
+        """Record where a connection is; a connection evicted meanwhile stays forgotten."""
+        with self._connections_changed:
+            connection = self._connections.get(request)
+            if connection is None:
+                return
+            connection.phase, connection.since = phase, time.monotonic()
+            if phase == "idle" and self._admission_waiting:
+                self._connections_changed.notify_all()  # a slot to evict for a waiting newcomer
+            if phase != "busy":
+                self._wake_reaper(connection.since + (self.head_timeout if phase == "idle" else self.body_timeout))
+
+    def _wake_reaper(self, deadline: float) -> None:
+        """Wake the reaper if it sleeps past this new deadline (the lock is held)."""
+        if deadline < self._reaper_wakes_at:
+            self._reaper_wakes_at = deadline
+            self._connections_changed.notify_all()
+
+    def linger(self, request: socket.socket) -> None:
+        """Read (a bounded amount of) what the client still sends before closing: see ``shutdown_request``."""
+        with self._connections_changed:
+            self._lingering.add(request)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._connections_changed:
+            if self._connections.pop(request, None) is not None and self._admission_waiting:
+                self._connections_changed.notify_all()
+            lingering = request in self._lingering
+            self._lingering.discard(request)
+        if lingering:
+            # Closing a socket with unread data sends a reset, which can destroy the
+            # answer we just wrote before the client reads it; so drain a little first.
+            try:
+                request.shutdown(socket.SHUT_WR)
+                deadline = time.monotonic() + LINGER_SECONDS
+                drained = 0
+                while drained < LINGER_BYTES:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    request.settimeout(remaining)
+                    chunk = request.recv(16384)
+                    if not chunk:
+                        break
+                    drained += len(chunk)
+            except OSError:
+                pass
+        super().shutdown_request(request)
+
+    def _reap(self) -> None:
+        """Close connections whose request head (or body) is overdue; sleeps until the next deadline."""
+        with self._connections_changed:
+            while not self._closing:
+                now = time.monotonic()
+                next_deadline: Optional[float] = None
+                overdue = []
+                for request, connection in self._connections.items():
+                    if connection.phase == "busy":
+                        continue
+                    limit = self.head_timeout if connection.phase == "idle" else self.body_timeout
+                    deadline = connection.since + limit
+                    if deadline <= now:
+                        overdue.append(request)
+                    elif next_deadline is None or deadline < next_deadline:
+                        next_deadline = deadline
+                for request in overdue:
+                    del self._connections[request]
+                    _cut(request)
+                self._reaper_wakes_at = float("inf") if next_deadline is None else next_deadline
+                self._connections_changed.wait(None if next_deadline is None else next_deadline - now)
+
+
+def _cut(request: socket.socket) -> None:
+    """End a connection another thread is blocked reading: its read returns EOF and it closes the socket."""
+    try:
+        request.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
 
 
 class GatewayHandler(BaseHTTPRequestHandler):
@@ -146,6 +341,22 @@ class GatewayHandler(BaseHTTPRequestHandler):
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError:
             pass
+
+    def handle_one_request(self) -> None:
+        # Waiting for a head: the reaper closes us after head_timeout (also
+        # when it trickles in), and a new connection at the cap may evict us.
+        self.server.set_phase(self.connection, "idle")
+        self.connection.settimeout(self.server.head_timeout)
+        super().handle_one_request()
+
+    def send_error(self, code: int, message: Optional[str] = None, explain: Optional[str] = None) -> None:
+        """http.server's own refusals (414 long request line, 431 too many or too long headers, 501, ...).
+
+        Answered like every other error, in JSON through the one head helper,
+        and closed without reading further.
+        """
+        text = message or self.responses.get(code, ("error",))[0]
+        self._refuse(code, f"{text}: {explain}" if explain else text)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature
         if logger.isEnabledFor(logging.DEBUG):
@@ -174,6 +385,8 @@ class GatewayHandler(BaseHTTPRequestHandler):
     # -- routing -----------------------------------------------------------------
 
     def _dispatch(self, method: str) -> None:
+        self.server.set_phase(self.connection, "reading")
+        self.connection.settimeout(self.server.body_timeout)
         try:
             self._route(method)
         except (BrokenPipeError, ConnectionResetError):
@@ -185,19 +398,22 @@ class GatewayHandler(BaseHTTPRequestHandler):
     def _route(self, method: str) -> None:
         parts = urlsplit(self.path)
         path = parts.path
-        if not self._host_and_origin_ok():
+        # Nothing of the body is read until framing, Host/Origin and token pass;
+        # every refusal closes the connection instead.
+        size = self._body_size()
+        if size is None or not self._host_and_origin_ok():
             return
         if path == "/healthz" and method == "GET":
             self._json(200, {"ok": True})
             return
         path = self._authorized_path(path)
         if path is None:
-            self._read_body()  # keep the connection usable
-            self._json(401, {"error": "missing or wrong gateway token: use the full TOOLSCRIPT_GATEWAY_URL (it ends in /t/<token>)"})
+            self._refuse(401, "missing or wrong gateway token: use the full TOOLSCRIPT_GATEWAY_URL (it ends in /t/<token>)")
             return
-        body = self._read_body()
+        body = self._read_body(size)
         if body is None:
             return
+        self.server.set_phase(self.connection, "busy")
         if path == "/mcp":
             try:
                 self.server.mcp.handle(self, body)
@@ -235,19 +451,21 @@ class GatewayHandler(BaseHTTPRequestHandler):
             self._json(404, {"error": f"no such endpoint: {path} (try /health, /servers, /tools, /call, /mcp)"})
 
     def _host_and_origin_ok(self) -> bool:
-        host = (self.headers.get("Host") or "").strip()
+        hosts = self.headers.get_all("Host") or []
+        if len(hosts) > 1:
+            self._refuse(400, "more than one Host header")
+            return False
+        host = (hosts[0] if hosts else "").strip()
         hostname = host.rsplit(":", 1)[0] if not host.endswith("]") else host
         allowed = set(LOOPBACK_NAMES) | {self.server.host, f"[{self.server.host}]"}
         if hostname not in allowed:
-            self._read_body()
-            self._json(403, {"error": f"Host {host!r} is not allowed (the gateway answers only to its own address)"})
+            self._refuse(403, f"Host {host!r} is not allowed (the gateway answers only to its own address)")
             return False
         origin = self.headers.get("Origin")
         if origin is not None:
             origin_host = urlsplit(origin).hostname or ""
             if origin_host not in ("127.0.0.1", "localhost", "::1") and origin_host != self.server.host:
-                self._read_body()
-                self._json(403, {"error": f"Origin {origin!r} is not allowed"})
+                self._refuse(403, f"Origin {origin!r} is not allowed")
                 return False
         return True
 
@@ -264,23 +482,45 @@ class GatewayHandler(BaseHTTPRequestHandler):
             return path
         return None
 
-    def _read_body(self) -> Optional[bytes]:
-        length = self.headers.get("Content-Length")
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            self._json(411, {"error": "chunked request bodies are not supported; send Content-Length"})
+    def _body_size(self) -> Optional[int]:
+        """The declared body size, or None after refusing a framing we will not read."""
+        if self.headers.get_all("Transfer-Encoding"):
+            self._refuse(411, "Transfer-Encoding (chunked) request bodies are not supported; send Content-Length")
             return None
-        if not length:
+        lengths = self.headers.get_all("Content-Length") or []
+        if len(lengths) > 1:
+            self._refuse(400, "more than one Content-Length header; send exactly one")
+            return None
+        if not lengths:
+            return 0
+        value = lengths[0].strip()
+        if not (value.isascii() and value.isdigit()):
+            self._refuse(400, f"bad Content-Length {value[:40]!r}: it must be a non-negative integer")
+            return None
+        size = int(value) if len(value) < 20 else MAX_BODY_BYTES + 1
+        if size > MAX_BODY_BYTES:
+            self._refuse(413, f"request body over {MAX_BODY_BYTES} bytes")
+            return None
+        return size
+
+    def _read_body(self, size: int) -> Optional[bytes]:
+        """The body, or None if the client closed (or was cut off by the body timeout) before sending it all."""
+        if not size:
             return b""
         try:
-            size = int(length)
-        except ValueError:
-            self._json(400, {"error": "bad Content-Length"})
-            return None
-        if size > MAX_BODY_BYTES:
+            body = self.rfile.read(size)
+        except OSError:  # includes the per-read timeout
+            body = b""
+        if len(body) < size:
             self.close_connection = True
-            self._json(413, {"error": f"request body over {MAX_BODY_BYTES} bytes"})
             return None
-        return self.rfile.read(size)
+        return body
+
+    def _refuse(self, status: int, message: str) -> None:
+        """Answer an error and close, without reading the request's body."""
+        self.close_connection = True
+        self.server.linger(self.connection)
+        self._json(status, {"error": message})
 
     # -- JSON API ------------------------------------------------------------------
 
@@ -326,7 +566,10 @@ class GatewayHandler(BaseHTTPRequestHandler):
 
     def _call(self, body: bytes) -> None:
         try:
-            request = json.loads(body or b"null")
+            request = decode_json(body or b"null")
+        except JsonTooDeep as exc:
+            self._json(400, {"error": f"{exc}: flatten the arguments"})
+            return
         except ValueError:
             self._json(400, {"error": "the body must be JSON: {\"tool\": \"server__tool\", \"arguments\": {...}}"})
             return
@@ -335,21 +578,29 @@ class GatewayHandler(BaseHTTPRequestHandler):
             return
         timeout = request.get("timeout")
         timeout = float(timeout) if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0 else None
-        result = self.server.gateway.call(request["tool"], request.get("arguments", {}), source=str(request.get("source") or "api"), timeout=timeout)
+        # A client that hangs up while the call runs cancels it upstream.
+        cancel = Cancel()
+        unwatch = self.server.disconnects.watch(self.connection, cancel)
+        try:
+            result = self.server.gateway.call(
+                request["tool"], request.get("arguments", {}), source=str(request.get("source") or "api"), timeout=timeout, cancel=cancel
+            )
+        finally:
+            unwatch()
+        if cancel.is_set():
+            self.close_connection = True  # the client is gone; the write below fails quietly
         self._json(200, result.to_dict())
 
     def _json(self, status: int, payload: Any) -> None:
-        self._send(status, "application/json", json.dumps(payload, ensure_ascii=False).encode("utf-8"))
+        try:
+            body = encode_json(payload)
+        except (TypeError, ValueError, RecursionError) as exc:
+            logger.warning("answer to %s is not JSON: %s", self.command, exc)
+            status, body = 500, encode_json({"error": f"internal error: the answer is not JSON ({type(exc).__name__})"})
+        self._send(status, "application/json", body)
 
     def _send(self, status: int, content_type: str, body: bytes) -> None:
-        head = (
-            f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}\r\n"
-            f"Content-Type: {content_type}\r\n"
-            f"Content-Length: {len(body)}\r\n"
-            f"Cache-Control: no-store\r\n"
-            + ("Connection: close\r\n" if self.close_connection else "")
-            + "\r\n"
-        ).encode("latin-1")
+        head = response_head(status, content_type=content_type, content_length=len(body), close=self.close_connection)
         # One write: headers and body in separate sends stall ~40 ms on Nagle + delayed ACK.
         self.wfile.write(head + body)
         self.wfile.flush()
@@ -360,9 +611,12 @@ def _split(value: Optional[str]) -> List[str]:
     return [part.strip() for part in (value or "").split(",") if part.strip()]
 
 
-def serve(gateway: Gateway, host: str = "127.0.0.1", port: int = 0) -> Tuple[GatewayServer, threading.Thread]:
-    """Bind and serve in a background thread; returns the server (whose ``url`` is ready)."""
-    server = GatewayServer(gateway, host, port)
+def serve(gateway: Gateway, host: str = "127.0.0.1", port: int = 0, **limits: Any) -> Tuple[GatewayServer, threading.Thread]:
+    """Bind and serve in a background thread; returns the server (whose ``url`` is ready).
+
+    ``limits`` are GatewayServer's keyword arguments (max_connections, head_timeout, body_timeout, admission_wait).
+    """
+    server = GatewayServer(gateway, host, port, **limits)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, name="gateway-http", daemon=True)
     thread.start()
     return server, thread

@@ -30,13 +30,17 @@ import http.server
 import json
 import queue
 import secrets
+import selectors
+import socket
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 from toolscript import log
 from toolscript.mcp import jsonrpc
+from toolscript.mcp.cancel import Cancel
+from toolscript.mcp.http_response import response_head
 from toolscript.mcp.session import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 
 logger = log.get("mcp.server")
@@ -49,6 +53,9 @@ KEEPALIVE_SECONDS = 15.0  # ": keepalive" comment on a silent stream, so dead cl
 STREAM_AFTER_SECONDS = 1.0  # a tools/call silent this long is answered as SSE from then on
 WRITE_TIMEOUT_SECONDS = 30.0  # a stream write that blocks this long means the client stopped reading
 _TICK_SECONDS = 0.25  # how often the housekeeping thread looks at calls and sessions
+# Request bodies nesting deeper than this are refused: Python's JSON parser,
+# encoder and our schema checks all recurse, and a few thousand levels crash them.
+MAX_JSON_DEPTH = 100
 
 _JSON = "application/json"
 _SSE = "text/event-stream"
@@ -65,7 +72,9 @@ class CallContext:
     """What a provider's ``call_tool`` gets besides the arguments."""
 
     request_id: Any
-    cancelled: threading.Event  # set on notifications/cancelled for this request, or when the session ends
+    # Set on notifications/cancelled for this request, when the session ends,
+    # or when the client's connection closes while the call runs.
+    cancelled: Cancel
     # (progress, total, message) -> notifications/progress with the client's
     # progressToken; a no-op if it gave none.  total and message default to None.
     progress: Callable[[float, Optional[float], Optional[str]], None]
@@ -87,26 +96,178 @@ class ToolProvider(Protocol):
         """Call ``callback`` whenever the tool list changes; return a function that unsubscribes it."""
 
 
+# -- JSON in and out -----------------------------------------------------------------
+
+
+class JsonTooDeep(ValueError):
+    """A request body nests arrays/objects deeper than we accept."""
+
+
+def decode_json(data: bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """A request body as JSON; ValueError with a one-line reason if it is not UTF-8 JSON, JsonTooDeep if it nests too deep."""
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise JsonTooDeep(f"JSON nested deeper than {max_depth} levels") from None
+    if _nests_deeper(value, max_depth):
+        raise JsonTooDeep(f"JSON nested deeper than {max_depth} levels")
+    return value
+
+
+def _nests_deeper(value: Any, limit: int) -> bool:
+    """Does ``value`` have more than ``limit`` levels of arrays/objects?  Iterative, so any depth is safe."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+def encode_json(value: Any) -> bytes:
+    """Compact UTF-8 JSON; strings that cannot be UTF-8 (lone surrogates from argv or file names) are escaped."""
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":")).encode("ascii")
+
+
+# -- noticing clients that hang up ---------------------------------------------------
+
+
+class DisconnectWatcher:
+    """One thread that sets a call's ``Cancel`` when its client closes the connection.
+
+    While a call runs nothing reads its socket, so a client that gives up is
+    only noticed by watching: readable with no data (EOF, or a reset) means it
+    is gone and its upstream call should be cancelled.  Readable *with* data is
+    a pipelined next request, so that socket is simply no longer watched.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._selector: Optional[selectors.BaseSelector] = None
+        self._wake: Optional[Tuple[socket.socket, socket.socket]] = None
+        self._watched: Dict[socket.socket, Cancel] = {}
+        self._thread: Optional[threading.Thread] = None
+        self._closed = False
+
+    def watch(self, sock: Any, cancel: Cancel) -> Callable[[], None]:
+        """Watch ``sock`` until the returned function is called (call it before closing the socket)."""
+        if not isinstance(sock, socket.socket):
+            return lambda: None
+        with self._lock:
+            if self._closed:
+                return lambda: None
+            if self._selector is None:
+                self._start()
+            assert self._selector is not None
+            try:
+                self._selector.register(sock, selectors.EVENT_READ, cancel)
+            except (OSError, ValueError, KeyError):  # already closed, or watched twice
+                return lambda: None
+            self._watched[sock] = cancel
+
+        def unwatch() -> None:
+            with self._lock:
+                if self._watched.get(sock) is cancel:
+                    self._forget(sock)
+
+        return unwatch
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            wake = self._wake
+        if wake is not None:
+            try:
+                wake[1].send(b"x")
+            except OSError:
+                pass
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(2.0)
+
+    def _start(self) -> None:
+        self._selector = selectors.DefaultSelector()
+        self._wake = socket.socketpair()
+        self._selector.register(self._wake[0], selectors.EVENT_READ, None)
+        self._thread = threading.Thread(target=self._run, name="http-disconnect-watcher", daemon=True)
+        self._thread.start()
+
+    def _forget(self, sock: socket.socket) -> None:
+        """Stop watching (the lock is held)."""
+        self._watched.pop(sock, None)
+        assert self._selector is not None
+        try:
+            self._selector.unregister(sock)
+        except (KeyError, ValueError, OSError):
+            pass
+
+    def _run(self) -> None:
+        selector, wake = self._selector, self._wake
+        assert selector is not None and wake is not None
+        try:
+            while True:
+                events = selector.select()
+                with self._lock:
+                    if self._closed:
+                        return
+                    for key, _ in events:
+                        sock = key.fileobj
+                        if key.data is None or not isinstance(sock, socket.socket) or self._watched.get(sock) is not key.data:
+                            continue  # the wake-up socket, or unwatched meanwhile
+                        try:
+                            gone = sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+                        except (BlockingIOError, InterruptedError):
+                            continue
+                        except OSError:  # reset by the peer
+                            gone = True
+                        self._forget(sock)
+                        if gone:
+                            key.data.set()
+        except Exception:  # the watcher must never take the server down
+            logger.debug("the disconnect watcher stopped", exc_info=True)
+        finally:
+            with self._lock:
+                for sock in list(self._watched):
+                    self._forget(sock)
+                selector.close()
+                for end in wake:
+                    end.close()
+
+
 # -- writing responses ---------------------------------------------------------------
 
 
-def _head(handler: http.server.BaseHTTPRequestHandler, status: int, headers: List[Tuple[str, str]]) -> bytes:
-    """Status line and headers, built by hand so headers and body leave in one write.
+def _head(
+    handler: http.server.BaseHTTPRequestHandler,
+    status: int,
+    *,
+    content_type: Optional[str] = None,
+    content_length: Optional[int] = None,
+    cache_control: Optional[str] = "no-store",
+    extra: Sequence[Tuple[str, str]] = (),
+) -> bytes:
+    """Status line and headers (``http_response``), so headers and body leave in one write.
 
     ``send_response`` and friends would flush the headers on their own and the
     body after, and two small writes cost a 40 ms Nagle/delayed-ACK stall.
     """
-    reason = handler.responses.get(status, ("",))[0]
-    lines = [
-        f"{handler.protocol_version} {status} {reason}",
-        f"Server: {handler.version_string()}",
-        f"Date: {handler.date_time_string()}",
-    ]
-    lines += [f"{name}: {value}" for name, value in headers]
-    if handler.close_connection:
-        lines.append("Connection: close")
     handler.log_request(status)
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    fields = [("Server", handler.version_string()), ("Date", handler.date_time_string())] + list(extra)
+    return response_head(
+        status,
+        content_type=content_type,
+        content_length=content_length,
+        cache_control=cache_control,
+        close=handler.close_connection,
+        extra=fields,
+    )
 
 
 def _write(handler: http.server.BaseHTTPRequestHandler, data: bytes) -> bool:
@@ -122,16 +283,13 @@ def _write(handler: http.server.BaseHTTPRequestHandler, data: bytes) -> bool:
 
 
 def _send(handler: http.server.BaseHTTPRequestHandler, status: int, body: bytes = b"", headers: Optional[List[Tuple[str, str]]] = None) -> None:
-    fields = list(headers or [])
-    if body:
-        fields.insert(0, ("Content-Type", _JSON))
-    fields.append(("Content-Length", str(len(body))))
-    _write(handler, _head(handler, status, fields) + body)
+    head = _head(handler, status, content_type=_JSON if body else None, content_length=len(body), extra=headers or ())
+    _write(handler, head + body)
 
 
 def _send_error(handler: http.server.BaseHTTPRequestHandler, status: int, code: int, message: str, headers: Optional[List[Tuple[str, str]]] = None) -> None:
     """An HTTP error whose body is a JSON-RPC error with a null id, as the SDKs answer."""
-    _send(handler, status, jsonrpc.encode(jsonrpc.error(None, code, message)), headers)
+    _send(handler, status, encode_json(jsonrpc.error(None, code, message)), headers)
 
 
 def _start_stream(handler: http.server.BaseHTTPRequestHandler) -> bytes:
@@ -143,8 +301,7 @@ def _start_stream(handler: http.server.BaseHTTPRequestHandler) -> bytes:
         handler.connection.settimeout(WRITE_TIMEOUT_SECONDS)
     except (AttributeError, OSError):
         pass
-    headers = [("Content-Type", _SSE), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no")]
-    return _head(handler, 200, headers)
+    return _head(handler, 200, content_type=_SSE, cache_control="no-cache", extra=[("X-Accel-Buffering", "no")])
 
 
 def _event(data: bytes) -> bytes:
@@ -155,10 +312,10 @@ def _event(data: bytes) -> bytes:
 def _encode(message: Dict[str, Any]) -> bytes:
     """Encode a response, turning a provider's unserializable result into -32603."""
     try:
-        return jsonrpc.encode(message)
-    except (TypeError, ValueError) as exc:
+        return encode_json(message)
+    except (TypeError, ValueError, RecursionError) as exc:
         logger.warning("answer to request %r is not JSON: %s", message.get("id"), exc)
-        return jsonrpc.encode(jsonrpc.error(message.get("id"), jsonrpc.INTERNAL_ERROR, f"Internal error: the result is not JSON ({exc})"))
+        return encode_json(jsonrpc.error(message.get("id"), jsonrpc.INTERNAL_ERROR, f"Internal error: the result is not JSON ({exc})"))
 
 
 # -- request headers -----------------------------------------------------------------
@@ -237,7 +394,7 @@ class _Call:
     def __init__(self, handler: Optional[http.server.BaseHTTPRequestHandler], request_id: Any) -> None:
         self.handler = handler  # None inside a batch: no stream to report on
         self.request_id = request_id
-        self.cancelled = threading.Event()
+        self.cancelled = Cancel()
         self.lock = threading.Lock()
         self.state = "pending"  # -> "streaming" -> "done", or "pending" -> "done"
         self.gone = False  # a write failed: the client hung up, so stop writing
@@ -260,8 +417,8 @@ class _Call:
         if self.handler is None or self.cancelled.is_set():
             return
         try:
-            data = _event(jsonrpc.encode(message))
-        except (TypeError, ValueError) as exc:
+            data = _event(encode_json(message))
+        except (TypeError, ValueError, RecursionError) as exc:
             logger.debug("dropping a %s that is not JSON: %s", message.get("method"), exc)
             return
         with self.lock:
@@ -310,6 +467,7 @@ class McpHttpEndpoint:
         instructions: Optional[str] = None,
         page_size: int = 100,
         session_idle_seconds: float = 3600,
+        disconnects: Optional[DisconnectWatcher] = None,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
@@ -322,6 +480,9 @@ class McpHttpEndpoint:
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._housekeeper: Optional[threading.Thread] = None
+        # Cancels a tools/call whose client hangs up; shared with the caller's other endpoints if it passes one.
+        self._owns_disconnects = disconnects is None
+        self.disconnects = disconnects if disconnects is not None else DisconnectWatcher()
 
     # -- entry points --------------------------------------------------------------
 
@@ -349,6 +510,8 @@ class McpHttpEndpoint:
             sessions = list(self._sessions.values())
         for session in sessions:
             self._end(session)
+        if self._owns_disconnects:
+            self.disconnects.close()
         thread = self._housekeeper
         if thread is not None and thread is not threading.current_thread():
             thread.join(2 * _TICK_SECONDS)
@@ -439,8 +602,8 @@ class McpHttpEndpoint:
             _send_error(handler, 415, jsonrpc.INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json")
             return
         try:
-            value = json.loads(body.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
+            value = decode_json(body)
+        except ValueError as exc:  # UnicodeDecodeError is one
             _send_error(handler, 400, jsonrpc.PARSE_ERROR, f"Parse error: {exc}")
             return
         batch = isinstance(value, list)
@@ -469,7 +632,7 @@ class McpHttpEndpoint:
         if not batch:
             message = messages[0]
             if _kind(message) == "invalid":
-                _send(handler, 400, jsonrpc.encode(jsonrpc.error(_id_of(message), jsonrpc.INVALID_REQUEST, "Invalid Request")))
+                _send(handler, 400, encode_json(jsonrpc.error(_id_of(message), jsonrpc.INVALID_REQUEST, "Invalid Request")))
             elif message["method"] == "tools/call":
                 self._call_streamed(handler, session, message)
             else:
@@ -478,6 +641,19 @@ class McpHttpEndpoint:
         # A 2025-03-26 batch: answered in order, as one JSON array.  Calls in
         # a batch have no stream, so their progress and logs are dropped.
         answers = []
+        # The client hanging up cancels the batch's calls, the running one and those after it.
+        hung_up = Cancel()
+        unwatch = self.disconnects.watch(handler.connection, hung_up)
+        try:
+            self._answer_batch(session, messages, answers, hung_up)
+        finally:
+            unwatch()
+        if answers:
+            _send(handler, 200, b"[" + b",".join(_encode(a) for a in answers) + b"]")
+        else:
+            _send(handler, 202)  # every call was cancelled: nothing left to say
+
+    def _answer_batch(self, session: _Session, messages: List[Any], answers: List[Dict[str, Any]], hung_up: Cancel) -> None:
         for message in messages:
             kind = _kind(message)
             if kind == "invalid":
@@ -487,15 +663,16 @@ class McpHttpEndpoint:
             elif message["method"] == "initialize":
                 answers.append(jsonrpc.error(message["id"], jsonrpc.INVALID_REQUEST, "initialize must not be part of a batch"))
             elif message["method"] == "tools/call":
-                answer = self._call(None, session, message)
+                call = _Call(None, message["id"])
+                stop_linking = hung_up.on_set(call.cancelled.set)
+                try:
+                    answer = self._call(call, session, message)
+                finally:
+                    stop_linking()
                 if answer is not None:
                     answers.append(answer)
             else:
                 answers.append(self._dispatch(session, message))
-        if answers:
-            _send(handler, 200, b"[" + b",".join(_encode(a) for a in answers) + b"]")
-        else:
-            _send(handler, 202)  # every call was cancelled: nothing left to say
 
     def _initialize(self, message: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[_Session]]:
         params = message.get("params")
@@ -582,7 +759,12 @@ class McpHttpEndpoint:
 
     def _call_streamed(self, handler: http.server.BaseHTTPRequestHandler, session: _Session, message: Dict[str, Any]) -> None:
         call = _Call(handler, message["id"])
-        call.finish(self._call(call, session, message))
+        unwatch = self.disconnects.watch(handler.connection, call.cancelled)
+        try:
+            response = self._call(call, session, message)
+        finally:
+            unwatch()
+        call.finish(response)
 
     def _call(self, call: Optional[_Call], session: _Session, message: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         """Run one tools/call; its response, or None if it was cancelled."""
@@ -668,7 +850,7 @@ class McpHttpEndpoint:
                 if message is None:
                     return
                 stream.taken(message)
-                if not _write(handler, _event(jsonrpc.encode(message))):
+                if not _write(handler, _event(encode_json(message))):
                     return
         finally:
             if unsubscribe is not None:
