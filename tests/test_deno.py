@@ -26,6 +26,7 @@ import peers
 from conftest import Output, REPO_ROOT, missing_prerequisite, running_gateway
 from mcp_servers.launch import FIXTURE
 from toolscript.codemode import deno
+from toolscript.gateway import tsruntime
 from toolscript.config import ServerConfig
 from toolscript.errors import UserError
 
@@ -223,7 +224,7 @@ class FakeHandler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         if self.path == "/t/tok/runtime/tools.ts":
-            self._send(200, deno.typescript_runtime(FAKE_NAMES).encode(), "application/typescript")
+            self._send(200, tsruntime.typescript_runtime(FAKE_NAMES).encode(), "application/typescript")
         elif self.path.startswith("/t/tok/search?"):
             self.server.calls.append(self.path)
             self._send(200, json.dumps({"results": [{"id": "x__plain_text", "score": 0.9}]}).encode())
@@ -289,7 +290,7 @@ console.log(JSON.stringify(out));
 
 def test_runtime_module_type_checks(deno_path, tmp_path):
     """Under --check (what the Deno original paid for), results are `any`: `result.url` compiles."""
-    (tmp_path / "tools.ts").write_text(deno.typescript_runtime(FAKE_NAMES))
+    (tmp_path / "tools.ts").write_text(tsruntime.typescript_runtime(FAKE_NAMES))
     (tmp_path / "main.ts").write_text(
         'import { tools, ToolError } from "./tools.ts";\n'
         "const r = await tools.x.plain_text();\n"
@@ -302,13 +303,13 @@ def test_runtime_module_type_checks(deno_path, tmp_path):
 
 
 def test_typescript_runtime_escapes_every_name():
-    text = deno.typescript_runtime(FAKE_NAMES)
+    text = tsruntime.typescript_runtime(FAKE_NAMES)
     assert text.isascii()  # U+2028 and every other non-ASCII character escaped, never raw
     (line,) = [l for l in text.splitlines() if l.startswith("const NAMES: any = JSON.parse(")]
     literal = line[len("const NAMES: any = JSON.parse("):-len(");")]
     assert json.loads(json.loads(literal)) == {**FAKE_NAMES, "unavailable": {}}  # the data is one string literal
     assert "globalThis.x" not in text.replace(line, "")
-    empty = deno.typescript_runtime({})
+    empty = tsruntime.typescript_runtime({})
     assert "export const tools: Tools" in empty and 'JSON.parse("{\\"servers\\":{},\\"unavailable\\":{}}")' in empty
 
 

@@ -21,6 +21,7 @@ import pytest
 import peers
 from conftest import REPO_ROOT, Output, missing_prerequisite, run_cli, wait_for
 from toolscript.codemode import deno, sandbox
+from toolscript.gateway import tsruntime
 
 NAMESPACES = sandbox.namespace_prefix(net=True) is not None
 MODES = [pytest.param("1", id="auto")] + ([pytest.param("0", id="guard-only")] if NAMESPACES else [])
@@ -240,7 +241,7 @@ def deno_path():
 
 @pytest.mark.timeout(120)
 def test_a_failed_server_says_why_in_typescript(deno_path, tmp_path):
-    (tmp_path / "tools.ts").write_text(deno.typescript_runtime(UNAVAILABLE_NAMES))
+    (tmp_path / "tools.ts").write_text(tsruntime.typescript_runtime(UNAVAILABLE_NAMES))
     (tmp_path / "main.ts").write_text(
         'import { tools, ToolError } from "./tools.ts";\n'
         'console.log(typeof tools.fixture.add);\n'
@@ -301,17 +302,17 @@ def test_runners_use_no_private_name_of_another_module():
 
 
 def test_the_typescript_runtime_is_package_data():
-    with open(os.path.join(CODEMODE, "runtime.ts"), encoding="utf-8") as f:
+    with open(os.path.join(os.path.dirname(CODEMODE), "gateway", "runtime.ts"), encoding="utf-8") as f:
         source = f.read()
-    assert source.count(deno.NAMES_LINE) == 1
-    served = deno.typescript_runtime(UNAVAILABLE_NAMES)
+    assert source.count(tsruntime.NAMES_LINE) == 1
+    served = tsruntime.typescript_runtime(UNAVAILABLE_NAMES)
     (line,) = [l for l in served.splitlines() if l.startswith("const NAMES: any = JSON.parse(")]
-    assert served.replace(line, deno.NAMES_LINE) == source
+    assert served.replace(line, tsruntime.NAMES_LINE) == source
     assert json.loads(json.loads(line[len("const NAMES: any = JSON.parse("):-len(");")])) == UNAVAILABLE_NAMES
 
 
 def test_the_typescript_runtime_loads_from_the_zipapp(pyz):
-    code = "from toolscript.codemode import deno; print(deno.typescript_runtime({'servers': {'s': {}}})[-60:])"
+    code = "from toolscript.gateway import tsruntime; print(tsruntime.typescript_runtime({'servers': {'s': {}}})[-60:])"
     proc = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {pyz!r}); {code}"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "export default tools;" in proc.stdout, proc.stderr
 

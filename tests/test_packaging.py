@@ -105,7 +105,7 @@ def test_archive_entries_sorted_fixed_time_no_pycache(pyz):
     assert names == sorted(names), "entries are not in sorted order"
     assert len(names) == len(set(names)), "duplicate entries"
     expected = {"__main__.py"} | {os.path.relpath(p, REPO_ROOT).replace(os.sep, "/") for p in package_sources()}
-    assert set(names) == expected | {"toolscript/codemode/runtime.ts"}
+    assert set(names) == expected | {"toolscript/gateway/runtime.ts"}
     for info in infos:
         assert info.date_time == FIXED_TIME, f"{info.filename} has timestamp {info.date_time}"
         assert "__pycache__" not in info.filename
@@ -467,8 +467,6 @@ BACKWARDS_EDGES = [
     # The gateway serves the TypeScript runtime as package data, not through the code-mode runner.
     ("toolscript/gateway/ imports toolscript.codemode", _is_under("toolscript.gateway"), _is_under("toolscript.codemode")),
 ]
-# Removed on other branches (mcp client, gateway, exec helpers): the lead drops these marks at merge.
-_FIXED_ELSEWHERE = pytest.mark.xfail(strict=False, reason="fixed on the mcp/gateway branches; lead removes the mark at merge")
 
 
 def backwards_edges(imports: Dict[str, List[Tuple[int, str]]], importers, forbidden) -> List[str]:
@@ -497,8 +495,8 @@ def test_backwards_edge_checker_bites():
     [
         pytest.param(BACKWARDS_EDGES[0], id="commands-cli"),
         pytest.param(BACKWARDS_EDGES[1], id="mcp-config"),
-        pytest.param(BACKWARDS_EDGES[2], id="mcp-server-session", marks=_FIXED_ELSEWHERE),
-        pytest.param(BACKWARDS_EDGES[3], id="gateway-codemode", marks=_FIXED_ELSEWHERE),
+        pytest.param(BACKWARDS_EDGES[2], id="mcp-server-session"),
+        pytest.param(BACKWARDS_EDGES[3], id="gateway-codemode"),
     ],
 )
 def test_no_backwards_edges(edge):

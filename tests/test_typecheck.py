@@ -39,7 +39,6 @@ def test_mypy_config_checks_the_package_as_python_39():
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.xfail(strict=False, reason="lead fixes remaining errors after merge")
 def test_package_type_checks():
     try:
         import mypy  # noqa: F401

@@ -7,6 +7,6 @@ timeout, output caps, Linux namespaces when available, and a runtime guard);
 share (supervising the child, dying with the parent, temp dirs).
 ``guard.py`` and ``runtime.py`` are not imported here: they are copied into
 the sandbox and run inside the child interpreter, where toolscript itself is
-not importable, so they are self-contained stdlib modules.  ``runtime.ts`` is
-the TypeScript runtime module the gateway serves (package data).
+not importable, so they are self-contained stdlib modules.  The TypeScript
+runtime module is the gateway's (``gateway/tsruntime.py``): Deno imports it by URL.
 """

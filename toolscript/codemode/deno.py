@@ -2,12 +2,10 @@
 
 Two parts:
 
-* :func:`typescript_runtime` -- ``runtime.ts`` with the gateway's name map:
-  the module a script gets with ``import { tools, ToolError } from "toolscript"``.  The gateway serves it at
-  ``GET <gateway>/runtime/tools.ts``; the module finds the gateway from its own
-  ``import.meta.url``, so the script needs no environment variable (and no
-  ``--allow-env``).  Each tool function takes ONE object of arguments, as in
-  the Deno original: ``await tools.fixture.add({ a: 2, b: 3 })``.
+* the runtime module a script gets with ``import { tools, ToolError } from
+  "toolscript"`` is served by the gateway (``gateway/tsruntime.py``) at
+  ``GET <gateway>/runtime/tools.ts``.  Each tool function takes ONE object of
+  arguments, as in the Deno original: ``await tools.fixture.add({ a: 2, b: 3 })``.
 * :func:`run` -- runs a script: ``deno run --quiet --no-prompt --no-check``
   in a fresh temp dir with a fresh ``DENO_DIR``, an import map that points
   ``toolscript`` at the gateway, an empty environment, and permissions for
@@ -49,7 +47,6 @@ permissions).  Deno's permission checks are the boundary: no
 import json
 import os
 import pathlib
-import pkgutil
 import re
 import shutil
 import signal
@@ -71,30 +68,6 @@ HEAP_LIMIT_MIB = 1024  # V8 heap, like the Python runner's 1 GiB of address spac
 _NO_LOCAL_IMPORTS = "file:///toolscript-exec-cannot-import-local-files/"
 _MIN_REDACTED = 16  # a shorter last URL segment is not taken for a token
 _SCRIPT_SUFFIXES = (".ts", ".mts", ".tsx", ".js", ".mjs", ".jsx")
-
-
-# -- the runtime module --------------------------------------------------------------------
-
-# The one line of runtime.ts that carries the name map; typescript_runtime replaces it.
-NAMES_LINE = 'const NAMES: any = JSON.parse("{}");'
-
-
-def typescript_runtime(names: dict) -> str:
-    """The module ``import ... from "toolscript"`` loads (served at ``<gateway>/runtime/tools.ts``).
-
-    ``runtime.ts`` (package data) with the gateway's name map in its
-    ``NAMES`` line: ``{"servers": {server_attr: {fn_attr: {"id":
-    "server__tool", "args": {py_name: json_name}}}}, "unavailable":
-    {server_attr: reason}}``.  The map reaches the module as one JSON string
-    literal (ASCII only, so U+2028 cannot end a line) parsed at run time, so
-    no name can break or change the code.
-    """
-    source = pkgutil.get_data("toolscript.codemode", "runtime.ts")
-    if source is None:
-        raise UserError("toolscript is incomplete: toolscript/codemode/runtime.ts is missing; reinstall it")
-    data = {key: names.get(key) if isinstance(names, dict) and isinstance(names.get(key), dict) else {} for key in ("servers", "unavailable")}
-    literal = json.dumps(json.dumps(data, ensure_ascii=False, separators=(",", ":")), ensure_ascii=True)
-    return source.decode("utf-8").replace(NAMES_LINE, f"const NAMES: any = JSON.parse({literal});", 1)
 
 
 # -- running a script ----------------------------------------------------------------------------

@@ -44,6 +44,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 from urllib.parse import parse_qs, urlsplit
 
 from toolscript import __version__, log
+from toolscript.gateway.catalog import Snapshot
 from toolscript.gateway.service import Gateway, as_call_tool_result
 from toolscript.mcp.cancel import Cancel
 from toolscript.mcp.http_response import response_head
@@ -69,12 +70,12 @@ class GatewayToolProvider:
         self.plain = gateway.config.mcp_tool_names == "plain"
         self._names: Tuple[int, Dict[str, str]] = (-1, {})  # (catalog version, MCP name -> tool id)
 
-    def _name_map(self) -> Dict[str, str]:
-        """MCP tool name -> gateway id, recomputed when the catalog changes."""
+    def _name_map(self, snapshot: Snapshot) -> Dict[str, str]:
+        """MCP tool name -> gateway id for one catalog snapshot (cached per version)."""
         version, names = self._names
-        if version == self.gateway.catalog.version:
+        if version == snapshot.version:
             return names
-        entries = self.gateway.catalog.entries()
+        entries = snapshot.entries()
         names = {}
         if self.plain:
             counts: Dict[str, int] = {}
@@ -85,14 +86,15 @@ class GatewayToolProvider:
                 names[entry.name if counts[entry.name] == 1 else entry.id] = entry.id
         else:
             names = {entry.id: entry.id for entry in entries}
-        self._names = (self.gateway.catalog.version, names)
+        self._names = (snapshot.version, names)
         return names
 
     def list_tools(self) -> List[Dict[str, Any]]:
         self.gateway.wait_for_servers()
+        snapshot = self.gateway.catalog.snapshot()  # one version for the names and the tools
         tools = []
-        for name, identifier in self._name_map().items():
-            entry = self.gateway.catalog.get(identifier)
+        for name, identifier in self._name_map(snapshot).items():
+            entry = snapshot.get(identifier)
             if entry is not None:
                 tool = entry.as_mcp_tool()
                 tool["name"] = name
@@ -100,7 +102,7 @@ class GatewayToolProvider:
         return tools
 
     def call_tool(self, name: str, arguments: Dict[str, Any], call: CallContext) -> Dict[str, Any]:
-        identifier = self._name_map().get(name)
+        identifier = self._name_map(self.gateway.catalog.snapshot()).get(name)
         if identifier is None:
             raise UnknownTool(name)
         name = identifier
@@ -176,7 +178,7 @@ class GatewayServer(ThreadingHTTPServer):
         import socketserver
 
         socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = self.server_address[0], self.server_address[1]
+        self.server_name, self.server_port = str(self.server_address[0]), int(self.server_address[1])
 
     @property
     def url(self) -> str:
@@ -406,15 +408,15 @@ class GatewayHandler(BaseHTTPRequestHandler):
         if path == "/healthz" and method == "GET":
             self._json(200, {"ok": True})
             return
-        path = self._authorized_path(path)
-        if path is None:
+        below = self._authorized_path(path)  # the path under the token prefix
+        if below is None:
             self._refuse(401, "missing or wrong gateway token: use the full TOOLSCRIPT_GATEWAY_URL (it ends in /t/<token>)")
             return
         body = self._read_body(size)
         if body is None:
             return
         self.server.set_phase(self.connection, "busy")
-        if path == "/mcp":
+        if below == "/mcp":
             try:
                 self.server.mcp.handle(self, body)
             except Exception:
@@ -425,30 +427,30 @@ class GatewayHandler(BaseHTTPRequestHandler):
             return
         query = {k: ",".join(v) for k, v in parse_qs(parts.query).items()}
         gateway = self.server.gateway
-        if method == "GET" and path in ("/", "/health"):
+        if method == "GET" and below in ("/", "/health"):
             self._json(200, gateway.health())
-        elif method == "GET" and path == "/servers":
+        elif method == "GET" and below == "/servers":
             self._json(200, gateway.servers())
-        elif method == "GET" and path == "/tools":
+        elif method == "GET" and below == "/tools":
             self._tools(query)
-        elif method == "POST" and path == "/call":
+        elif method == "POST" and below == "/call":
             self._call(body)
-        elif method == "GET" and path == "/search":
+        elif method == "GET" and below == "/search":
             self._search(query)
-        elif method == "GET" and path == "/types":
+        elif method == "GET" and below == "/types":
             self._types(query)
-        elif method == "GET" and path == "/runtime/names":
+        elif method == "GET" and below == "/runtime/names":
             gateway.wait_for_servers()
             self._json(200, gateway.derived.names())
-        elif method == "GET" and path == "/runtime/tools.ts":
-            from toolscript.codemode import deno
+        elif method == "GET" and below == "/runtime/tools.ts":
+            from toolscript.gateway.tsruntime import typescript_runtime
 
             gateway.wait_for_servers()
-            self._send(200, "application/typescript; charset=utf-8", deno.typescript_runtime(gateway.derived.names()).encode("utf-8"))
-        elif path in ("/health", "/servers", "/tools", "/call", "/search", "/types", "/runtime/names"):
-            self._json(405, {"error": f"{method} is not allowed on {path}"})
+            self._send(200, "application/typescript; charset=utf-8", typescript_runtime(gateway.derived.names()).encode("utf-8"))
+        elif below in ("/health", "/servers", "/tools", "/call", "/search", "/types", "/runtime/names"):
+            self._json(405, {"error": f"{method} is not allowed on {below}"})
         else:
-            self._json(404, {"error": f"no such endpoint: {path} (try /health, /servers, /tools, /call, /mcp)"})
+            self._json(404, {"error": f"no such endpoint: {below} (try /health, /servers, /tools, /call, /mcp)"})
 
     def _host_and_origin_ok(self) -> bool:
         hosts = self.headers.get_all("Host") or []

@@ -41,7 +41,7 @@ from toolscript import log
 from toolscript.mcp import jsonrpc
 from toolscript.mcp.cancel import Cancel
 from toolscript.mcp.http_response import response_head
-from toolscript.mcp.session import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+from toolscript.mcp.protocol import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 
 logger = log.get("mcp.server")
 
@@ -640,7 +640,7 @@ class McpHttpEndpoint:
             return
         # A 2025-03-26 batch: answered in order, as one JSON array.  Calls in
         # a batch have no stream, so their progress and logs are dropped.
-        answers = []
+        answers: List[Dict[str, Any]] = []
         # The client hanging up cancels the batch's calls, the running one and those after it.
         hung_up = Cancel()
         unwatch = self.disconnects.watch(handler.connection, hung_up)
@@ -689,7 +689,7 @@ class McpHttpEndpoint:
         }
         if self.instructions is not None:
             result["instructions"] = self.instructions
-        client = params.get("clientInfo") if isinstance(params.get("clientInfo"), dict) else {}
+        client = _object(params.get("clientInfo"))
         logger.debug("session %s: %s %s, protocol %s", session.id[:8], client.get("name"), client.get("version"), version)
         return jsonrpc.result(message["id"], result), session
 
@@ -698,7 +698,7 @@ class McpHttpEndpoint:
         if _kind(message) != "notification":
             return
         method = message["method"]
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        params = _object(message.get("params"))
         if method == "notifications/initialized":
             session.initialized = True
         elif method == "notifications/cancelled":
@@ -735,9 +735,10 @@ class McpHttpEndpoint:
         offset = 0
         cursor = params.get("cursor")
         if cursor is not None:
-            offset = _decode_cursor(cursor)
-            if offset is None:
+            decoded = _decode_cursor(cursor)
+            if decoded is None:
                 return jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, f"Invalid cursor: {cursor!r}")
+            offset = decoded
         try:
             tools = list(self.provider.list_tools())
         except Exception as exc:
@@ -778,7 +779,7 @@ class McpHttpEndpoint:
             arguments = {}
         if not isinstance(arguments, dict):
             return jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, "tools/call \"arguments\" must be an object")
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        meta = _object(params.get("_meta"))
         token = meta.get("progressToken")
         if isinstance(token, bool) or not isinstance(token, (str, int)):
             token = None
@@ -825,12 +826,11 @@ class McpHttpEndpoint:
             return
         stream = _GetStream()
         with session.lock:
-            if session.ended:
-                old = None
-                stream = None
-            else:
+            ended = session.ended
+            old = None
+            if not ended:
                 old, session.stream = session.stream, stream
-        if stream is None:
+        if ended:
             _send_error(handler, 404, jsonrpc.INVALID_REQUEST, "Session not found")
             return
         if old is not None:
@@ -876,6 +876,11 @@ class McpHttpEndpoint:
 
 
 # -- helpers -----------------------------------------------------------------------------
+
+
+def _object(value: Any) -> Dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (params and _meta are optional)."""
+    return value if isinstance(value, dict) else {}
 
 
 def _valid_id(value: Any) -> bool:

@@ -17,7 +17,6 @@ The transport is anything implementing ``transport.Transport``.
 
 import itertools
 import threading
-import time
 from typing import Any, Callable, Dict, List, Optional
 
 from toolscript import __version__, log
@@ -27,7 +26,6 @@ from toolscript.mcp.errors import ConnectionClosed, McpError, RequestCancelled, 
 from toolscript.mcp.protocol import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 from toolscript.mcp.transport import Transport, describe_request
 
-__all__ = ["ClientSession", "LATEST_PROTOCOL_VERSION", "SUPPORTED_PROTOCOL_VERSIONS"]  # re-exported for mcp.server
 
 logger = log.get("mcp.session")
 
@@ -218,18 +216,10 @@ class ClientSession:
                     self._progress.pop(token, None)
 
     @staticmethod
-    def _wait(pending: _Pending, timeout: float, cancel: Optional[threading.Event]) -> bool:
+    def _wait(pending: _Pending, timeout: float, cancel: Optional[Cancel]) -> bool:
         """Wait for the answer; False on timeout or cancellation."""
         if cancel is None:
             return pending.event.wait(timeout)
-        if not isinstance(cancel, Cancel):
-            # A plain Event cannot wake us: poll it.  Transitional, until every
-            # creator of a cancel flag passes a Cancel (see mcp/cancel.py).
-            deadline = time.monotonic() + timeout
-            while not cancel.is_set() and not pending.event.wait(min(max(deadline - time.monotonic(), 0), 0.05)):
-                if time.monotonic() >= deadline:
-                    break
-            return pending.answered
         # Setting the cancel flag wakes this wait at once (no polling).
         unsubscribe = cancel.on_set(pending.event.set)
         try:

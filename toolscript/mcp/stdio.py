@@ -228,7 +228,7 @@ class StdioTransport:
             self._read_messages(on_message)
         except MessageTooLarge as exc:
             error = exc
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError):
             if not self._closing:  # else: stdout closed under us by close()
                 logger.debug("reading the server's stdout failed", exc_info=True)
                 error = ConnectionClosed(self.exit_description(wait=True))
