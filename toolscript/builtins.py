@@ -1,7 +1,7 @@
 """The five built-in tools: time.now, tools.echo, shell.pwd, fs.list_dir, fs.read_file.
 
-They need no server and exist so the tool path (CLI, gateway, ``ask``) can be
-exercised and so a model can look at the workspace.  The file tools are
+They need no server and exist so the tool path (CLI, gateway, MCP endpoint)
+can be exercised and so a model can look at the workspace.  The file tools are
 confined to the workspace roots: every path goes through ``resolve_path``,
 which resolves ``..`` and symlinks first and then refuses anything whose real
 path is outside every root.

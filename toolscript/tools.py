@@ -2,8 +2,8 @@
 
 A tool is a ``ToolSpec``: a name, a description, a JSON Schema for its input
 and a handler.  A request to run one is a ``ToolCall``; the outcome is always a
-``ToolResult``, never an exception, so the CLI, the gateway, the MCP server and
-``ask`` all report failures the same way.  A failed result carries one of three
+``ToolResult``, never an exception, so the CLI, the gateway and the MCP
+server all report failures the same way.  A failed result carries one of three
 fixed error codes:
 
 * ``tool_not_found``: no tool of that name is registered;
@@ -78,7 +78,7 @@ def _new_call_id() -> str:
 
 @dataclass
 class ToolCall:
-    """A request to run one tool; ``source`` says who asked (cli, gateway, mcp, ask, exec)."""
+    """A request to run one tool; ``source`` says who asked (cli, api, mcp, exec)."""
 
     name: str
     args: Dict[str, Any]
