@@ -59,6 +59,9 @@ bench: venv peers peer-proxy
 	$(VPY) bench/mcp_client.py
 	$(VPY) bench/gateway.py
 	$(VPY) bench/codemode.py
+	$(VPY) bench/hostile.py
+	$(VPY) bench/load.py
+	$(VPY) bench/upstream_limits.py
 	$(PYTHON) bench/plugin.py
 
 clean:

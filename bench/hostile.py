@@ -28,12 +28,8 @@ import json
 import os
 import platform
 import select
-import shutil
-import signal
 import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from urllib.parse import urlsplit
@@ -43,8 +39,8 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from stats import summary  # noqa: E402  (bench/stats.py)
+import gateway as gateway_bench  # noqa: E402  (bench/gateway.py: starts and stops a gateway process)
 
-START_TIMEOUT = 30.0
 SOCKET_TIMEOUT = 10.0
 
 
@@ -67,69 +63,22 @@ def proc_status(pid):
     return rss, threads
 
 
-class GatewayProcess:
-    """``toolscript gateway start --json`` with no servers, in a private temp HOME; stop() kills its group."""
+class GatewayProcess(gateway_bench.GatewayProcess):
+    """bench/gateway.py's gateway process with no servers, started at once, with raw-socket helpers."""
 
     def __init__(self):
-        self.tmp = tempfile.mkdtemp(prefix="toolscript-bench-hostile-")
-        home, state, work = (os.path.join(self.tmp, d) for d in ("home", "state", "work"))
-        for d in (home, state, work):
-            os.makedirs(d)
-        with open(os.path.join(work, ".toolscript.json"), "w") as f:
-            json.dump({"mcpServers": {}}, f)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSCRIPT_") and k != "CLAUDE_CODE_SESSION_ID"}
-        env.update(PYTHONPATH=ROOT, HOME=home, TOOLSCRIPT_STATE_DIR=state)
-        self.log = open(os.path.join(self.tmp, "gateway.log"), "wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "toolscript", "gateway", "start", "--json"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=self.log,
-            cwd=work,
-            env=env,
-            start_new_session=True,
-        )
-        text = ""
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.1)
-            if not ready:
-                if self.proc.poll() is not None:
-                    break
-                continue
-            chunk = os.read(self.proc.stdout.fileno(), 65536)
-            if not chunk:
-                break
-            text += chunk.decode("utf-8", "replace")
-            try:
-                self.url = json.loads(text)["url"]
-            except ValueError:
-                continue
-            parts = urlsplit(self.url)
-            self.host, self.port, self.prefix = parts.hostname, parts.port, parts.path
-            return
-        self.stop()
-        raise RuntimeError("the gateway printed no URL")
+        super().__init__({})
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        parts = urlsplit(self.url)
+        self.host, self.port, self.prefix = parts.hostname, parts.port, parts.path
 
     @property
     def pid(self):
         return self.proc.pid
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.proc.wait(10)
-        self.proc.stdout.close()
-        self.log.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def call_ms(self, tool="builtin__time.now", arguments=None):
         """One /call on a fresh connection: (ms, HTTP status)."""
