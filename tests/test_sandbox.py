@@ -24,6 +24,9 @@ from toolscript.codemode import runtime, sandbox
 from toolscript.config import ServerConfig
 
 NAMESPACES = sandbox.namespace_prefix(net=True) is not None
+_ABI = sandbox.kernel_probe()["landlockAbi"]
+# The kernel layer (issue 9) comes first in the mode string when this kernel has Landlock and seccomp.
+KERNEL = f"landlock(abi {_ABI})+seccomp+" if _ABI and sandbox.kernel_probe()["seccomp"] else ""
 MODES = [pytest.param(None, id="auto")] + ([pytest.param(False, id="guard-only")] if NAMESPACES else [])
 SANDBOX_ERROR = "toolscript sandbox:"
 
@@ -301,18 +304,18 @@ def test_mode_reports_the_isolation_that_ran(fake_gateway):
     without, out, _ = run("import os; print(os.getpid())")
     with_gateway = run("pass", gateway_url=fake_gateway.url)[0].mode
     if NAMESPACES:
-        assert without.mode == "namespace(user,mount,pid,net)+guard"
-        assert with_gateway == "namespace(user,mount,pid)+guard"
+        assert without.mode == KERNEL + "namespace(user,mount,pid,net)+guard"
+        assert with_gateway == KERNEL + "namespace(user,mount,pid)+guard"
         assert out == "1\n"  # PID 1 of its own namespace
-    else:
-        assert with_gateway == without.mode == "guard"
+    elif KERNEL:
+        assert with_gateway == without.mode == KERNEL + "guard"
     result, out, _ = run("print('x')", namespaces=False)
-    assert result.mode == "guard" and out == "x\n"
+    assert result.mode == (KERNEL + "guard" if KERNEL else sandbox.isolation_report()["mode"]) and out == "x\n"
 
 
 def test_namespaces_can_be_switched_off_by_environment(monkeypatch):
     monkeypatch.setenv("TOOLSCRIPT_EXEC_NAMESPACES", "0")
-    assert run("pass")[0].mode == "guard"
+    assert "namespace" not in run("pass")[0].mode
 
 
 def test_allowed_things_still_work():
@@ -459,7 +462,7 @@ def test_chained_calls_across_stdio_http_and_sse(gateway_url):
     assert lines[1] == "Echo: dynamic {'sum': 2}"
     assert lines[2].startswith("meta ") and lines[3] == "200 calls"
     if NAMESPACES:
-        assert result.mode == "namespace(user,mount,pid)+guard"
+        assert result.mode == KERNEL + "namespace(user,mount,pid)+guard"
 
 
 def test_tool_errors_raise_tool_error(gateway_url):

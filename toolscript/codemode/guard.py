@@ -75,6 +75,7 @@ import sys
 import posix
 
 PREFIX = "toolscript sandbox"
+POLICY_NAME = "_toolscript_policy.json"
 NATIVE_MODULES = frozenset({"ctypes", "_ctypes", "cffi", "_cffi_backend"})
 # Modules the guard patches: a fresh copy of them would undo the patch.
 PATCHED_MODULES = frozenset({"_imp", "_posixsubprocess"})
@@ -162,7 +163,7 @@ def start_watchdog(seconds):
     _thread.start_new_thread(watch, ())
 
 
-def make_hook(lib, work, gateway, genuine_path):
+def make_hook(lib, work, gateway, genuine_path, workspace=None):
     """The audit hook.
 
     Everything it uses is bound here, in closures: builtins, ``posix``
@@ -243,9 +244,10 @@ def make_hook(lib, work, gateway, genuine_path):
             return False
 
     stdlib = [p for p in sys.path if type_(p) is str_ and p.startswith("/")]
-    read_roots = roots_of(stdlib + [lib, work] + [p for p in EXTRA_READ_PATHS if os.path.exists(p)])
+    shared = [work] + ([workspace] if workspace else [])
+    read_roots = roots_of(stdlib + [lib] + shared + [p for p in EXTRA_READ_PATHS if os.path.exists(p)])
     native_roots = roots_of([p for p in stdlib if os.path.isdir(p)])
-    write_roots = roots_of([work])
+    write_roots = roots_of(shared)
     rw_files = roots_of(list_(EXTRA_RW_FILES))
     gw_host, gw_port = gateway
     gw_hosts = frozenset([gw_host] + (["127.0.0.1", "::1"] if gw_host == "localhost" else [])) if gw_host else frozenset()
@@ -406,11 +408,16 @@ def make_hook(lib, work, gateway, genuine_path):
     except ImportError:
         pass
     families = frozenset(found)
+    inet = frozenset(f for f in (getattr(_socket, "AF_INET", None), getattr(_socket, "AF_INET6", None)) if f is not None) if found else frozenset()
+    stream = 1  # SOCK_STREAM on Linux and macOS
 
     def on_socket(args):
         family = args[1] if len_(args) > 1 else None
         if type_(family) is not int_ or family not in families:
             raise deny("this kind of socket", f"address family {family}" if type_(family) is int_ else "")
+        kind = args[2] if len_(args) > 2 else None
+        if family in inet and type_(kind) is int_ and kind != -1 and kind & 0xF != stream:
+            raise deny("a UDP or raw socket", "only TCP connections to the toolscript gateway")
 
     def on_kill(args):
         pid = args[0]
@@ -623,24 +630,62 @@ def install_excepthook(filename, source, hidden, memory):
     sys.excepthook = excepthook
 
 
+def read_policy(lib):
+    """The parent's ``_toolscript_policy.json`` in LIB: ``{"confine": {...} or null, "guard": bool, "workspace": str}``."""
+    try:
+        with open(os.path.join(lib, POLICY_NAME), "rb") as f:
+            import json
+
+            return json.loads(f.read().decode("utf-8"))
+    except FileNotFoundError:
+        return {}
+
+
+def confine_now(lib, policy):
+    """The kernel layer (``_toolscript_confine.py``): Landlock, seccomp, the kill timer.  Exits 126 if it fails.
+
+    Runs before any thread starts (Landlock binds the calling thread only) and
+    before the script's first line, so nothing the script does can undo it.
+    """
+    if not policy:
+        return None
+    sys.path.insert(0, lib)
+    try:
+        import _toolscript_confine as confine  # type: ignore[import-not-found]  # copied next to the guard
+
+        return confine.apply(policy)
+    except OSError as exc:
+        posix.write(2, f"toolscript: cannot confine the script, so it did not run: {exc}\n".encode("utf-8", "replace"))
+        posix._exit(126)
+    finally:
+        sys.modules.pop("_toolscript_confine", None)
+        del sys.path[0]
+
+
 def main():
     lib, work, code_path, filename, gw_host, gw_port, limits = sys.argv[1:8]
     user_args = sys.argv[8:]
     with open(code_path, "rb") as f:
         source = f.read()
+    policy = read_policy(lib)
     cpu, memory, fsize, nofile, nproc, wall_ms = (int(x) for x in limits.split(","))
     apply_limits(cpu, memory, fsize, nofile, nproc)
+    confine_now(lib, policy.get("confine"))
     start_watchdog(wall_ms / 1000)
     sys.path.insert(0, lib)
     genuine = genuine_pathlib(source)
     gateway = (gw_host, int(gw_port) if gw_port else 0)
-    patch_native_loading(make_hook(lib, work, gateway, genuine)[1])
+    workspace = policy.get("workspace") or None
+    guard_on = policy.get("guard", True) is not False  # False only from the test-only TOOLSCRIPT_EXEC_GUARD=off
+    if guard_on:
+        patch_native_loading(make_hook(lib, work, gateway, genuine, workspace)[1])
     here = os.path.abspath(__file__)
     hidden = frozenset({here, __file__, os.path.join(os.path.dirname(here), "toolscript.py")})
     install_excepthook(filename, source, hidden, memory)
     code = compile(source, filename, "exec", flags=PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
     # A second make_hook call: the hook shares no closure cell with the wrappers above.
-    sys.addaudithook(make_hook(lib, work, gateway, genuine)[0])
+    if guard_on:
+        sys.addaudithook(make_hook(lib, work, gateway, genuine, workspace)[0])
     module = type(sys)("__main__")
     module.__dict__.update(__builtins__=__builtins__, __spec__=None, __loader__=None, __package__=None, __cached__=None)
     if not filename.startswith("<"):

@@ -16,6 +16,7 @@ holds when this process is gone), and Linux user, mount and PID namespaces
 them.  How it is started, timed out and killed with us is ``process.py``.
 """
 
+import json
 import os
 import shutil
 import signal
@@ -27,13 +28,13 @@ import warnings
 from typing import BinaryIO, Dict, List, Optional, Sequence, Tuple
 
 from toolscript import log
-from toolscript.codemode import process
+from toolscript.codemode import confine, process
 from toolscript.codemode.process import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, KILL_GRACE, ExecResult
 from toolscript.errors import UserError
 
 logger = log.get("codemode.sandbox")
 
-__all__ = ["run", "check_syntax", "namespace_prefix", "ExecResult", "DEFAULT_TIMEOUT", "DEFAULT_MAX_OUTPUT", "MEMORY_LIMIT"]
+__all__ = ["run", "check_syntax", "namespace_prefix", "isolation_report", "find_bwrap", "ExecResult", "DEFAULT_TIMEOUT", "DEFAULT_MAX_OUTPUT", "MEMORY_LIMIT"]
 
 MEMORY_LIMIT = 1 << 30  # bytes of address space
 FILE_SIZE_LIMIT = 64 << 20  # bytes per written file
@@ -48,7 +49,16 @@ GUARD_NAME = "_toolscript_guard.py"
 RUNTIME_NAME = "toolscript.py"
 NAMES_NAME = "_toolscript_names.json"
 CODE_NAME = "_toolscript_script"
+CONFINE_NAME = "_toolscript_confine.py"
+POLICY_NAME = "_toolscript_policy.json"
 NAMESPACES_ENV = "TOOLSCRIPT_EXEC_NAMESPACES"  # "0" turns the namespace layer off
+LAYER_ENV = "TOOLSCRIPT_EXEC_LAYER"  # landlock | bubblewrap | namespaces | guard: force a rung of the ladder
+GUARD_ENV = "TOOLSCRIPT_EXEC_GUARD"  # "off": TEST-ONLY, no audit-hook guard (proves the OS layer alone holds)
+BWRAP_ENV = "TOOLSCRIPT_BWRAP"  # the bubblewrap executable to use (default: bwrap on PATH)
+LAYERS = ("landlock", "bubblewrap", "namespaces", "guard")
+# The kernel's kill timer (confine.py) fires this long after the guard's watchdog: the watchdog's
+# message comes first when it can run, the timer is what holds when it cannot.
+KERNEL_DEADLINE_MARGIN = 0.5
 EXIT_SYNTAX = 1
 
 
@@ -123,13 +133,6 @@ def _probe_namespaces(net: bool) -> Optional[Tuple[str, ...]]:
     return None
 
 
-def _mode_name(prefix: Optional[Sequence[str]]) -> str:
-    if not prefix:
-        return "guard"
-    kinds = ["user", "mount", "pid"] + (["net"] if "--net" in prefix else [])
-    return f"namespace({','.join(kinds)})+guard"
-
-
 def _choose_prefix(net: bool, namespaces: Optional[bool]) -> Optional[Tuple[str, ...]]:
     if namespaces is False or (namespaces is None and os.environ.get(NAMESPACES_ENV, "").strip() == "0"):
         return None
@@ -137,6 +140,190 @@ def _choose_prefix(net: bool, namespaces: Optional[bool]) -> Optional[Tuple[str,
     if prefix is None and namespaces is True:
         raise UserError("Linux namespaces are not available here (unshare failed or is missing); run with namespaces=None to fall back to the guard alone")
     return prefix
+
+
+_PROBES: Dict[str, object] = {}
+_PROBE_LOCK = threading.Lock()
+
+
+def kernel_probe() -> Dict[str, object]:
+    """``confine.probe()``, once per process: Landlock ABI, seccomp, architecture."""
+    with _PROBE_LOCK:
+        if "kernel" not in _PROBES:
+            _PROBES["kernel"] = confine.probe()
+        return dict(_PROBES["kernel"])  # type: ignore[call-overload]  # a dict, set just above
+
+
+def find_bwrap() -> Optional[str]:
+    """A bubblewrap that works here (``TOOLSCRIPT_BWRAP``, else ``bwrap`` on PATH), probed once; or None."""
+    wanted = os.environ.get(BWRAP_ENV, "").strip()
+    with _PROBE_LOCK:
+        key = "bwrap:" + wanted
+        if key not in _PROBES:
+            _PROBES[key] = _probe_bwrap(wanted)
+        return _PROBES[key]  # type: ignore[return-value]  # str or None
+
+
+def _probe_bwrap(wanted: str) -> Optional[str]:
+    if not sys.platform.startswith("linux"):
+        return None
+    found = wanted if wanted and os.access(wanted, os.X_OK) else shutil.which("bwrap", path="/usr/bin:/bin:/usr/local/bin")
+    true = shutil.which("true", path="/usr/bin:/bin")
+    if not found or not true:
+        return None
+    argv = [found, "--die-with-parent", "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", true]
+    try:
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=5, env={"PATH": "/usr/bin:/bin"})
+    except (OSError, subprocess.SubprocessError) as exc:
+        logger.debug("bubblewrap unusable (%s): %s", found, exc)
+        return None
+    if proc.returncode != 0:
+        logger.debug("bubblewrap unusable (%s): %s", found, proc.stderr.decode(errors="replace").strip())
+        return None
+    return found
+
+
+class _Plan:
+    """Which rung of the ladder runs, and how: the argv prefix, the kernel policy, the mode string."""
+
+    def __init__(self, layer: str, prefix: Sequence[str], kernel: Optional[dict], mode: str, namespaces: List[str], bwrap: Optional[str]) -> None:
+        self.layer = layer
+        self.prefix = list(prefix)
+        self.kernel = kernel  # confine.apply's switches ({"landlock": bool, "seccomp": bool}), None = no confine
+        self.mode = mode
+        self.namespaces = namespaces
+        self.bwrap = bwrap
+
+
+def _namespace_kinds(prefix: Optional[Sequence[str]]) -> List[str]:
+    if not prefix:
+        return []
+    return ["user", "mount", "pid"] + (["net"] if "--net" in prefix else [])
+
+
+def _plan(gateway: bool, namespaces: Optional[bool], guard_on: bool) -> _Plan:
+    """Choose the rung: Landlock (+ namespaces) -> bubblewrap -> namespaces -> guard; or the forced one."""
+    forced = os.environ.get(LAYER_ENV, "").strip().lower()
+    if forced and forced not in LAYERS:
+        raise UserError(f"{LAYER_ENV}={forced!r} is not a layer; use one of {', '.join(LAYERS)} or unset it")
+    probe = kernel_probe()
+    abi = int(probe.get("landlockAbi") or 0)  # type: ignore[call-overload]  # an int from confine.probe
+    seccomp = bool(probe.get("seccomp"))
+    landlock_ok = abi > 0 and seccomp
+    prefix = _choose_prefix(not gateway, namespaces) if namespaces is not False or forced else None
+    if forced == "namespaces" and prefix is None:
+        prefix = namespace_prefix(not gateway)
+    bwrap = find_bwrap() if (forced == "bubblewrap" or (not forced and not landlock_ok and namespaces is not False)) else None
+    if forced == "landlock" and not landlock_ok:
+        raise UserError(f"{LAYER_ENV}=landlock, but this kernel offers no Landlock (ABI {abi}) or no seccomp; unset {LAYER_ENV} to fall back")
+    if forced == "bubblewrap" and not bwrap:
+        raise UserError(f"{LAYER_ENV}=bubblewrap, but no working bwrap was found (install the bubblewrap package or set {BWRAP_ENV}); unset {LAYER_ENV} to fall back")
+    if forced == "namespaces" and prefix is None:
+        raise UserError(f"{LAYER_ENV}=namespaces, but Linux namespaces are not available here (unshare failed or is missing); unset {LAYER_ENV} to fall back")
+    layer = forced or ("landlock" if landlock_ok else "bubblewrap" if bwrap else "namespaces" if prefix else "guard")
+    guard = "guard" if guard_on else "guard-off"
+    if layer == "landlock":
+        kinds = _namespace_kinds(prefix)
+        mode = f"landlock(abi {abi})+seccomp" + (f"+namespace({','.join(kinds)})" if kinds else "") + "+" + guard
+        return _Plan(layer, prefix or (), {"landlock": True, "seccomp": True}, mode, kinds, None)
+    if layer == "bubblewrap":
+        kinds = ["user", "mount", "pid", "ipc", "uts", "cgroup"] + ([] if gateway else ["net"])
+        return _Plan(layer, (), {"landlock": False, "seccomp": seccomp}, "bubblewrap" + ("+seccomp" if seccomp else "") + "+" + guard, kinds, bwrap)
+    if forced:  # namespaces or guard, forced: today's layers exactly, the baseline the others are measured against
+        prefix = prefix if layer == "namespaces" else None
+        kinds = _namespace_kinds(prefix)
+        return _Plan(layer, prefix or (), None, (f"namespace({','.join(kinds)})+" if kinds else "") + guard, kinds, None)
+    # Chosen because nothing better is here: keep the seccomp filter and kill timer when the kernel has them.
+    kinds = _namespace_kinds(prefix)
+    mode = ("seccomp+" if seccomp else "") + (f"namespace({','.join(kinds)})+" if kinds else "") + guard
+    return _Plan(layer, prefix or (), {"landlock": False, "seccomp": True} if seccomp else None, mode, kinds, None)
+
+
+STOPS = {
+    "landlock": [
+        "file access outside the Python runtime, the shared libraries, the temp dir and the workspace (Landlock)",
+        "TCP connections to any port but the gateway's, and listening on TCP ports (Landlock)",
+        "signals to and abstract unix sockets of processes outside the sandbox (Landlock, ABI >= 6)",
+        "starting programs, forking, UDP/raw/unix sockets, ptrace, mount, keyctl, bpf, io_uring (seccomp)",
+        "the wall-clock limit, also when exec is gone (a kernel timer sends SIGKILL)",
+    ],
+    "bubblewrap": [
+        "every file but the read-only runtime, /dev's basic devices and the temp dir (a private mount namespace)",
+        "the network, unless a gateway is given (then the host's network is shared)",
+        "starting programs, forking, UDP/raw/unix sockets, ptrace, mount, keyctl, bpf, io_uring (seccomp)",
+    ],
+    "namespaces": ["other processes (PID namespace)", "the network when no gateway is given (network namespace)"],
+    "guard": ["what the in-process audit hook refuses (it can be switched off from inside by a determined script)"],
+}
+GAPS = {
+    "landlock": [
+        "file metadata: stat() shows which files exist anywhere (Landlock checks opens, not lookups)",
+        "with a gateway, TCP to the gateway's port number on other hosts (Landlock rules are per port; the guard checks the host)",
+        "every tool the gateway exposes is callable",
+        "CPU, memory and disk use inside the limits",
+    ],
+    "bubblewrap": [
+        "with a gateway, the host's whole TCP network (only the guard limits it to the gateway)",
+        "every tool the gateway exposes is callable",
+        "CPU, memory and disk use inside the limits",
+    ],
+    "namespaces": [
+        "files: anything the user can read or write, once the in-process guard is bypassed",
+        "with a gateway, the host's network, once the guard is bypassed",
+        "starting programs and forking, once the guard is bypassed",
+    ],
+    "guard": [
+        "everything the user can do, once a script defeats the in-process guard (about fifteen lines of Python)",
+    ],
+}
+
+
+def isolation_report(gateway: bool = True) -> Dict[str, object]:
+    """Which layer ``exec`` would use now and what it stops and does not (no side effects; probes are cached)."""
+    probe = kernel_probe()
+    guard_on = os.environ.get(GUARD_ENV, "").strip().lower() != "off"
+    plan = _plan(gateway, None, guard_on)
+    gaps = list(GAPS[plan.layer]) + ([] if guard_on else ["TOOLSCRIPT_EXEC_GUARD=off: the in-process guard is switched off (test only)"])
+    return {
+        "layer": plan.layer,
+        "mode": plan.mode,
+        "landlockAbi": int(probe.get("landlockAbi") or 0),  # type: ignore[call-overload]  # an int from confine.probe
+        "seccomp": bool(probe.get("seccomp")),
+        "namespaces": plan.namespaces,
+        "bwrap": find_bwrap(),
+        "stops": list(STOPS[plan.layer]),
+        "gaps": gaps,
+    }
+
+
+def _kernel_policy(plan: _Plan, lib: str, work: str, workspace: Optional[str], gw_port: str, deadline_ms: int) -> Optional[dict]:
+    if plan.kernel is None:
+        return None
+    policy = dict(plan.kernel)
+    policy.update(
+        python=True,
+        read=list(confine.SYSTEM_READ_PATHS) + list(confine.DEVICE_READ) + [lib],
+        write=[work] + ([workspace] if workspace else []) + list(confine.DEVICE_WRITE),
+        connectPorts=[int(gw_port)] if gw_port else [],
+        deadlineMs=deadline_ms,
+        dropCapabilities=True,
+    )
+    return policy
+
+
+def _bwrap_argv(bwrap: str, python: str, lib: str, work: str, workspace: Optional[str], gateway: bool) -> List[str]:
+    """bubblewrap: a fresh mount namespace with the runtime read-only and the temp dir (+ workspace) writable."""
+    argv = [bwrap, "--die-with-parent", "--unshare-all", "--new-session", "--cap-drop", "ALL"]
+    if gateway:
+        argv.append("--share-net")
+    prefix = os.path.dirname(os.path.dirname(python))  # <prefix>/bin/python3.X -> <prefix>
+    for path in ["/usr", prefix] + list(confine.SYSTEM_READ_PATHS):
+        if os.path.lexists(path):
+            argv += ["--ro-bind-try", path, path]
+    argv += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--ro-bind", lib, lib, "--bind", work, work]
+    if workspace:
+        argv += ["--bind", workspace, workspace]
+    return argv + ["--chdir", work]
 
 
 # -- the child's files, environment and limits -------------------------------------------------
@@ -224,6 +411,8 @@ def run(
     namespaces: Optional[bool] = None,
     memory_limit: int = MEMORY_LIMIT,
     kill_grace: float = KILL_GRACE,
+    require_isolation: bool = False,
+    workspace: Optional[str] = None,
 ) -> ExecResult:
     """Run ``code`` in the sandbox; stream its output; return how it ended.
 
@@ -237,7 +426,13 @@ def run(
     ``kill_grace``: seconds between SIGTERM and SIGKILL on a timeout (guard
     mode; a namespace's PID 1 ignores SIGTERM, so it gets SIGKILL at once).
     The script also stops itself ``WATCHDOG_MARGIN`` seconds after ``timeout``
-    (exit 124), which is what ends it when this process is gone.
+    (exit 124), which is what ends it when this process is gone, and a kernel
+    timer kills it ``KERNEL_DEADLINE_MARGIN`` later still (when the kernel
+    layer runs).  The layer is the best rung of the ladder this system offers
+    (see ``isolation_report``), or the one ``TOOLSCRIPT_EXEC_LAYER`` forces.
+    ``require_isolation``: refuse (``UserError``, exit code 2) when only the
+    in-process guard is available.  ``workspace``: a directory the script may
+    also read and write.
     Raises ``UserError`` only when the sandbox cannot be set up at all.
     """
     started = time.monotonic()
@@ -255,8 +450,20 @@ def run(
     if not (0 < timeout < float("inf")):
         raise UserError(f"the timeout must be a positive number of seconds, not {timeout!r}")
     gw_host, gw_port = process.gateway_address(gateway_url)
-    prefix = _choose_prefix(not gateway_url, namespaces)
-    mode = _mode_name(prefix)
+    if workspace is not None:
+        if not os.path.isdir(workspace):
+            raise UserError(f"the workspace {workspace!r} is not a directory; create it or pass another one")
+        workspace = os.path.realpath(workspace)
+    guard_on = os.environ.get(GUARD_ENV, "").strip().lower() != "off"
+    plan = _plan(bool(gateway_url), namespaces, guard_on)
+    if require_isolation and plan.layer == "guard":
+        raise UserError(
+            "exec: isolation is required, but only the in-process guard is available here (no Landlock, no bubblewrap, "
+            "no user namespaces); use Linux >= 5.13 with Landlock, or install bubblewrap, or drop --require-isolation",
+            exit_code=2,
+        )
+    prefix = plan.prefix
+    mode = plan.mode
     cpu = max(1, int(timeout + 0.999) + 1)
     wall_ms = int((timeout + WATCHDOG_MARGIN) * 1000)
     limits = f"{cpu},{int(memory_limit)},{FILE_SIZE_LIMIT},{OPEN_FILES_LIMIT},{_thread_allowance()},{wall_ms}"
@@ -267,10 +474,12 @@ def run(
         lib, work = os.path.join(root, "lib"), os.path.join(root, "work")
         os.mkdir(lib, 0o700)
         os.mkdir(work, 0o700)
-        import json
-
+        kernel = _kernel_policy(plan, lib, work, workspace, gw_port, wall_ms + int(KERNEL_DEADLINE_MARGIN * 1000))
+        policy = {"confine": kernel, "guard": guard_on, "workspace": workspace}
         files = {
             GUARD_NAME: _source("guard.py"),
+            CONFINE_NAME: _source("confine.py"),
+            POLICY_NAME: json.dumps(policy).encode("utf-8"),
             RUNTIME_NAME: _source("runtime.py"),
             NAMES_NAME: json.dumps(names if isinstance(names, dict) else {"servers": {}}).encode("utf-8"),
             CODE_NAME: code.encode("utf-8", "surrogateescape"),
@@ -278,6 +487,9 @@ def run(
         for name, data in files.items():
             with open(os.path.join(lib, name), "wb") as f:
                 f.write(data)
+        if plan.layer == "bubblewrap" and plan.bwrap:
+            resolved = os.path.realpath(resolved)  # the interpreter itself, not a venv's link to it
+            prefix = _bwrap_argv(plan.bwrap, resolved, lib, work, workspace, bool(gateway_url))
         argv: List[str] = list(prefix or ()) + [
             resolved, "-I", "-S", "-B", "-u", "-X", "utf8",
             os.path.join(lib, GUARD_NAME), lib, work, os.path.join(lib, CODE_NAME), filename,
@@ -293,7 +505,7 @@ def run(
             timeout=timeout,
             max_output=max_output,
             # In a PID namespace the script is PID 1, which ignores SIGTERM: no point waiting for it there.
-            grace=0.0 if prefix else kill_grace,
+            grace=0.0 if plan.namespaces else kill_grace,
             signal_message=lambda signum: _signal_message(signum, cpu, memory_limit),
         )
     finally:
