@@ -48,7 +48,7 @@ is skipped and the report says so (``{"landlockAbi": 0, ...}``).
 import os
 import sys
 
-__all__ = ["apply", "probe", "ConfineError", "python_read_paths", "SYSTEM_READ_PATHS", "DEVICE_READ", "DEVICE_WRITE"]
+__all__ = ["apply", "probe", "ConfineError", "python_read_paths", "elf_interpreters", "seccomp_program", "SYSTEM_READ_PATHS", "DEVICE_READ", "DEVICE_WRITE"]
 
 
 class ConfineError(OSError):
@@ -185,6 +185,36 @@ def python_read_paths() -> list:
             names = []
         paths += [os.path.join(libdir, n) for n in names if n.startswith("libpython")]  # a shared-libpython build
     return paths
+
+
+def elf_interpreters(path: str) -> list:
+    """The ELF interpreter (``PT_INTERP``, e.g. ld-linux) of the executable ``path``, and its real path.
+
+    Landlock checks the execute right on the loader too: a launched program
+    needs it next to its own binary.  [] for a static or non-ELF file.
+    """
+    import struct
+
+    try:
+        with open(path, "rb") as f:
+            header = f.read(64)
+            if header[:4] != b"\x7fELF" or header[4] != 2:  # 64-bit ELF only
+                return []
+            endian = "<" if header[5] == 1 else ">"
+            phoff, = struct.unpack(endian + "Q", header[32:40])
+            phentsize, phnum = struct.unpack(endian + "HH", header[54:58])
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+            for index in range(phnum):
+                entry = table[index * phentsize:(index + 1) * phentsize]
+                kind, _, offset, _, _, size = struct.unpack(endian + "IIQQQQ", entry[:40])
+                if kind == 3:  # PT_INTERP
+                    f.seek(offset)
+                    interp = f.read(size).rstrip(b"\0").decode("utf-8", "surrogateescape")
+                    return sorted({interp, os.path.realpath(interp)})
+    except (OSError, ValueError, struct.error):
+        return []
+    return []
 
 
 # -- landlock ----------------------------------------------------------------------------------------

@@ -1,0 +1,322 @@
+"""The kernel layer of ``exec`` (``toolscript/codemode/confine.py``): Landlock, seccomp, the kill timer.
+
+Every check runs in a child interpreter that applies a policy and then tries
+something (a confined process stays confined: never in the pytest process).
+The child imports ``confine.py`` straight from the source tree, as the
+sandbox's lib dir does, applies a policy whose only writable dir is its
+working dir, prints the report as its first line, then runs the test's code.
+Where the kernel lacks Landlock or seccomp the tests say so by name
+(``missing_prerequisite``: a failure under ``TOOLSCRIPT_REQUIRE_PEERS=1``).
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO_ROOT, missing_prerequisite
+
+CODEMODE = os.path.join(REPO_ROOT, "toolscript", "codemode")
+sys.path.insert(0, CODEMODE)
+import confine  # noqa: E402  # the standalone module, as the sandbox loads it
+
+CHILD = (
+    "import json, os, sys\n"
+    "sys.path.insert(0, sys.argv[1])\n"
+    "import confine\n"
+    "report = confine.apply(json.loads(sys.argv[2]))\n"
+    "del sys.path[0]\n"
+    "print(json.dumps(report), flush=True)\n"
+    "exec(compile(sys.argv[3], '<test>', 'exec'))\n"
+)
+
+
+def kernel():
+    probe = confine.probe()
+    if not probe["landlockAbi"]:
+        missing_prerequisite(f"Landlock is not available in this kernel ({os.uname().release}); the kernel layer cannot be tested")
+    if not probe["seccomp"]:
+        missing_prerequisite("seccomp is not available in this kernel; the kernel layer cannot be tested")
+    return probe
+
+
+def base_policy(work, **extra):
+    policy = {
+        "python": True,
+        "read": list(confine.SYSTEM_READ_PATHS) + list(confine.DEVICE_READ),
+        "write": [str(work)] + list(confine.DEVICE_WRITE),
+        "landlock": True,
+        "seccomp": True,
+    }
+    policy.update(extra)
+    return policy
+
+
+def confined(tmp_path, code, timeout=30, **extra):
+    """Run ``code`` confined (work dir = tmp_path/work): (report, stdout after the report, stderr, returncode)."""
+    kernel()
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    argv = [sys.executable, "-I", "-S", "-c", CHILD, CODEMODE, json.dumps(base_policy(work, **extra)), code]
+    proc = subprocess.run(argv, cwd=str(work), capture_output=True, text=True, timeout=timeout, env={"PATH": "/usr/bin:/bin"})
+    first, _, rest = proc.stdout.partition("\n")
+    report = json.loads(first) if first.startswith("{") else None
+    assert report is not None, (proc.returncode, proc.stdout, proc.stderr)
+    return report, rest, proc.stderr, proc.returncode
+
+
+TRY = (
+    "def attempt(label, action):\n"
+    "    try:\n"
+    "        action()\n"
+    "        print(label, 'ok')\n"
+    "    except OSError as exc:\n"
+    "        print(label, 'refused', exc.errno)\n"
+)
+
+
+def outcomes(out):
+    """{label: "ok" | "refused <errno>"} from the child's ``attempt`` lines."""
+    result = {}
+    for line in out.splitlines():
+        label, _, rest = line.partition(" ")
+        result[label] = rest
+    return result
+
+
+# -- probe and report -----------------------------------------------------------------------------
+
+
+def test_probe_tells_what_the_kernel_offers():
+    probe = confine.probe()
+    assert set(probe) == {"landlockAbi", "seccomp", "arch"}
+    assert isinstance(probe["landlockAbi"], int) and probe["landlockAbi"] >= 0
+    assert isinstance(probe["seccomp"], bool) and probe["arch"] == os.uname().machine
+    kernel()
+
+
+def test_apply_reports_every_layer_and_leaves_no_ctypes(tmp_path):
+    probe = kernel()
+    code = "print(sorted(n for n in sys.modules if 'ctypes' in n))"
+    report, out, err, rc = confined(tmp_path, code, deadlineMs=60000)
+    assert rc == 0, err
+    assert report["noNewPrivs"] and report["seccomp"] and report["deadline"]
+    assert report["landlockAbi"] == probe["landlockAbi"] and report["landlock"]["rules"] > 0
+    assert report["landlock"]["net"] == (probe["landlockAbi"] >= 4)
+    assert report["landlock"]["scoped"] == (probe["landlockAbi"] >= 6)
+    assert report["capabilities"] == "dropped" and report["skipped"] == []
+    assert out == "[]\n"
+
+
+def test_the_filter_is_built_for_known_architectures_only():
+    with pytest.raises(KeyError):
+        confine.seccomp_program("mips")
+    program = confine.seccomp_program(os.uname().machine)
+    assert len(program) % 8 == 0 and len(program) // 8 < 255
+
+
+# -- files ----------------------------------------------------------------------------------------
+
+
+def test_files_outside_the_policy_cannot_be_read_or_written(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("hunter2")
+    code = TRY + (
+        f"attempt('shadow', lambda: open('/etc/shadow').read())\n"
+        f"attempt('passwd', lambda: open('/etc/passwd').read())\n"
+        f"attempt('secret', lambda: open({str(secret)!r}).read())\n"
+        f"attempt('overwrite', lambda: open({str(secret)!r}, 'w').write('x'))\n"
+        f"attempt('create', lambda: open({str(tmp_path / 'new.txt')!r}, 'w').write('x'))\n"
+        f"attempt('proc', lambda: open('/proc/self/environ').read())\n"
+        f"attempt('listing', lambda: os.listdir({str(tmp_path)!r}))\n"
+        "attempt('work', lambda: (open('mine.txt', 'w').write('x'), os.mkdir('d'), os.rename('mine.txt', 'd/m'), os.remove('d/m')))\n"
+        "attempt('stdlib', lambda: __import__('decimal') and __import__('zoneinfo').ZoneInfo('Europe/Paris'))\n"
+        "attempt('devnull', lambda: open('/dev/null', 'w').write('x'))\n"
+        "attempt('urandom', lambda: open('/dev/urandom', 'rb').read(4))\n"
+    )
+    report, out, err, rc = confined(tmp_path, code)
+    assert rc == 0, err
+    seen = outcomes(out)
+    for label in ("shadow", "passwd", "secret", "overwrite", "create", "proc", "listing"):
+        assert seen[label] == "refused 13", (label, seen)
+    for label in ("work", "stdlib", "devnull", "urandom"):
+        assert seen[label] == "ok", (label, seen, err)
+    assert secret.read_text() == "hunter2" and not (tmp_path / "new.txt").exists()
+
+
+def test_no_device_nodes_and_no_fifos_outside(tmp_path):
+    code = TRY + (
+        f"attempt('fifo_outside', lambda: os.mkfifo({str(tmp_path / 'fifo')!r}))\n"
+        "attempt('fifo_inside', lambda: os.mkfifo('fifo'))\n"
+        "attempt('char_inside', lambda: os.mknod('null', 0o20666, os.makedev(1, 3)))\n"
+        f"attempt('char_outside', lambda: os.mknod({str(tmp_path / 'null')!r}, 0o20666, os.makedev(1, 3)))\n"
+    )
+    report, out, err, rc = confined(tmp_path, code)
+    seen = outcomes(out)
+    assert seen["fifo_outside"] == "refused 13" and seen["fifo_inside"] == "ok"
+    assert seen["char_inside"].startswith("refused") and seen["char_outside"].startswith("refused")
+    assert not (tmp_path / "fifo").exists() and not (tmp_path / "null").exists() and not (tmp_path / "work" / "null").exists()
+
+
+# -- network --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def two_listeners():
+    socks = []
+    for _ in range(2):
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(5)
+        sock.settimeout(0)
+        socks.append(sock)
+    yield socks
+    for sock in socks:
+        sock.close()
+
+
+def test_tcp_only_to_the_allowed_port_and_no_other_kind_of_socket(tmp_path, two_listeners):
+    if kernel()["landlockAbi"] < 4:
+        missing_prerequisite("Landlock ABI < 4 has no TCP rules")
+    allowed, other = (s.getsockname()[1] for s in two_listeners)
+    code = TRY + (
+        "import socket\n"
+        f"attempt('allowed', lambda: socket.create_connection(('127.0.0.1', {allowed}), timeout=5))\n"
+        f"attempt('other', lambda: socket.create_connection(('127.0.0.1', {other}), timeout=5))\n"
+        "attempt('bind', lambda: socket.socket().bind(('127.0.0.1', 0)))\n"
+        "attempt('udp', lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM))\n"
+        "attempt('raw', lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))\n"
+        "attempt('unix', lambda: socket.socket(socket.AF_UNIX))\n"
+        "attempt('sctp', lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM, 132))\n"
+        "attempt('netlink', lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0))\n"
+        "attempt('pair', lambda: socket.socketpair())\n"
+    )
+    report, out, err, rc = confined(tmp_path, code, connectPorts=[allowed])
+    assert rc == 0, err
+    seen = outcomes(out)
+    assert seen["allowed"] == "ok" and seen["other"] == "refused 13" and seen["bind"] == "refused 13"
+    for label in ("udp", "raw", "unix", "sctp", "netlink"):
+        assert seen[label] == "refused 1", (label, seen)
+    assert seen["pair"] == "ok"  # asyncio's self-pipe needs it; it reaches nobody
+    two_listeners[0].accept()
+    with pytest.raises(BlockingIOError):
+        two_listeners[1].accept()
+
+
+# -- processes and signals ------------------------------------------------------------------------
+
+
+def test_no_programs_no_processes_but_threads(tmp_path):
+    code = TRY + (
+        "import subprocess, threading\n"
+        "attempt('execv', lambda: os.execv('/bin/true', ['true']))\n"
+        "attempt('fork', lambda: os.fork())\n"
+        "attempt('subprocess', lambda: subprocess.run(['/bin/true']))\n"
+        "attempt('posix_spawn', lambda: os.posix_spawn('/bin/true', ['true'], {}))\n"
+        "attempt('unshare', lambda: os.unshare(os.CLONE_NEWUSER) if hasattr(os, 'unshare') else (_ for _ in ()).throw(PermissionError(1, 'x')))\n"
+        "box = []\n"
+        "threads = [threading.Thread(target=box.append, args=(i,)) for i in range(8)]\n"
+        "[t.start() for t in threads]; [t.join() for t in threads]\n"
+        "print('threads', len(box))\n"
+    )
+    report, out, err, rc = confined(tmp_path, code)
+    assert rc == 0, err
+    seen = outcomes(out)
+    for label in ("execv", "fork", "subprocess", "posix_spawn", "unshare"):
+        assert seen[label] == "refused 1", (label, seen)
+    assert seen["threads"] == "8"
+
+
+def test_no_signals_to_processes_outside(tmp_path):
+    if kernel()["landlockAbi"] < 6:
+        missing_prerequisite("Landlock ABI < 6 has no signal scoping")
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        code = TRY + (
+            f"attempt('other', lambda: os.kill({sleeper.pid}, 15))\n"
+            "import signal\n"
+            "signal.signal(signal.SIGUSR1, lambda *a: print('self got it'))\n"
+            "attempt('self', lambda: os.kill(os.getpid(), signal.SIGUSR1))\n"
+        )
+        report, out, err, rc = confined(tmp_path, code)
+        seen = outcomes(out)
+        assert seen["other"] == "refused 1" and "self got it" in out and seen["self"] == "ok", (out, err)
+        assert sleeper.poll() is None
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+@pytest.mark.timeout(60)
+def test_the_kernel_deadline_kills_a_sleeping_script_and_cannot_be_cancelled(tmp_path):
+    code = TRY + (
+        "import ctypes, time\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def call(nr, *args):\n"
+        "    if libc.syscall(nr, *args) != 0:\n"
+        "        raise OSError(ctypes.get_errno(), 'x')\n"
+        f"nrs = {json.dumps({n: confine.SYS[n][0 if os.uname().machine == 'x86_64' else 1] for n in ('timer_delete', 'timer_settime', 'timer_create')})}\n"
+        "attempt('delete', lambda: call(nrs['timer_delete'], 0))\n"
+        "attempt('settime', lambda: call(nrs['timer_settime'], 0, 0, ctypes.create_string_buffer(32), None))\n"
+        "attempt('create', lambda: call(nrs['timer_create'], 1, None, ctypes.byref(ctypes.c_int())))\n"
+        "print('sleeping', flush=True)\n"
+        "time.sleep(60)\n"
+        "print('woke up')\n"
+    )
+    started = time.monotonic()
+    report, out, err, rc = confined(tmp_path, code, timeout=50, deadlineMs=1500)
+    elapsed = time.monotonic() - started
+    seen = outcomes(out)
+    assert report["deadline"] is True
+    assert seen["delete"] == seen["settime"] == seen["create"] == "refused 1", seen
+    assert "sleeping" in seen and "woke" not in out
+    assert rc == -signal.SIGKILL
+    assert elapsed < 30  # the 1.5 s timer fired, not the 60 s sleep
+
+
+def test_limits_cannot_be_raised_and_capabilities_are_gone(tmp_path):
+    code = TRY + (
+        "import resource\n"
+        "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+        "try:\n"
+        "    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))\n"
+        "    print('set ok')\n"
+        "except ValueError as exc:\n"  # Python's word for EPERM from setrlimit
+        "    print('set refused', exc)\n"
+        "print('read', resource.getrlimit(resource.RLIMIT_NOFILE) == (soft, hard))\n"
+        "status = open('/proc/self/status').read()\n"
+        "print('caps', [l.split()[1] for l in status.splitlines() if l.startswith(('CapEff', 'CapPrm'))])\n"
+    )
+    report, out, err, rc = confined(tmp_path, code, read=list(confine.SYSTEM_READ_PATHS) + ["/proc/self/status"])
+    seen = outcomes(out)
+    assert seen["set"].startswith("refused") and seen["read"] == "True", (out, err)
+    assert report["capabilities"] == "dropped" and seen["caps"] == "['0000000000000000', '0000000000000000']", out
+
+
+# -- the launcher ---------------------------------------------------------------------------------
+
+
+def test_the_launcher_confines_the_program_it_starts(tmp_path):
+    kernel()
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "mine.txt").write_text("mine\n")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("hunter2\n")
+    cat = os.path.realpath("/bin/cat")
+    policy = base_policy(work, python=False, execute=[cat] + confine.elf_interpreters(cat), allowExec=True)
+    policy_file = tmp_path / "policy.json"
+    policy_file.write_text(json.dumps(policy))
+    launcher = [sys.executable, "-I", "-S", os.path.join(CODEMODE, "confine.py"), str(policy_file), "--"]
+    ok = subprocess.run(launcher + [cat, str(work / "mine.txt")], capture_output=True, text=True, timeout=30)
+    assert (ok.returncode, ok.stdout) == (0, "mine\n"), ok.stderr
+    refused = subprocess.run(launcher + [cat, str(secret)], capture_output=True, text=True, timeout=30)
+    assert refused.returncode != 0 and "hunter2" not in refused.stdout and "Permission denied" in refused.stderr
+    # Only the named program may run: a shell is refused by Landlock before it starts.
+    sh = subprocess.run(launcher + [os.path.realpath("/bin/sh"), "-c", "echo escaped"], capture_output=True, text=True, timeout=30)
+    assert sh.returncode != 0 and "escaped" not in sh.stdout
