@@ -54,13 +54,17 @@ import time
 from typing import Any, BinaryIO, Optional, Sequence
 
 from toolscript import log
-from toolscript.codemode import process
+from toolscript.codemode import confine, process
 from toolscript.codemode.process import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, KILL_GRACE, ExecResult
 from toolscript.errors import UserError
 
 logger = log.get("codemode.deno")
 
 MODE = "deno-permissions"
+CONFINE_NAME = "_toolscript_confine.py"
+POLICY_NAME = "_toolscript_policy.json"
+LAYER_ENV = "TOOLSCRIPT_EXEC_LAYER"
+KERNEL_DEADLINE = 1.5  # seconds after the timeout: the kernel's kill timer, which holds when exec is gone
 RUNTIME_PATH = "/runtime/tools.ts"  # under the gateway URL; the module strips it from import.meta.url
 SOURCE = "exec-ts"  # the ``source`` of calls made from TypeScript, in the gateway's call records
 NEEDS_DENO = "TypeScript needs Deno: install it (https://deno.com) or use Python"
@@ -196,6 +200,68 @@ def deno_argv(deno: str, script: str, import_map: str, gateway_url: Optional[str
     return argv + [script]
 
 
+def kernel_layer() -> Optional[str]:
+    """The kernel layer's mode prefix for Deno (``"landlock(abi 7)+seccomp"``), or None when it does not run.
+
+    It runs when the kernel has Landlock and seccomp, unless
+    ``TOOLSCRIPT_EXEC_LAYER`` forces a lower rung, and needs a Python to run
+    the launcher with.
+    """
+    import sys
+
+    forced = os.environ.get(LAYER_ENV, "").strip().lower()
+    if forced and forced != "landlock":
+        return None
+    probe = confine.probe()
+    if not probe["landlockAbi"] or not probe["seccomp"] or not sys.executable:
+        if forced:
+            raise UserError(f"{LAYER_ENV}=landlock, but this kernel offers no Landlock or no seccomp; unset {LAYER_ENV} to fall back")
+        return None
+    return f"landlock(abi {probe['landlockAbi']})+seccomp"
+
+
+def mode() -> str:
+    """The ``ExecResult.mode`` a run would report now: ``landlock(abi 7)+seccomp+deno-permissions`` or ``deno-permissions``."""
+    kernel = kernel_layer()
+    return f"{kernel}+{MODE}" if kernel else MODE
+
+
+def _confined_argv(argv: list, root: str, work: str, cache: str, gateway_url: Optional[str], timeout: float) -> list:
+    """``python -I -S confine.py POLICY -- deno run ...``: Deno under Landlock and seccomp.
+
+    Deno may read the runtime's shared libraries, its own binary, the temp
+    root (the import map) and write its work dir and ``DENO_DIR``; execute
+    nothing but itself; connect over TCP only to the gateway's port.  The
+    filter is the Python sandbox's, except that the launcher must exec Deno.
+    """
+    import json
+    import sys
+
+    binary = os.path.realpath(argv[0])
+    _, port = process.gateway_address(gateway_url)
+    policy = {
+        "read": list(confine.SYSTEM_READ_PATHS) + list(confine.DEVICE_READ) + [root],
+        "write": [work, cache] + list(confine.DEVICE_WRITE),
+        "execute": [binary] + confine.elf_interpreters(binary),
+        "connectPorts": [int(port)] if port else [],
+        "deadlineMs": int((timeout + KERNEL_DEADLINE) * 1000),
+        "allowExec": True,
+        "landlock": True,
+        "seccomp": True,
+    }
+    launcher, policy_file = os.path.join(root, CONFINE_NAME), os.path.join(root, POLICY_NAME)
+    import pkgutil
+
+    source = pkgutil.get_data("toolscript.codemode", "confine.py")
+    if source is None:
+        raise UserError("toolscript is incomplete: toolscript/codemode/confine.py is missing; reinstall it")
+    with open(launcher, "wb") as f:
+        f.write(source)
+    with open(policy_file, "w", encoding="utf-8") as f:
+        json.dump(policy, f)
+    return [sys.executable, "-I", "-S", "-B", launcher, policy_file, "--", binary] + list(argv[1:])
+
+
 def run(
     code: str,
     *,
@@ -228,6 +294,8 @@ def run(
         raise UserError(f"the timeout must be a positive number of seconds, not {timeout!r}")
     process.gateway_address(gateway_url)  # a UserError for a URL that is not http://host:port/...
     token = _token(gateway_url)
+    kernel = kernel_layer()
+    mode = f"{kernel}+{MODE}" if kernel else MODE
     redacting = [_Redacting(stdout, token), _Redacting(stderr, token)] if token else []
     out: Any = redacting[0] if redacting else stdout
     err: Any = redacting[1] if redacting else stderr
@@ -252,8 +320,10 @@ def run(
         with open(import_map, "w", encoding="utf-8") as f:
             json.dump(import_map_for(target, allowed), f)
         argv = deno_argv(binary, script, import_map, gateway_url, heap_mib)
+        if kernel:
+            argv = _confined_argv(argv, root, work, cache, gateway_url, timeout)
         env = {"DENO_DIR": cache, "DENO_NO_UPDATE_CHECK": "1", "NO_COLOR": "1", "HOME": work, "TMPDIR": work}
-        logger.info("exec --lang ts: isolation %s, timeout %gs", MODE, timeout)
+        logger.info("exec --lang ts: isolation %s, timeout %gs", mode, timeout)
         logger.debug("exec --lang ts: argv %s", argv)
         exit_code, child = process.supervise(
             argv,
@@ -270,4 +340,4 @@ def run(
         process.remove_tree(root)
         for stream in redacting:
             stream.finish()
-    return ExecResult(exit_code, MODE, child.timed_out, child.truncated, process.elapsed_ms(started), child.pgid)
+    return ExecResult(exit_code, mode, child.timed_out, child.truncated, process.elapsed_ms(started), child.pgid)
