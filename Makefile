@@ -16,7 +16,11 @@ PYTEST_ARGS ?=
 # pytest-xdist workers for make test (auto = one per CPU); PYTEST_WORKERS=0 runs serially.
 PYTEST_WORKERS ?= auto
 
-.PHONY: build run plugin test venv peers peer-proxy bench clean
+# bubblewrap for exec's bubblewrap rung, unpacked from Debian's package (no root install needed).
+BWRAP_DIR := $(VENV)/peers/bwrap
+BWRAP := $(BWRAP_DIR)/usr/bin/bwrap
+
+.PHONY: build run plugin test venv peers peer-proxy bwrap bench clean
 
 build:
 	$(PYTHON) build_pyz.py
@@ -50,10 +54,17 @@ $(PROXY_VENV)/.installed:
 	$(PROXY_VENV)/bin/python -m pip install --quiet --disable-pip-version-check mcp-proxy==0.13.0
 	touch $@
 
+# Best-effort (apt-get download + dpkg-deb -x, Debian/Ubuntu only): without it the bubblewrap
+# rung's tests are skipped with the reason named; TOOLSCRIPT_BWRAP tells the sandbox where it is.
+bwrap:
+	@test -x $(BWRAP) || (mkdir -p $(BWRAP_DIR) && cd $(BWRAP_DIR) \
+	  && apt-get download bubblewrap >/dev/null 2>&1 && dpkg-deb -x bubblewrap_*.deb . && rm -f bubblewrap_*.deb) \
+	  || echo "bwrap: could not fetch Debian's bubblewrap package; the bubblewrap rung will not be tested"
+
 # TOOLSCRIPT_REQUIRE_PEERS=1 turns a missing peer into a failure, never a skip.
 # The tests run in parallel (each worker has its own HOME, see tests/conftest.py).
-test: venv peers build
-	TOOLSCRIPT_REQUIRE_PEERS=1 $(VPY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+test: venv peers bwrap build
+	TOOLSCRIPT_REQUIRE_PEERS=1 TOOLSCRIPT_BWRAP=$(CURDIR)/$(BWRAP) $(VPY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 bench: venv peers peer-proxy
 	$(VPY) bench/mcp_client.py

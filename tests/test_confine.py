@@ -320,3 +320,178 @@ def test_the_launcher_confines_the_program_it_starts(tmp_path):
     # Only the named program may run: a shell is refused by Landlock before it starts.
     sh = subprocess.run(launcher + [os.path.realpath("/bin/sh"), "-c", "echo escaped"], capture_output=True, text=True, timeout=30)
     assert sh.returncode != 0 and "escaped" not in sh.stdout
+
+
+# -- the sandbox's ladder -------------------------------------------------------------------------
+
+from conftest import Output  # noqa: E402
+from toolscript.codemode import deno, sandbox  # noqa: E402
+from toolscript.errors import UserError  # noqa: E402
+
+BWRAP = os.path.join(REPO_ROOT, ".venv", "peers", "bwrap", "usr", "bin", "bwrap")
+
+
+def sandbox_run(code, **kwargs):
+    out, err = Output(), Output()
+    result = sandbox.run(code, stdout=out, stderr=err, **kwargs)
+    return result, out.text, err.text
+
+
+def test_isolation_report_names_the_layer_the_run_uses_and_its_gaps():
+    probe = kernel()
+    report = sandbox.isolation_report(gateway=False)
+    assert set(report) == {"layer", "mode", "landlockAbi", "seccomp", "namespaces", "bwrap", "stops", "gaps"}
+    assert report["layer"] == "landlock" and report["landlockAbi"] == probe["landlockAbi"] and report["seccomp"] is True
+    assert report["mode"].startswith(f"landlock(abi {probe['landlockAbi']})+seccomp+") and report["mode"].endswith("+guard")
+    assert report["stops"] and report["gaps"] and all(isinstance(line, str) and "\n" not in line for line in report["stops"] + report["gaps"])
+    result, out, err = sandbox_run("print('hi')")
+    assert (result.exit_code, out) == (0, "hi\n") and result.mode == report["mode"]
+
+
+def test_with_the_guard_switched_off_the_kernel_layer_alone_holds(monkeypatch, tmp_path):
+    kernel()
+    monkeypatch.setenv("TOOLSCRIPT_EXEC_GUARD", "off")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("hunter2")
+    code = TRY + (
+        f"attempt('secret', lambda: open({str(secret)!r}).read())\n"
+        "attempt('shadow', lambda: open('/etc/shadow').read())\n"
+        "import ctypes\n"  # the guard would refuse this import: it is really off
+        "attempt('sh', lambda: os.execv('/bin/sh', ['sh', '-c', 'echo escaped']))\n"
+        "attempt('fork', lambda: os.fork())\n"
+        "attempt('kill', lambda: os.kill(1, 0))\n"
+        "print('ctypes', 'loaded')\n"
+    )
+    result, out, err = sandbox_run("import os\n" + code)
+    assert result.exit_code == 0, err
+    assert result.mode.endswith("+guard-off") and sandbox.isolation_report()["mode"].endswith("+guard-off")
+    seen = outcomes(out)
+    assert seen["secret"] == seen["shadow"] == "refused 13" and seen["sh"] == seen["fork"] == "refused 1"
+    assert seen["ctypes"] == "loaded" and "escaped" not in out and "hunter2" not in out
+
+
+def test_the_workspace_is_readable_and_writable_and_nothing_next_to_it(monkeypatch, tmp_path):
+    kernel()
+    monkeypatch.setenv("TOOLSCRIPT_EXEC_GUARD", "off")  # the kernel's word, not the guard's
+    workspace, sibling = tmp_path / "ws", tmp_path / "other"
+    workspace.mkdir()
+    sibling.mkdir()
+    (workspace / "in.txt").write_text("input")
+    (sibling / "no.txt").write_text("no")
+    code = TRY + (
+        f"attempt('read', lambda: print('got', open({str(workspace / 'in.txt')!r}).read()))\n"
+        f"attempt('write', lambda: open({str(workspace / 'out.txt')!r}, 'w').write('done'))\n"
+        f"attempt('sibling', lambda: open({str(sibling / 'no.txt')!r}).read())\n"
+    )
+    result, out, err = sandbox_run("import os\n" + code, workspace=str(workspace))
+    seen = outcomes(out)
+    assert seen["got"] == "input" and seen["write"] == "ok" and seen["sibling"] == "refused 13", (out, err)
+    assert (workspace / "out.txt").read_text() == "done"
+    monkeypatch.delenv("TOOLSCRIPT_EXEC_GUARD")
+    result, out, err = sandbox_run(f"print(open({str(workspace / 'in.txt')!r}).read())", workspace=str(workspace))
+    assert (result.exit_code, out) == (0, "input\n"), err  # the guard lets it through too
+    with pytest.raises(UserError, match="not a directory"):
+        sandbox_run("pass", workspace=str(tmp_path / "missing"))
+
+
+def test_require_isolation_refuses_the_guard_alone(monkeypatch):
+    monkeypatch.setenv("TOOLSCRIPT_EXEC_LAYER", "guard")
+    with pytest.raises(UserError, match="only the in-process guard is available") as caught:
+        sandbox_run("print('ran')", require_isolation=True)
+    assert caught.value.exit_code == 2
+    result, out, _ = sandbox_run("print('ran')")
+    assert result.mode == "guard" and out == "ran\n"
+    monkeypatch.delenv("TOOLSCRIPT_EXEC_LAYER")
+    if sandbox.isolation_report()["layer"] != "guard":
+        assert sandbox_run("print('ran')", require_isolation=True)[1] == "ran\n"
+
+
+def test_forced_rungs_name_themselves_and_a_bad_one_is_an_error(monkeypatch):
+    monkeypatch.setenv("TOOLSCRIPT_EXEC_LAYER", "namespaces")
+    if sandbox.namespace_prefix(net=True) is None:
+        with pytest.raises(UserError, match="namespaces are not available"):
+            sandbox_run("pass")
+    else:
+        assert sandbox_run("pass")[0].mode == "namespace(user,mount,pid,net)+guard"
+    monkeypatch.setenv("TOOLSCRIPT_EXEC_LAYER", "chroot")
+    with pytest.raises(UserError, match="is not a layer"):
+        sandbox_run("pass")
+    monkeypatch.setenv("TOOLSCRIPT_EXEC_LAYER", "landlock")
+    if kernel():
+        assert sandbox_run("pass")[0].mode.startswith("landlock(abi ")
+
+
+def bwrap_or_skip(monkeypatch):
+    if os.access(BWRAP, os.X_OK) and not os.environ.get("TOOLSCRIPT_BWRAP"):
+        monkeypatch.setenv("TOOLSCRIPT_BWRAP", BWRAP)
+    found = sandbox.find_bwrap()
+    if not found:
+        pytest.skip("bubblewrap is not available: install Debian's bubblewrap package, or run `make bwrap` "
+                    "(unpacks it into .venv/peers/bwrap), or point TOOLSCRIPT_BWRAP at a bwrap")
+    return found
+
+
+def test_the_bubblewrap_rung(monkeypatch, tmp_path):
+    bwrap_or_skip(monkeypatch)
+    monkeypatch.setenv("TOOLSCRIPT_EXEC_LAYER", "bubblewrap")
+    monkeypatch.setenv("TOOLSCRIPT_EXEC_GUARD", "off")
+    (tmp_path / "secret.txt").write_text("hunter2")
+    code = TRY + (
+        "import socket\n"
+        f"attempt('secret', lambda: open({str(tmp_path / 'secret.txt')!r}).read())\n"
+        "attempt('hostname', lambda: open('/etc/hostname').read())\n"
+        "attempt('net', lambda: socket.create_connection(('127.0.0.1', 1), timeout=2))\n"
+        "attempt('fork', lambda: os.fork())\n"
+        "attempt('work', lambda: open('mine.txt', 'w').write('x'))\n"
+    )
+    result, out, err = sandbox_run("import os\n" + code)
+    assert result.exit_code == 0, err
+    assert result.mode == "bubblewrap+seccomp+guard-off"
+    seen = outcomes(out)
+    assert seen["secret"] == seen["hostname"] == "refused 2"  # not even there
+    assert seen["net"].startswith("refused") and seen["fork"] == "refused 1" and seen["work"] == "ok"
+
+
+@pytest.fixture
+def deno_or_skip():
+    import peers
+
+    try:
+        return peers.deno_binary()
+    except peers.PeerMissing as exc:
+        missing_prerequisite(str(exc))
+
+
+@pytest.mark.timeout(120)
+def test_deno_runs_confined_even_with_every_deno_permission(deno_or_skip, tmp_path, two_listeners):
+    """The launcher's policy holds where Deno's flags do not: give Deno --allow-all and it still cannot."""
+    kernel()
+    root = tmp_path / "root"
+    work, cache = root / "work", root / "cache"
+    work.mkdir(parents=True)
+    cache.mkdir()
+    (tmp_path / "secret.txt").write_text("hunter2")
+    allowed, other = (s.getsockname()[1] for s in two_listeners)
+    script = work / "main.ts"
+    script.write_text(
+        "const tries: Record<string, () => unknown> = {\n"
+        f"  secret: () => Deno.readTextFileSync({json.dumps(str(tmp_path / 'secret.txt'))}),\n"
+        "  run: () => new Deno.Command('/bin/sh', { args: ['-c', 'echo escaped'] }).outputSync(),\n"
+        "  write: () => Deno.writeTextFileSync('mine.txt', 'x'),\n"
+        "};\n"
+        "for (const [name, f] of Object.entries(tries)) {\n"
+        "  try { f(); console.log(name, 'ok'); } catch (e) { console.log(name, 'refused', (e as Error).name); }\n"
+        "}\n"
+        f"for (const port of [{allowed}, {other}]) {{\n"
+        "  try { (await Deno.connect({ hostname: '127.0.0.1', port })).close(); console.log(`port${port}`, 'ok'); }\n"
+        "  catch (e) { console.log(`port${port}`, 'refused', (e as Error).name); }\n"
+        "}\n"
+    )
+    argv = [deno_or_skip, "run", "--allow-all", "--no-config", "--no-lock", "--no-npm", "--no-remote", str(script)]
+    confined_argv = deno._confined_argv(argv, str(root), str(work), str(cache), f"http://127.0.0.1:{allowed}/t/x", 60)
+    env = {"DENO_DIR": str(cache), "DENO_NO_UPDATE_CHECK": "1", "NO_COLOR": "1", "HOME": str(work)}
+    proc = subprocess.run(confined_argv, cwd=str(work), env=env, capture_output=True, text=True, timeout=100)
+    seen = outcomes(proc.stdout)
+    assert seen["secret"].startswith("refused") and seen["run"].startswith("refused"), (proc.stdout, proc.stderr)
+    assert seen["write"] == "ok" and seen[f"port{allowed}"] == "ok" and seen[f"port{other}"].startswith("refused")
+    assert "escaped" not in proc.stdout and "hunter2" not in proc.stdout
