@@ -495,3 +495,25 @@ def test_deno_runs_confined_even_with_every_deno_permission(deno_or_skip, tmp_pa
     assert seen["secret"].startswith("refused") and seen["run"].startswith("refused"), (proc.stdout, proc.stderr)
     assert seen["write"] == "ok" and seen[f"port{allowed}"] == "ok" and seen[f"port{other}"].startswith("refused")
     assert "escaped" not in proc.stdout and "hunter2" not in proc.stdout
+
+
+def test_without_landlock_the_ladder_falls_back_and_keeps_seccomp(monkeypatch):
+    """Landlock missing (simulated): bubblewrap when it works here, else namespaces, each with seccomp."""
+    kernel()
+    monkeypatch.setattr(sandbox, "kernel_probe", lambda: {"landlockAbi": 0, "seccomp": True, "arch": os.uname().machine})
+    report = sandbox.isolation_report(gateway=False)
+    result, out, err = sandbox_run("import os\nos.fork()\n")
+    assert result.mode == report["mode"] and "landlock" not in result.mode
+    if report["layer"] == "bubblewrap":
+        assert result.mode == "bubblewrap+seccomp+guard"
+    elif report["layer"] == "namespaces":
+        assert result.mode == "seccomp+namespace(user,mount,pid,net)+guard"
+    else:
+        assert result.mode == "seccomp+guard"
+    assert result.exit_code == 1 and "os.fork" in err  # the guard's message comes first
+    monkeypatch.setenv("TOOLSCRIPT_EXEC_GUARD", "off")
+    result, out, err = sandbox_run("import os\ntry:\n    os.fork()\nexcept OSError as e:\n    print(e.errno)\n")
+    assert out == "1\n", err  # EPERM from the seccomp filter: the fallback still has no fork
+    monkeypatch.setenv("TOOLSCRIPT_EXEC_LAYER", "landlock")
+    with pytest.raises(UserError, match="offers no Landlock"):
+        sandbox_run("pass")

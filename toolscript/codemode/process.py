@@ -51,7 +51,10 @@ _SIGKILL = getattr(signal, "SIGKILL", signal.SIGTERM)
 @dataclass
 class ExecResult:
     exit_code: int
-    mode: str  # which isolation ran: "namespace(user,mount,pid[,net])+guard", "guard", "deno-permissions", or "none" (not run)
+    # Every layer that ran, e.g. "landlock(abi 7)+seccomp+namespace(user,mount,pid)+guard", "bubblewrap+seccomp+guard",
+    # "namespace(user,mount,pid,net)+guard", "guard" ("+guard-off" under TOOLSCRIPT_EXEC_GUARD=off),
+    # "landlock(abi 7)+seccomp+deno-permissions", "deno-permissions", or "none" (not run).
+    mode: str
     timed_out: bool
     truncated: bool
     duration_ms: int
@@ -128,7 +131,7 @@ def sweep_temp_dirs(directory: Optional[str] = None) -> List[str]:
         if not stat.S_ISDIR(info.st_mode) or (uid is not None and info.st_uid != uid):
             continue
         logger.debug("removing %s, left by process %s which is gone", entry.path, match.group(1))
-        remove_tree(entry.path)
+        remove_tree(entry.path, quiet=True)  # another run's leftover (a mount inside, say) is no concern of this one
         removed.append(entry.path)
     return removed
 
@@ -145,8 +148,8 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def remove_tree(path: str) -> None:
-    """rmtree that also gets past directories the script made read-only or unreadable."""
+def remove_tree(path: str, quiet: bool = False) -> None:
+    """rmtree that also gets past directories the script made read-only or unreadable (``quiet``: no warning)."""
     shutil.rmtree(path, ignore_errors=True)
     if not os.path.lexists(path):
         return
@@ -160,7 +163,7 @@ def remove_tree(path: str) -> None:
                 pass
     shutil.rmtree(path, ignore_errors=True)
     if os.path.lexists(path):
-        logger.warning("could not remove the sandbox's temp dir %s", path)
+        (logger.debug if quiet else logger.warning)("could not remove the sandbox's temp dir %s", path)
 
 
 # -- dying together ---------------------------------------------------------------------------------
