@@ -33,6 +33,7 @@ In order, nothing of which the confined process can undo:
 A policy is a dict (the launcher reads it from a JSON file)::
 
     {"python": true,              # also read the running interpreter's stdlib
+     "system": true,              # also SYSTEM_READ_PATHS, DEVICE_READ (read) and DEVICE_WRITE
      "read": [paths], "write": [paths], "execute": [paths],
      "connectPorts": [port], "deadlineMs": 31500,
      "allowExec": false,          # the launcher sets it: it must execv
@@ -442,10 +443,13 @@ def apply(policy: dict) -> dict:
                 raise ConfineError(ctypes.get_errno(), "Landlock was required but this kernel does not offer it")
             if abi > 0:
                 full = dict(policy)
-                read = list(policy.get("read", ()))
+                read, write = list(policy.get("read", ())), list(policy.get("write", ()))
                 if policy.get("python"):
                     read += python_read_paths()
-                full["read"] = read
+                if policy.get("system"):
+                    read += list(SYSTEM_READ_PATHS) + list(DEVICE_READ)
+                    write += list(DEVICE_WRITE)
+                full["read"], full["write"] = read, write
                 report["landlock"] = _landlock(ctypes, libc, abi, full)
                 report["landlockAbi"] = abi
             else:

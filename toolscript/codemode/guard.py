@@ -75,7 +75,7 @@ import sys
 import posix
 
 PREFIX = "toolscript sandbox"
-POLICY_NAME = "_toolscript_policy.json"
+POLICY_NAME = "_toolscript_policy"
 NATIVE_MODULES = frozenset({"ctypes", "_ctypes", "cffi", "_cffi_backend"})
 # Modules the guard patches: a fresh copy of them would undo the patch.
 PATCHED_MODULES = frozenset({"_imp", "_posixsubprocess"})
@@ -631,14 +631,19 @@ def install_excepthook(filename, source, hidden, memory):
 
 
 def read_policy(lib):
-    """The parent's ``_toolscript_policy.json`` in LIB: ``{"confine": {...} or null, "guard": bool, "workspace": str}``."""
+    """The parent's ``_toolscript_policy`` in LIB: ``{"confine": {...} or None, "guard": bool, "workspace": str}``.
+
+    ``marshal`` (version 4, plain dicts, lists, strings and numbers), not JSON:
+    it is built in, where ``import json`` costs several milliseconds per run.
+    """
+    import marshal
+
     try:
         with open(os.path.join(lib, POLICY_NAME), "rb") as f:
-            import json
-
-            return json.loads(f.read().decode("utf-8"))
+            policy = marshal.loads(f.read())
     except FileNotFoundError:
         return {}
+    return policy if type(policy) is dict else {}
 
 
 def confine_now(lib, policy):

@@ -17,6 +17,7 @@ them.  How it is started, timed out and killed with us is ``process.py``.
 """
 
 import json
+import marshal
 import os
 import shutil
 import signal
@@ -28,7 +29,7 @@ import warnings
 from typing import BinaryIO, Dict, List, Optional, Sequence, Tuple
 
 from toolscript import log
-from toolscript.codemode import confine, process
+from toolscript.codemode import process
 from toolscript.codemode.process import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, KILL_GRACE, ExecResult
 from toolscript.errors import UserError
 
@@ -50,7 +51,7 @@ RUNTIME_NAME = "toolscript.py"
 NAMES_NAME = "_toolscript_names.json"
 CODE_NAME = "_toolscript_script"
 CONFINE_NAME = "_toolscript_confine.py"
-POLICY_NAME = "_toolscript_policy.json"
+POLICY_NAME = "_toolscript_policy"
 NAMESPACES_ENV = "TOOLSCRIPT_EXEC_NAMESPACES"  # "0" turns the namespace layer off
 LAYER_ENV = "TOOLSCRIPT_EXEC_LAYER"  # landlock | bubblewrap | namespaces | guard: force a rung of the ladder
 GUARD_ENV = "TOOLSCRIPT_EXEC_GUARD"  # "off": TEST-ONLY, no audit-hook guard (proves the OS layer alone holds)
@@ -147,10 +148,10 @@ _PROBE_LOCK = threading.Lock()
 
 
 def kernel_probe() -> Dict[str, object]:
-    """``confine.probe()``, once per process: Landlock ABI, seccomp, architecture."""
+    """``confine.probe()`` (as ``process.kernel_probe``), once per process: Landlock ABI, seccomp, architecture."""
     with _PROBE_LOCK:
         if "kernel" not in _PROBES:
-            _PROBES["kernel"] = confine.probe()
+            _PROBES["kernel"] = process.kernel_probe()
         return dict(_PROBES["kernel"])  # type: ignore[call-overload]  # a dict, set just above
 
 
@@ -302,8 +303,9 @@ def _kernel_policy(plan: _Plan, lib: str, work: str, workspace: Optional[str], g
     policy = dict(plan.kernel)
     policy.update(
         python=True,
-        read=list(confine.SYSTEM_READ_PATHS) + list(confine.DEVICE_READ) + [lib],
-        write=[work] + ([workspace] if workspace else []) + list(confine.DEVICE_WRITE),
+        system=True,
+        read=[lib],
+        write=[work] + ([workspace] if workspace else []),
         connectPorts=[int(gw_port)] if gw_port else [],
         deadlineMs=deadline_ms,
         dropCapabilities=True,
@@ -316,6 +318,8 @@ def _bwrap_argv(bwrap: str, python: str, lib: str, work: str, workspace: Optiona
     argv = [bwrap, "--die-with-parent", "--unshare-all", "--new-session", "--cap-drop", "ALL"]
     if gateway:
         argv.append("--share-net")
+    from toolscript.codemode import confine  # only here: importing it costs a compile
+
     prefix = os.path.dirname(os.path.dirname(python))  # <prefix>/bin/python3.X -> <prefix>
     for path in ["/usr", prefix] + list(confine.SYSTEM_READ_PATHS):
         if os.path.lexists(path):
@@ -341,6 +345,63 @@ def _source(name: str) -> bytes:
             raise UserError(f"toolscript is incomplete: toolscript/codemode/{name} is missing; reinstall it")
         _SOURCES[name] = data
     return _SOURCES[name]
+
+
+_PYCS: Dict[str, Optional[bytes]] = {}
+PYC_DIR = "pyc"  # under the state dir: compiled copies of confine.py and runtime.py, per interpreter
+
+
+def _pyc(name: str) -> Optional[bytes]:
+    """An unchecked hash-based ``.pyc`` of ``name`` for this interpreter, kept in the state dir; None if it cannot be.
+
+    The child compiled ``confine.py`` and ``runtime.py`` from source on every
+    run (``-B``, and a fresh lib dir), about 6 ms; it reads a ``__pycache__``
+    entry instead.  The cache is keyed by the source's hash and the
+    interpreter's tag, so a changed toolscript or Python never sees a stale one.
+    """
+    if name in _PYCS:
+        return _PYCS[name]
+    data: Optional[bytes] = None
+    try:
+        import hashlib
+        import importlib.util
+
+        source = _source(name)
+        tag = sys.implementation.cache_tag
+        if tag:
+            key = hashlib.sha256(source + tag.encode() + importlib.util.MAGIC_NUMBER).hexdigest()[:32]
+            from toolscript import paths
+
+            folder = os.path.join(paths.state_dir(), PYC_DIR)
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            path = os.path.join(folder, f"{name[:-3]}-{key}.pyc")
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+            except FileNotFoundError:
+                code = compile(source, name, "exec", dont_inherit=True)
+                data = importlib.util.MAGIC_NUMBER + (1).to_bytes(4, "little") + importlib.util.source_hash(source) + marshal.dumps(code)
+                partial = f"{path}.{os.getpid()}.tmp"
+                with open(partial, "wb") as f:
+                    f.write(data)
+                os.replace(partial, path)
+    except (OSError, UserError, ValueError) as exc:
+        logger.debug("no precompiled %s (%s): the child compiles it", name, exc)
+        data = None
+    _PYCS[name] = data
+    return data
+
+
+def _precompiled(python: str) -> Dict[str, bytes]:
+    """``__pycache__`` entries for the lib dir, when the child runs this very interpreter (else it compiles)."""
+    if os.path.realpath(python) != os.path.realpath(sys.executable or "") or not sys.implementation.cache_tag:
+        return {}
+    entries = {}
+    for source_name, module in (("confine.py", CONFINE_NAME[:-3]), ("runtime.py", RUNTIME_NAME[:-3])):
+        data = _pyc(source_name)
+        if data:
+            entries[os.path.join("__pycache__", f"{module}.{sys.implementation.cache_tag}.pyc")] = data
+    return entries
 
 
 def _thread_allowance() -> int:
@@ -479,11 +540,13 @@ def run(
         files = {
             GUARD_NAME: _source("guard.py"),
             CONFINE_NAME: _source("confine.py"),
-            POLICY_NAME: json.dumps(policy).encode("utf-8"),
+            POLICY_NAME: marshal.dumps(policy, 4),  # read by the guard without importing json
             RUNTIME_NAME: _source("runtime.py"),
             NAMES_NAME: json.dumps(names if isinstance(names, dict) else {"servers": {}}).encode("utf-8"),
             CODE_NAME: code.encode("utf-8", "surrogateescape"),
         }
+        files.update(_precompiled(resolved))
+        os.mkdir(os.path.join(lib, "__pycache__"), 0o700)
         for name, data in files.items():
             with open(os.path.join(lib, name), "wb") as f:
                 f.write(data)
