@@ -279,6 +279,30 @@ def test_the_kernel_deadline_kills_a_sleeping_script_and_cannot_be_cancelled(tmp
     assert elapsed < 30  # the 1.5 s timer fired, not the 60 s sleep
 
 
+@pytest.mark.timeout(60)
+def test_the_kernel_deadline_also_holds_for_a_pid_namespaces_init(tmp_path):
+    """The kernel drops SIGKILLs an init sends itself: confine.py forks, and its init reports the signal."""
+    from toolscript.codemode import sandbox
+
+    kernel()
+    prefix = sandbox.namespace_prefix(net=True)
+    if prefix is None:
+        missing_prerequisite("Linux namespaces are not available here (unshare failed or is missing)")
+    work = tmp_path / "work"
+    work.mkdir()
+    policy = base_policy(work, deadlineMs=1500, signalFile=str(tmp_path / "signal"))
+    code = "import os, time\nprint('pid', os.getpid(), flush=True)\ntime.sleep(60)\nprint('woke up')\n"
+    argv = list(prefix) + [sys.executable, "-I", "-S", "-c", CHILD, CODEMODE, json.dumps(policy), code]
+    started = time.monotonic()
+    proc = subprocess.run(argv, cwd=str(work), capture_output=True, text=True, timeout=50, env={"PATH": "/usr/bin:/bin"})
+    assert time.monotonic() - started < 30  # the 1.5 s timer fired, not the 60 s sleep
+    report = json.loads(proc.stdout.splitlines()[0])
+    assert report["init"] == "reaper" and report["deadline"] is True
+    assert "pid 2" in proc.stdout and "woke up" not in proc.stdout
+    assert proc.returncode == 128 + signal.SIGKILL, proc.stderr
+    assert (tmp_path / "signal").read_text() == str(int(signal.SIGKILL))
+
+
 def test_limits_cannot_be_raised_and_capabilities_are_gone(tmp_path):
     code = TRY + (
         "import resource\n"

@@ -392,6 +392,45 @@ def _kill_timer(ctypes, libc, milliseconds):
         raise ConfineError(errno, "timer_settime failed: " + os.strerror(errno))
 
 
+def _reap_as_init(signal_file):
+    """As a PID namespace's init, fork: the child goes on to be confined, this process waits and exits with it.
+
+    The kernel drops a SIGKILL that a namespace's init sends itself, the kill
+    timer's included, so the script must not be PID 1.  This init runs only
+    this loop; the script cannot signal it (Landlock's signal scope: it is
+    outside the script's domain), trace it or read its memory.  When the
+    script dies of signal N this exits 128 + N and writes N to
+    ``signal_file`` (an init cannot die of a signal of its own), so the parent
+    can still say which signal it was.
+    """
+    child = os.fork()
+    if child == 0:
+        return
+    import signal
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)  # the parent kills with SIGKILL; nothing else may end the wait early
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            os._exit(1)
+        if pid != child:
+            continue  # an orphan re-parented to init: reaped, nothing more
+        if os.WIFSIGNALED(status):
+            signum = os.WTERMSIG(status)
+            if signal_file:
+                try:
+                    with open(signal_file, "w") as f:
+                        f.write(str(signum))
+                except OSError:
+                    pass
+            os._exit(128 + signum)
+        os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
 def _drop_capabilities(ctypes, libc):
     """No capability left, and none regained by a uid 0 on exec.  False when this kernel refused."""
 
@@ -430,10 +469,13 @@ def apply(policy: dict) -> dict:
     except (ImportError, OSError) as exc:
         raise ConfineError(0, "ctypes is unavailable, so the confinement cannot be set up: %s" % exc)
     try:
+        deadline = int(policy.get("deadlineMs") or 0)
+        if deadline > 0 and os.getpid() == 1:
+            _reap_as_init(policy.get("signalFile"))  # returns in the child, which the timer can kill
+            report["init"] = "reaper"
         if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise ConfineError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
         report["noNewPrivs"] = True
-        deadline = int(policy.get("deadlineMs") or 0)
         if deadline > 0:
             _kill_timer(ctypes, libc, deadline)
             report["deadline"] = True

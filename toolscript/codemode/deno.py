@@ -14,6 +14,13 @@ Two parts:
   ``--no-remote``.  Output streaming, the output cap, the wall-clock timeout
   (exit 124), the exit status, the process-group kill and dying with
   ``exec`` are the Python runner's (:func:`toolscript.codemode.process.supervise`).
+* where the kernel has Landlock and seccomp, Deno starts through the
+  ``confine.py`` launcher (``python -I -S confine.py POLICY -- deno run ...``):
+  it may read only the shared libraries, its own binary and the temp root,
+  write its work dir and ``DENO_DIR``, execute nothing but itself, connect over
+  TCP only to the gateway's port, and is killed by a kernel timer after the
+  timeout; so a hole in Deno's permission checks is not a way out.  The mode
+  then reads ``landlock(abi N)+seccomp+deno-permissions``.
 
 Against the Deno-only code mode this design started from, this runner changes:
 
@@ -40,8 +47,9 @@ Against the Deno-only code mode this design started from, this runner changes:
 What the script can still do: call every tool and endpoint of the gateway,
 read its own working directory's path (``Deno.cwd()`` needs no permission),
 use CPU and memory up to the limits, and start workers (which inherit its
-permissions).  Deno's permission checks are the boundary: no
-``--allow-read/write/run/ffi/sys/env`` is ever given.
+permissions).  Deno's permission checks are the first boundary (no
+``--allow-read/write/run/ffi/sys/env`` is ever given), the kernel layer the
+second.
 """
 
 import json

@@ -5,6 +5,14 @@ This file is copied into the sandbox and run as
 (toolscript's own package is not importable there, so it is a self-contained
 stdlib module, Python 3.9+).  It
 
+0. reads the parent's policy (``_toolscript_policy`` in LIB, marshal) and,
+   after the resource limits below and before any thread or line of the
+   script, applies the kernel layer (``_toolscript_confine.py``: Landlock,
+   seccomp, a SIGKILL timer, no capabilities), which nothing in this process
+   can undo; a layer the parent asked for that fails ends the run (exit 126).
+   The policy's ``"guard": false`` (only from the test-only
+   ``TOOLSCRIPT_EXEC_GUARD=off`` of the parent, never from the script's
+   environment) skips the audit hook and the native-loading patch below;
 1. applies resource limits (CPU seconds, address space, file size, open files,
    processes) and makes their signals readable (SIGXFSZ becomes an ``OSError``,
    SIGXCPU a one-line message), and starts a wall-clock watchdog thread that
@@ -65,8 +73,9 @@ security boundary against a determined attacker):
 * the tools: every tool the gateway exposes is callable.
 
 The OS layer (a separate process, rlimits, the parent's wall-clock timeout,
-dying with the parent (Linux),
-and on Linux the namespaces) is what holds when the guard is bypassed.
+dying with the parent (Linux), and on Linux Landlock + seccomp + the kill
+timer, or bubblewrap, and the namespaces) is what holds when the guard is
+bypassed.
 """
 
 import os

@@ -9,11 +9,30 @@ the given binary streams as they come, and returns an ``ExecResult`` whose
 
 The child gets an empty environment (plus ``TOOLSCRIPT_GATEWAY_URL`` when a
 gateway is given), the temp dir as its working dir, ``HOME`` and ``TMPDIR``,
-resource limits (applied by the guard), a wall-clock timeout enforced twice
-(here, by killing its process group, and by the guard's own watchdog, which
-holds when this process is gone), and Linux user, mount and PID namespaces
-(plus a network namespace without a gateway) when ``unshare`` can create
-them.  How it is started, timed out and killed with us is ``process.py``.
+resource limits (applied by the guard), a wall-clock timeout enforced here (by
+killing its process group), by the guard's own watchdog, and by a kernel timer
+(both hold when this process is gone), and the best isolation this system
+offers, a ladder reported plainly in ``ExecResult.mode`` and
+:func:`isolation_report`:
+
+1. ``landlock``: the kernel layer of ``confine.py`` (Landlock: files, TCP
+   ports, signal and abstract-socket scoping; seccomp: no exec, no fork, TCP
+   sockets only, no kernel attack surface; no capabilities), applied by the
+   guard before the script's first line, plus the namespaces below when
+   ``unshare`` works;
+2. ``bubblewrap`` (``bwrap``, or ``TOOLSCRIPT_BWRAP``): a fresh mount
+   namespace with only the runtime read-only and the temp dir writable, plus
+   the seccomp filter;
+3. ``namespaces``: Linux user, mount and PID namespaces (plus a network
+   namespace without a gateway), with the seccomp filter when the kernel has it;
+4. ``guard``: the in-process audit hook alone.
+
+The audit-hook guard runs on every rung, first, for its clear messages.
+``TOOLSCRIPT_EXEC_LAYER`` forces a rung (``namespaces`` and ``guard`` forced
+are exactly the layers before the kernel layer existed); the test-only
+``TOOLSCRIPT_EXEC_GUARD=off`` drops the guard, and the mode says
+``guard-off``.  How the child is started, timed out and killed with us is
+``process.py``.
 """
 
 import json
@@ -52,6 +71,7 @@ NAMES_NAME = "_toolscript_names.json"
 CODE_NAME = "_toolscript_script"
 CONFINE_NAME = "_toolscript_confine.py"
 POLICY_NAME = "_toolscript_policy"
+SIGNAL_NAME = "init_signal"  # in the temp root, outside the script's reach
 NAMESPACES_ENV = "TOOLSCRIPT_EXEC_NAMESPACES"  # "0" turns the namespace layer off
 LAYER_ENV = "TOOLSCRIPT_EXEC_LAYER"  # landlock | bubblewrap | namespaces | guard: force a rung of the ladder
 GUARD_ENV = "TOOLSCRIPT_EXEC_GUARD"  # "off": TEST-ONLY, no audit-hook guard (proves the OS layer alone holds)
@@ -457,6 +477,15 @@ def _signal_message(signum: int, cpu: int, memory: int) -> str:
     return f"toolscript: the script was killed by {name}"
 
 
+def _signal_reported_by_init(path: str) -> int:
+    """The signal number confine.py's init wrote when the script died of one (see ``_reap_as_init``), else 0."""
+    try:
+        with open(path, "rb") as f:
+            return int(f.read(8) or b"0")
+    except (OSError, ValueError):
+        return 0
+
+
 def run(
     code: str,
     *,
@@ -536,6 +565,9 @@ def run(
         os.mkdir(lib, 0o700)
         os.mkdir(work, 0o700)
         kernel = _kernel_policy(plan, lib, work, workspace, gw_port, wall_ms + int(KERNEL_DEADLINE_MARGIN * 1000))
+        signal_file = os.path.join(root, SIGNAL_NAME)
+        if kernel is not None:
+            kernel["signalFile"] = signal_file  # where a PID namespace's init says which signal killed the script
         policy = {"confine": kernel, "guard": guard_on, "workspace": workspace}
         files = {
             GUARD_NAME: _source("guard.py"),
@@ -571,6 +603,9 @@ def run(
             grace=0.0 if plan.namespaces else kill_grace,
             signal_message=lambda signum: _signal_message(signum, cpu, memory_limit),
         )
+        signum = _signal_reported_by_init(signal_file)
+        if signum and exit_code == 128 + signum and not child.killed:
+            process.write_text(stderr, _signal_message(signum, cpu, memory_limit) + "\n")
     finally:
         process.remove_tree(root)
     return ExecResult(exit_code, mode, child.timed_out, child.truncated, process.elapsed_ms(started), child.pgid)
