@@ -122,7 +122,7 @@ DEVICE_WRITE = ("/dev/null",)
 
 # -- probing -----------------------------------------------------------------------------------------
 
-_LIBC = []
+_LIBC: list = []  # [(the ctypes module, libc)], loaded once
 
 
 def _libc():
@@ -221,8 +221,10 @@ def elf_interpreters(path: str) -> list:
 # -- landlock ----------------------------------------------------------------------------------------
 
 
-def _landlock(ctypes, libc, abi, policy):
+def _landlock(libc, abi, policy):
     """Build the ruleset and restrict this thread; returns what it handles.  Raises ConfineError."""
+    import ctypes
+
     syscall = libc.syscall
     handled_fs = FS_BY_ABI.get(abi, FS_ABI1 | FS_REFER | FS_TRUNCATE | FS_IOCTL_DEV)
     handled_net = NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 else 0
@@ -266,8 +268,8 @@ def _landlock(ctypes, libc, abi, policy):
                 os.close(fd)
         if handled_net:
             for port in policy.get("connectPorts", ()):
-                rule = NetPort(NET_CONNECT_TCP, int(port))
-                if syscall(ctypes.c_long(add_rule), ctypes.c_int(ruleset), ctypes.c_int(RULE_NET_PORT), ctypes.byref(rule), ctypes.c_uint32(0)) < 0:
+                port_rule = NetPort(NET_CONNECT_TCP, int(port))
+                if syscall(ctypes.c_long(add_rule), ctypes.c_int(ruleset), ctypes.c_int(RULE_NET_PORT), ctypes.byref(port_rule), ctypes.c_uint32(0)) < 0:
                     errno = ctypes.get_errno()
                     raise ConfineError(errno, "landlock_add_rule(port %s) failed: %s" % (port, os.strerror(errno)))
         if syscall(ctypes.c_long(_nr("landlock_restrict_self")), ctypes.c_int(ruleset), ctypes.c_uint32(0)) < 0:
@@ -310,7 +312,7 @@ def seccomp_program(machine: str, allow_exec: bool = False) -> bytes:
     op(LD_W_ABS, 0)  # seccomp_data.nr
     if machine == "x86_64":
         op(JGE, X32_SYSCALL_BIT, "eperm", 0)
-    denied = sorted({nrs[column] for name, nrs in DENIED.items() if nrs[column] is not None and not (allow_exec and name in EXEC_CALLS)})
+    denied = sorted({int(nrs[column] or 0) for name, nrs in DENIED.items() if nrs[column] is not None and not (allow_exec and name in EXEC_CALLS)})
     for nr in denied:
         op(JEQ, nr, "eperm", 0)
     op(JEQ, SYS["clone3"][column], "enosys", 0)
@@ -358,7 +360,9 @@ def seccomp_program(machine: str, allow_exec: bool = False) -> bytes:
     return b"".join(out)
 
 
-def _install_seccomp(ctypes, libc, program):
+def _install_seccomp(libc, program):
+    import ctypes
+
     class SockFprog(ctypes.Structure):
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
@@ -372,8 +376,10 @@ def _install_seccomp(ctypes, libc, program):
 # -- the deadline and capabilities ----------------------------------------------------------------------
 
 
-def _kill_timer(ctypes, libc, milliseconds):
+def _kill_timer(libc, milliseconds):
     """SIGKILL this process ``milliseconds`` from now (CLOCK_MONOTONIC), whatever happens to its parent."""
+    import ctypes
+
 
     class SigEvent(ctypes.Structure):
         _fields_ = [("value", ctypes.c_uint64), ("signo", ctypes.c_int), ("notify", ctypes.c_int), ("pad", ctypes.c_byte * 48)]
@@ -420,19 +426,21 @@ def _reap_as_init(signal_file):
         if pid != child:
             continue  # an orphan re-parented to init: reaped, nothing more
         if os.WIFSIGNALED(status):
-            signum = os.WTERMSIG(status)
+            killer = os.WTERMSIG(status)
             if signal_file:
                 try:
                     with open(signal_file, "w") as f:
-                        f.write(str(signum))
+                        f.write(str(killer))
                 except OSError:
                     pass
-            os._exit(128 + signum)
+            os._exit(128 + killer)
         os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
 
-def _drop_capabilities(ctypes, libc):
+def _drop_capabilities(libc):
     """No capability left, and none regained by a uid 0 on exec.  False when this kernel refused."""
+    import ctypes
+
 
     class Header(ctypes.Structure):
         _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
@@ -456,7 +464,7 @@ def apply(policy: dict) -> dict:
     "seccomp": bool, "deadline": bool, "capabilities": "dropped" | "kept",
     "arch": str, "skipped": [reasons]}``.  Call it before starting threads.
     """
-    report = {"noNewPrivs": False, "landlockAbi": 0, "landlock": None, "seccomp": False, "deadline": False,
+    report: dict = {"noNewPrivs": False, "landlockAbi": 0, "landlock": None, "seccomp": False, "deadline": False,
               "capabilities": "kept", "arch": os.uname().machine if hasattr(os, "uname") else sys.platform, "skipped": []}
     if not sys.platform.startswith("linux"):
         report["skipped"].append("not Linux")
@@ -477,7 +485,7 @@ def apply(policy: dict) -> dict:
             raise ConfineError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
         report["noNewPrivs"] = True
         if deadline > 0:
-            _kill_timer(ctypes, libc, deadline)
+            _kill_timer(libc, deadline)
             report["deadline"] = True
         if policy.get("landlock", "auto"):
             abi = int(libc.syscall(ctypes.c_long(_nr("landlock_create_ruleset")), None, ctypes.c_size_t(0), ctypes.c_uint32(CREATE_RULESET_VERSION)))
@@ -492,19 +500,19 @@ def apply(policy: dict) -> dict:
                     read += list(SYSTEM_READ_PATHS) + list(DEVICE_READ)
                     write += list(DEVICE_WRITE)
                 full["read"], full["write"] = read, write
-                report["landlock"] = _landlock(ctypes, libc, abi, full)
+                report["landlock"] = _landlock(libc, abi, full)
                 report["landlockAbi"] = abi
             else:
                 report["skipped"].append("Landlock is not available in this kernel")
         if policy.get("dropCapabilities", True):
-            report["capabilities"] = "dropped" if _drop_capabilities(ctypes, libc) else "kept"
+            report["capabilities"] = "dropped" if _drop_capabilities(libc) else "kept"
         if policy.get("seccomp", "auto"):
             if libc.prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0:
                 if policy.get("seccomp") is True:
                     raise ConfineError(ctypes.get_errno(), "seccomp was required but this kernel does not offer it")
                 report["skipped"].append("seccomp is not available in this kernel")
             else:
-                _install_seccomp(ctypes, libc, seccomp_program(report["arch"], bool(policy.get("allowExec"))))
+                _install_seccomp(libc, seccomp_program(report["arch"], bool(policy.get("allowExec"))))
                 report["seccomp"] = True
     finally:
         # The script must not find a ready ctypes (the guard refuses a fresh import of it).

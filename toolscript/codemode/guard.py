@@ -85,6 +85,7 @@ import posix
 
 PREFIX = "toolscript sandbox"
 POLICY_NAME = "_toolscript_policy"
+CONFINE_MODULE = "_toolscript_confine"
 NATIVE_MODULES = frozenset({"ctypes", "_ctypes", "cffi", "_cffi_backend"})
 # Modules the guard patches: a fresh copy of them would undo the patch.
 PATCHED_MODULES = frozenset({"_imp", "_posixsubprocess"})
@@ -425,7 +426,7 @@ def make_hook(lib, work, gateway, genuine_path, workspace=None):
         if type_(family) is not int_ or family not in families:
             raise deny("this kind of socket", f"address family {family}" if type_(family) is int_ else "")
         kind = args[2] if len_(args) > 2 else None
-        if family in inet and type_(kind) is int_ and kind != -1 and kind & 0xF != stream:
+        if family in inet and type_(kind) is int_ and kind != -1 and (kind or 0) & 0xF != stream:
             raise deny("a UDP or raw socket", "only TCP connections to the toolscript gateway")
 
     def on_kill(args):
@@ -665,14 +666,13 @@ def confine_now(lib, policy):
         return None
     sys.path.insert(0, lib)
     try:
-        import _toolscript_confine as confine  # type: ignore[import-not-found]  # copied next to the guard
-
-        return confine.apply(policy)
+        # __import__, not an import statement: it is a file copied next to the guard, not a package module.
+        return __import__(CONFINE_MODULE).apply(policy)
     except OSError as exc:
         posix.write(2, f"toolscript: cannot confine the script, so it did not run: {exc}\n".encode("utf-8", "replace"))
         posix._exit(126)
     finally:
-        sys.modules.pop("_toolscript_confine", None)
+        sys.modules.pop(CONFINE_MODULE, None)
         del sys.path[0]
 
 
