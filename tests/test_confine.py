@@ -541,3 +541,45 @@ def test_without_landlock_the_ladder_falls_back_and_keeps_seccomp(monkeypatch):
     monkeypatch.setenv("TOOLSCRIPT_EXEC_LAYER", "landlock")
     with pytest.raises(UserError, match="offers no Landlock"):
         sandbox_run("pass")
+
+
+class _OneToolGateway(__import__("http.server").server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        body = json.dumps({"ok": True, "data": {"content": [{"type": "text", "text": "5"}]}, "error": None, "meta": {}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_a_gateway_named_localhost_is_reachable_under_the_kernel_layer(monkeypatch):
+    """The C library reads /etc/hosts to resolve it: the policy lets it, only for a gateway given by name."""
+    import http.server
+    import threading
+
+    kernel()
+    monkeypatch.setenv("TOOLSCRIPT_EXEC_GUARD", "off")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _OneToolGateway)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        code = "from toolscript import tools\nprint(tools.call('a__b', {}))\nprint(open('/etc/hostname').read())\n"
+        result, out, err = sandbox_run(code, gateway_url=f"http://localhost:{server.server_address[1]}/t/tok")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert out == "5\n" and result.exit_code == 1 and "PermissionError" in err, (out, err)
+
+
+def test_the_report_names_a_forced_layer_it_cannot_honour(monkeypatch):
+    monkeypatch.setenv("TOOLSCRIPT_EXEC_LAYER", "chroot")
+    report = sandbox.isolation_report()
+    assert "is not a layer" in report["error"] and report["layer"] in sandbox.LAYERS
+    monkeypatch.delenv("TOOLSCRIPT_EXEC_LAYER")
+    assert "error" not in sandbox.isolation_report()

@@ -300,10 +300,24 @@ GAPS = {
 
 
 def isolation_report(gateway: bool = True) -> Dict[str, object]:
-    """Which layer ``exec`` would use now and what it stops and does not (no side effects; probes are cached)."""
+    """Which layer ``exec`` would use now and what it stops and does not (no side effects; probes are cached).
+
+    A ``TOOLSCRIPT_EXEC_LAYER`` that ``exec`` would refuse adds ``"error"``
+    (the message ``exec`` would give) and reports the ladder's own choice.
+    """
     probe = kernel_probe()
     guard_on = os.environ.get(GUARD_ENV, "").strip().lower() != "off"
-    plan = _plan(gateway, None, guard_on)
+    problem = None
+    try:
+        plan = _plan(gateway, None, guard_on)
+    except UserError as exc:  # a TOOLSCRIPT_EXEC_LAYER that cannot be honoured: say so, report the ladder's own choice
+        problem = str(exc)
+        saved = os.environ.pop(LAYER_ENV, None)
+        try:
+            plan = _plan(gateway, None, guard_on)
+        finally:
+            if saved is not None:
+                os.environ[LAYER_ENV] = saved
     gaps = list(GAPS[plan.layer]) + ([] if guard_on else ["TOOLSCRIPT_EXEC_GUARD=off: the in-process guard is switched off (test only)"])
     return {
         "layer": plan.layer,
@@ -314,17 +328,32 @@ def isolation_report(gateway: bool = True) -> Dict[str, object]:
         "bwrap": find_bwrap(),
         "stops": list(STOPS[plan.layer]),
         "gaps": gaps,
+        **({"error": problem} if problem else {}),
     }
 
 
-def _kernel_policy(plan: _Plan, lib: str, work: str, workspace: Optional[str], gw_port: str, deadline_ms: int) -> Optional[dict]:
+# What the C library reads to resolve a gateway host given by name (``localhost``); no DNS: UDP is refused.
+HOST_FILES = ("/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/gai.conf")
+
+
+def _numeric_host(host: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _kernel_policy(plan: _Plan, lib: str, work: str, workspace: Optional[str], gw_host: str, gw_port: str, deadline_ms: int) -> Optional[dict]:
     if plan.kernel is None:
         return None
     policy = dict(plan.kernel)
     policy.update(
         python=True,
         system=True,
-        read=[lib],
+        read=[lib] + (list(HOST_FILES) if gw_host and not _numeric_host(gw_host) else []),
         write=[work] + ([workspace] if workspace else []),
         connectPorts=[int(gw_port)] if gw_port else [],
         deadlineMs=deadline_ms,
@@ -564,7 +593,7 @@ def run(
         lib, work = os.path.join(root, "lib"), os.path.join(root, "work")
         os.mkdir(lib, 0o700)
         os.mkdir(work, 0o700)
-        kernel = _kernel_policy(plan, lib, work, workspace, gw_port, wall_ms + int(KERNEL_DEADLINE_MARGIN * 1000))
+        kernel = _kernel_policy(plan, lib, work, workspace, gw_host, gw_port, wall_ms + int(KERNEL_DEADLINE_MARGIN * 1000))
         signal_file = os.path.join(root, SIGNAL_NAME)
         if kernel is not None:
             kernel["signalFile"] = signal_file  # where a PID namespace's init says which signal killed the script
