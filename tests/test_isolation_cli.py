@@ -248,7 +248,7 @@ def loaded(require=False):
 def test_doctor_exec_line_per_layer():
     ok = doctor.check_exec_isolation(loaded(), LANDLOCK_REPORT)
     assert (ok.check, ok.status, ok.fix) == ("exec", "ok", "")
-    assert ok.detail == f"scripts run under {LANDLOCK_REPORT['mode']}; does not stop: stat() of any path; every tool the gateway exposes (+1 more: doctor --json)"
+    assert ok.detail == f"scripts run under {LANDLOCK_REPORT['mode']}; does not stop: stat() of any path (+2 more: toolscript doctor --json)"
     assert ok.as_dict()["isolation"] == LANDLOCK_REPORT
 
     bwrap = doctor.check_exec_isolation(loaded(), report("bubblewrap"))

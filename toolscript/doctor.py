@@ -530,7 +530,7 @@ def check_state_dir(env: Mapping[str, str]) -> Check:
 # -- 8. exec isolation ---------------------------------------------------------------------------
 
 # How many of the layer's gaps the one-line detail names; --json has them all.
-GAPS_SHOWN = 2
+GAPS_SHOWN = 1
 
 
 def check_exec_isolation(loaded: _Loaded, report: Optional[Dict[str, Any]] = None) -> Check:
@@ -556,7 +556,7 @@ def check_exec_isolation(loaded: _Loaded, report: Optional[Dict[str, Any]] = Non
     mode = str(report.get("mode") or layer)
     gaps = [str(gap) for gap in report.get("gaps") or []]
     data = {"isolation": report}
-    shown = "; ".join(gaps[:GAPS_SHOWN]) + (f" (+{len(gaps) - GAPS_SHOWN} more: doctor --json)" if len(gaps) > GAPS_SHOWN else "")
+    shown = "; ".join(gaps[:GAPS_SHOWN]) + (f" (+{len(gaps) - GAPS_SHOWN} more: toolscript doctor --json)" if len(gaps) > GAPS_SHOWN else "")
     detail = f"scripts run under {mode}" + (f"; does not stop: {shown}" if shown else "")
     if "guard-off" in mode:
         return Check("exec", WARN, f"{detail}; the in-process guard is off (TOOLSCRIPT_EXEC_GUARD=off is for tests only)", "unset TOOLSCRIPT_EXEC_GUARD", data)
