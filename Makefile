@@ -70,6 +70,7 @@ bench: venv peers peer-proxy
 	$(VPY) bench/mcp_client.py
 	$(VPY) bench/gateway.py
 	$(VPY) bench/codemode.py
+	$(VPY) bench/exec_isolation.py
 	$(VPY) bench/hostile.py
 	$(VPY) bench/load.py
 	$(VPY) bench/upstream_limits.py

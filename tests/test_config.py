@@ -562,6 +562,7 @@ def test_masked_view_masks_literals_and_shows_templates():
         "workspaceRoots": [],
         "mcpToolNames": "prefixed",
         "maxMessageBytes": 8 * 1024 * 1024,
+        "requireIsolation": False,
         "servers": {
             "local": {
                 "type": "stdio",

@@ -24,6 +24,13 @@ ZERO_CONFIG_STATUSES = {
 }
 
 
+def exec_status() -> str:
+    """The exec isolation line's status here: ok with Landlock, else a warning (no requireIsolation)."""
+    from toolscript.codemode import sandbox
+
+    return "ok" if sandbox.isolation_report(gateway=True)["layer"] == "landlock" else "warn"
+
+
 @pytest.fixture
 def scratch(tmp_path, clean_env):
     """An environment and cwd of our own: HOME empty, PATH with only an empty bin/ (no claude)."""
@@ -51,7 +58,8 @@ def as_json(proc):
     data = json.loads(proc.stdout)
     assert isinstance(data, list) and data
     for item in data:
-        assert sorted(item) == ["check", "detail", "fix", "status"], item
+        extra = ["isolation"] if item["check"] == "exec" else []  # the exec line carries the whole report
+        assert sorted(item) == sorted(["check", "detail", "fix", "status"] + extra), item
         assert item["status"] in ("ok", "warn", "fail"), item
         assert isinstance(item["detail"], str) and item["detail"], item
         # Every problem comes with its fix; an ok line needs none.
@@ -100,7 +108,7 @@ def test_zero_config_passes_with_warnings_only(run_cli, scratch):
     proc = run_doctor(run_cli, scratch, "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = as_json(proc)
-    assert {item["check"]: item["status"] for item in data} == ZERO_CONFIG_STATUSES
+    assert {item["check"]: item["status"] for item in data} == dict(ZERO_CONFIG_STATUSES, exec=exec_status())
     checks = by_check(data)
     assert "no config file" in checks["config"]["detail"] and ".toolscript.json" in checks["config"]["detail"]
     assert checks["servers"]["detail"] == "no MCP servers configured"
@@ -120,12 +128,13 @@ def test_healthy_setup_is_all_ok(run_cli, scratch, gateway):
     proc = run_doctor(run_cli, scratch, "--gateway-url", url)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[-1] == "all 7 checks passed", proc.stdout
-    assert [line.split()[:2] for line in lines[:-1]] == [
+    status = exec_status()  # ok with Landlock; without it the exec line warns, with its fix
+    assert lines[-1] == ("all 8 checks passed" if status == "ok" else "1 warning (of 8 checks)"), proc.stdout
+    assert [line.split()[:2] for line in lines[:-1] if not line.startswith("      fix: ")] == [
         ["ok", "python"], ["ok", "config"], ["ok", "server:fixture"], ["ok", "gateway"],
-        ["ok", "claude"], ["ok", "plugin"], ["ok", "state"],
+        ["ok", "claude"], ["ok", "plugin"], ["ok", "state"], [status, "exec"],
     ]
-    assert "fix:" not in proc.stdout
+    assert proc.stdout.count("fix:") == (0 if status == "ok" else 1)
     assert "MCP servers: fixture ready" in proc.stdout
     assert "2.1.328 (Claude Code)" in proc.stdout and "toolscript@toolscript" in proc.stdout
     assert url.split("/t/")[1] not in proc.stdout  # the token is never printed
@@ -489,7 +498,7 @@ def test_a_check_that_raises_becomes_a_fail_line(tmp_path, monkeypatch):
     results = doctor.run_checks(environ=env, cwd=str(tmp_path), servers=False)
     claude = [r for r in results if r.check == "claude"]
     assert len(claude) == 1 and claude[0].status == "fail" and "RuntimeError: kaboom" in claude[0].detail
-    assert [r.check for r in results] == ["python", "config", "servers", "gateway", "claude", "plugin", "state"]
+    assert [r.check for r in results] == ["python", "config", "servers", "gateway", "claude", "plugin", "state", "exec"]
     assert doctor.exit_code(results) == 1
 
 

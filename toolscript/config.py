@@ -46,7 +46,7 @@ DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 
 DEFAULT_PATHS = ["~/.toolscript.json", "./.toolscript.json"]
 
-_TOP_LEVEL_KEYS = ["mcpServers", "builtinTools", "workspaceRoots", "mcpToolNames", "maxMessageBytes", "$schema"]
+_TOP_LEVEL_KEYS = ["mcpServers", "builtinTools", "workspaceRoots", "mcpToolNames", "maxMessageBytes", "requireIsolation", "$schema"]
 _SERVER_KEYS = [
     "type",
     "command",
@@ -147,6 +147,9 @@ class Config:
     mcp_tool_names: str = "prefixed"
     # The top-level "maxMessageBytes": the default for servers that set none.
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    # "requireIsolation": exec refuses to run a script when only the in-process guard
+    # (no kernel-enforced layer) is available, as ``exec --require-isolation`` does.
+    require_isolation: bool = False
 
     def enabled_servers(self) -> List[ServerConfig]:
         return [server for server in self.servers.values() if not server.disabled]
@@ -283,6 +286,7 @@ def masked_view(config: Config) -> Dict[str, Any]:
         "workspaceRoots": list(config.workspace_roots),
         "mcpToolNames": config.mcp_tool_names,
         "maxMessageBytes": config.max_message_bytes,
+        "requireIsolation": config.require_isolation,
         "warnings": list(config.warnings),
     }
 
@@ -374,7 +378,7 @@ def _parse(
 
 
 def _parse_settings(document: Dict[str, Any], source: str, environ: Mapping[str, str], settings: Dict[str, Any], problems: List[str]) -> None:
-    """The gateway-wide keys: ``builtinTools``, ``mcpToolNames``, ``workspaceRoots``, ``maxMessageBytes``."""
+    """The top-level keys: ``builtinTools``, ``mcpToolNames``, ``workspaceRoots``, ``maxMessageBytes``, ``requireIsolation``."""
     max_message_bytes = _max_message_bytes(document, "maxMessageBytes", source, problems)
     if max_message_bytes is not None:
         settings["max_message_bytes"] = max_message_bytes
@@ -390,6 +394,12 @@ def _parse_settings(document: Dict[str, Any], source: str, environ: Mapping[str,
             settings["mcp_tool_names"] = value
         else:
             problems.append(f'{source}: mcpToolNames: expected "prefixed" or "plain", got {json.dumps(value)}')
+    if "requireIsolation" in document:
+        value = document["requireIsolation"]
+        if isinstance(value, bool):
+            settings["require_isolation"] = value
+        else:
+            problems.append(f"{source}: requireIsolation: expected true or false, got {_json_type(value)}")
     if "workspaceRoots" in document:
         value = document["workspaceRoots"]
         if isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value):

@@ -15,6 +15,8 @@ Checks, in report order:
     claude     the ``claude`` CLI on PATH and its version (absent is a warning)
     plugin     installed_plugins.json (v1 and v2) lists ``toolscript@<market>``
     state      the private state directory: exists or can be created, ours, 0700, writable
+    exec       the isolation ``exec`` scripts run under: the kernel layer in force (Landlock,
+               bubblewrap, namespaces, or only the in-process guard) and what it does not stop
 """
 
 import json
@@ -56,9 +58,13 @@ class Check:
     status: str  # ok | warn | fail
     detail: str
     fix: str = ""
+    # Extra keys for --json (the exec check's "isolation" report); the text report shows none.
+    data: Optional[Dict[str, Any]] = None
 
-    def as_dict(self) -> Dict[str, str]:
-        return {"check": self.check, "status": self.status, "detail": self.detail, "fix": self.fix}
+    def as_dict(self) -> Dict[str, Any]:
+        line: Dict[str, Any] = {"check": self.check, "status": self.status, "detail": self.detail, "fix": self.fix}
+        line.update(self.data or {})
+        return line
 
 
 # -- running everything ---------------------------------------------------------------------
@@ -88,6 +94,7 @@ def run_checks(
         ("claude", lambda: [check_claude(env)]),
         ("plugin", lambda: [check_plugin(env, cwd)]),
         ("state", lambda: state),
+        ("exec", lambda: [check_exec_isolation(loaded)]),
     ]
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         futures = [pool.submit(guarded, name, job) for name, job in jobs]
@@ -518,3 +525,46 @@ def check_state_dir(env: Mapping[str, str]) -> Check:
     if problems:
         return Check("state", WARN, "; ".join(problems) + " (toolscript tightens it on next use)", " && ".join(fixes))
     return Check("state", OK, f"{path} (0700, yours, writable)")
+
+
+# -- 8. exec isolation ---------------------------------------------------------------------------
+
+# How many of the layer's gaps the one-line detail names; --json has them all.
+GAPS_SHOWN = 1
+
+
+def check_exec_isolation(loaded: _Loaded, report: Optional[Dict[str, Any]] = None) -> Check:
+    """The layer ``exec`` scripts run under, from ``sandbox.isolation_report``.
+
+    ok: Landlock is in force.  warn: only bubblewrap (a private mount view)
+    or namespaces (no kernel rule on file access at all).  Only the
+    in-process guard: warn, or fail when the config sets ``requireIsolation``
+    (every exec would then refuse to run).  ``report`` is for tests; by
+    default it is the sandbox's own.
+    """
+    from toolscript.commands.exec import isolation_fix
+
+    required = bool(loaded.config is not None and loaded.config.require_isolation)
+    if report is None:
+        from toolscript.codemode import sandbox
+
+        try:
+            report = sandbox.isolation_report(gateway=True)
+        except UserError as exc:  # a forced TOOLSCRIPT_EXEC_LAYER this system lacks
+            return Check("exec", FAIL, f"exec cannot run scripts: {exc}", "unset TOOLSCRIPT_EXEC_LAYER, or force a layer this system has")
+    layer = report.get("layer")
+    mode = str(report.get("mode") or layer)
+    gaps = [str(gap) for gap in report.get("gaps") or []]
+    data = {"isolation": report}
+    shown = "; ".join(gaps[:GAPS_SHOWN]) + (f" (+{len(gaps) - GAPS_SHOWN} more: toolscript doctor --json)" if len(gaps) > GAPS_SHOWN else "")
+    detail = f"scripts run under {mode}" + (f"; does not stop: {shown}" if shown else "")
+    if "guard-off" in mode:
+        return Check("exec", WARN, f"{detail}; the in-process guard is off (TOOLSCRIPT_EXEC_GUARD=off is for tests only)", "unset TOOLSCRIPT_EXEC_GUARD", data)
+    if layer == "landlock":
+        return Check("exec", OK, detail, "", data)
+    if layer in ("bubblewrap", "namespaces"):
+        why = "bubblewrap's private mount view confines files" if layer == "bubblewrap" else "only the in-process guard confines file access"
+        return Check("exec", WARN, f"{detail}; no Landlock: {why}", isolation_fix(bubblewrap=layer == "namespaces"), data)
+    if required:
+        return Check("exec", FAIL, f"{detail}; requireIsolation is set, so every exec refuses to run", isolation_fix(), data)
+    return Check("exec", WARN, f"{detail}: a guardrail, not a boundary (exec --require-isolation would refuse to run)", isolation_fix(), data)

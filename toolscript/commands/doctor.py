@@ -17,6 +17,10 @@ warn or FAIL -- with the command that fixes each problem:
   plugin    whether Claude Code has the toolscript plugin installed, which
             version and scope ($CLAUDE_CONFIG_DIR or ~/.claude/plugins/)
   state     the private state directory (0700, yours, writable)
+  exec      the isolation exec scripts run under (Landlock, bubblewrap,
+            namespaces, or only the in-process guard) and what it does not
+            stop: ok with Landlock, a warning without it, FAIL when only the
+            guard is left and the config sets "requireIsolation"
 
 A missing gateway is a warning outside Claude Code and a failure inside it
 (when CLAUDE_CODE_SESSION_ID is set).  Connecting to servers is the slow
@@ -25,7 +29,8 @@ part; --no-servers skips it.
 examples:
   toolscript doctor                       every check
   toolscript doctor --no-servers          skip connecting to the MCP servers (fast)
-  toolscript doctor --json                [{"check", "status", "detail", "fix"}, ...]
+  toolscript doctor --json                [{"check", "status", "detail", "fix"}, ...]; the
+                                          exec line adds "isolation": the full report
   toolscript doctor --session S           check the gateway of Claude Code session S
   toolscript --config ./ci.json doctor
 

@@ -2,8 +2,12 @@
 
 import argparse
 import io
+import json
+import logging
+import os
 import re
 import sys
+from typing import Any, Dict, List, Optional
 
 from toolscript import log
 from toolscript.errors import UserError
@@ -22,6 +26,13 @@ gateway, no subprocesses or native code).  Scripts reach tools with
 A tool error raises toolscript.ToolError.  Output streams as it is produced;
 the script's exit status is exec's.
 
+Isolation: on Linux the kernel confines the script (Landlock, seccomp and
+namespaces, falling back to bubblewrap, then namespaces alone) on top of the
+in-process guard; -v names the layer in force and what it does not stop, and
+`toolscript doctor` does too.  --require-isolation (or "requireIsolation": true
+in the config) refuses to run when only the in-process guard is available.
+--workspace DIR lets the script read and write DIR as well as its temp dir.
+
 If exec itself is stopped (SIGTERM, SIGHUP, Ctrl-C) the script is killed, its
 temp dir removed, and exec exits 128+N; on Linux the script also dies when exec
 is killed outright (SIGKILL).  -v prints the gateway, the isolation and the
@@ -39,10 +50,15 @@ examples:
   cat script.py | toolscript exec -
   toolscript exec --json 'print("captured")'     {"exitCode", "stdout", "stderr", ...}
   toolscript exec --lang ts 'console.log(1 + 1)'
+  toolscript exec --require-isolation -f script.py   refuse to run with the guard alone
+  toolscript exec --workspace ./out -f report.py      the script may write ./out
 """
 
 # A script that never names the runtime needs no gateway.
 _USES_TOOLS = re.compile(r"\btoolscript\b")
+# The config key exec reads itself (see _config_requires_isolation).
+REQUIRE_ISOLATION_KEY = "requireIsolation"
+DEFAULT_CONFIG_PATHS = ("~/.toolscript.json", "./.toolscript.json")  # as toolscript.config.DEFAULT_PATHS
 
 
 def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
@@ -51,6 +67,11 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
     parser.add_argument("--timeout", type=float, default=30.0, help="wall-clock limit in seconds (default 30)")
     parser.add_argument("--max-output", type=int, default=1_000_000, metavar="BYTES", help="stop the script after this much output (default 1 MB)")
     parser.add_argument("--lang", choices=("python", "ts"), default="python", help="python (default), or ts: TypeScript under Deno (needs deno on PATH)")
+    parser.add_argument(
+        "--require-isolation", action="store_true",
+        help='refuse to run (exit 2) when only the in-process guard is available, no kernel-enforced layer (config: "requireIsolation": true)',
+    )
+    parser.add_argument("--workspace", metavar="DIR", help="a directory the script may also read and write (Python only; default: none, only its temp dir)")
     parser.set_defaults(handler=run)
 
 
@@ -70,8 +91,72 @@ def _source(args: argparse.Namespace):
     return args.code, "<exec>"
 
 
+def _config_paths(named: Optional[List[str]], cwd: str, environ: Dict[str, str]) -> List[str]:
+    """The config files toolscript reads, resolved as ``toolscript.config`` resolves them."""
+    if named is None and environ.get("TOOLSCRIPT_CONFIG", "").strip():
+        named = [p.strip() for p in environ["TOOLSCRIPT_CONFIG"].split(",") if p.strip()]
+    paths: List[str] = []
+    for path in named if named is not None else DEFAULT_CONFIG_PATHS:
+        if path == "~" or path.startswith("~/"):
+            path = os.path.join(environ.get("HOME") or os.path.expanduser("~"), path[2:])
+        elif path.startswith("~"):
+            path = os.path.expanduser(path)
+        if not os.path.isabs(path):
+            path = os.path.normpath(os.path.join(cwd, path))
+        if path not in paths:
+            paths.append(path)
+    return paths
+
+
+def _config_requires_isolation(named: Optional[List[str]], cwd: Optional[str] = None, environ: Optional[Dict[str, str]] = None) -> bool:
+    """The config's ``requireIsolation`` (later files win), read without loading the whole config.
+
+    Importing ``toolscript.config`` costs ~10 ms, the whole budget of exec's
+    isolation, so exec reads only this key: a file that does not mention it
+    is not parsed at all.  A file that mentions it but cannot be read as a
+    JSON object with a boolean there is an error (exit 2), never a silent
+    ``false``: the user asked for isolation there.
+    """
+    env = dict(os.environ) if environ is None else environ
+    required = False
+    for path in _config_paths(named, os.getcwd() if cwd is None else cwd, env):
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            continue  # a missing or unreadable file is reported by config validate; it sets nothing here
+        if REQUIRE_ISOLATION_KEY.encode() not in data:
+            continue
+        try:
+            document = json.loads(data.decode("utf-8-sig"))
+        except (ValueError, RecursionError):
+            document = None
+        if not isinstance(document, dict):
+            raise UserError(f"{path}: not a valid config file, so exec cannot tell whether it requires isolation; run 'toolscript config validate'", exit_code=2)
+        if REQUIRE_ISOLATION_KEY in document:
+            value = document[REQUIRE_ISOLATION_KEY]
+            if not isinstance(value, bool):
+                raise UserError(f"{path}: requireIsolation: expected true or false, got {json.dumps(value)}; fix it (toolscript config validate)", exit_code=2)
+            required = value
+    return required
+
+
+def _workspace(args: argparse.Namespace) -> Optional[str]:
+    """The --workspace directory, absolute and resolved, or None."""
+    if not args.workspace:
+        return None
+    path = os.path.realpath(os.path.expanduser(args.workspace))
+    if not os.path.isdir(path):
+        raise UserError(f"--workspace {args.workspace}: no such directory; create it first or name an existing one", exit_code=2)
+    if args.lang == "ts":
+        raise UserError("--workspace works with Python scripts only; TypeScript scripts reach files through the tools", exit_code=2)
+    return path
+
+
 def run(args: argparse.Namespace) -> int:
     code, filename = _source(args)
+    args.require_isolation = bool(args.require_isolation) or _config_requires_isolation(args.config_paths)
+    args.workspace = _workspace(args)
     from toolscript.codemode import process
 
     try:
@@ -106,6 +191,14 @@ def _run_python(args: argparse.Namespace, code: str, filename: str) -> int:
         gateway_url = client.url
     else:
         logger.info("exec: no gateway (the script does not name toolscript)")
+    if logger.isEnabledFor(logging.INFO):
+        _log_isolation(sandbox.isolation_report(gateway=gateway_url is not None))
+    # Passed only when asked for: the defaults are sandbox.run's own.
+    isolation: Dict[str, Any] = {}
+    if args.require_isolation:
+        isolation["require_isolation"] = True
+    if args.workspace:
+        isolation["workspace"] = args.workspace
     out, err = _streams(args)
     result = sandbox.run(
         code,
@@ -116,14 +209,28 @@ def _run_python(args: argparse.Namespace, code: str, filename: str) -> int:
         max_output=args.max_output,
         stdout=out,
         stderr=err,
+        **isolation,
     )
     _report(args, result, out, err)
     return result.exit_code
 
 
+def _log_isolation(report: Dict[str, Any]) -> None:
+    """-v: the layer in force and, one line each, what it does not stop."""
+    logger.info("exec: isolation %s", report.get("mode") or report.get("layer"))
+    for gap in report.get("gaps") or ():
+        logger.info("exec: not stopped: %s", gap)
+
+
 def _run_typescript(args: argparse.Namespace, code: str, filename: str) -> int:
     """TypeScript under Deno, whose permission flags confine it to the gateway."""
-    from toolscript.codemode import deno
+    from toolscript.codemode import deno, sandbox
+
+    if args.require_isolation:
+        # deno.run takes no require_isolation: the kernel layer Deno runs under is sandbox's.
+        report = sandbox.isolation_report(gateway=_USES_TOOLS.search(code) is not None)
+        if report.get("layer") == "guard":
+            raise UserError(isolation_missing_message(report), exit_code=2)
 
     gateway_url = None
     if _USES_TOOLS.search(code):
@@ -159,3 +266,19 @@ def _report(args: argparse.Namespace, result, out, err) -> None:
                 "durationMs": result.duration_ms,
             }
         )
+
+
+def isolation_fix(bubblewrap: bool = True) -> str:
+    """What gives exec a (stronger) kernel-enforced layer on this system (for errors and doctor)."""
+    if sys.platform == "darwin":
+        return "run it on Linux with Landlock; macOS sandbox-exec is not wired in yet"
+    fix = 'use a Linux kernel with Landlock (5.13+, "landlock" in the lsm= list)'
+    return fix + (", or install bubblewrap (apt install bubblewrap)" if bubblewrap else "")
+
+
+def isolation_missing_message(report: Dict[str, Any]) -> str:
+    """The one line exec gives when isolation is required and only the guard is available."""
+    return (
+        "exec refuses to run: isolation is required but only the in-process guard is available here (no Landlock, bubblewrap or namespaces); "
+        f'{isolation_fix()}, or drop --require-isolation / "requireIsolation"'
+    )
