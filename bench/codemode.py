@@ -185,7 +185,7 @@ def exec_benchmarks(runner, repeats, call_repeats, model_repeats):
         trivial["ts_cli"] = lambda: runner.cli(TS_TRIVIAL, "ts")
         trivial["ts_deno_run"] = lambda: runner.in_process(TS_TRIVIAL, "ts")
     results["exec_trivial"] = figures(rotate(trivial, repeats))
-    results["exec_trivial"]["python_sandbox_mode"] = sandbox.isolation_mode(gateway=False)
+    results["exec_trivial"]["python_sandbox_mode"] = sandbox.isolation_report(gateway=False)["mode"]
 
     progress(f"exec with {CALLS} echo calls: {call_repeats} rounds")
     calls = {"python_cli": lambda: runner.cli(PY_CALLS)}

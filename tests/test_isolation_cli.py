@@ -1,9 +1,5 @@
 """Issue 9's periphery: ``exec --require-isolation`` / ``requireIsolation``, ``exec --workspace``,
 ``exec -v``'s isolation lines, doctor's ``exec`` check, and the macOS ``sandbox-exec`` profile.
-
-Tests marked ``KERNEL`` need the kernel layer (``sandbox.isolation_report``, ``sandbox.run``'s
-``require_isolation`` / ``workspace``), which another branch adds; until it is merged they
-xfail (not strict).  Everything else runs on its own.
 """
 
 import json
@@ -18,7 +14,6 @@ from toolscript import cli, config as configuration, doctor
 from toolscript.codemode import macos, sandbox
 from toolscript.commands import exec as exec_command
 
-KERNEL = pytest.mark.xfail(strict=False, reason="needs the kernel branch; lead merges")
 LANDLOCK_REPORT = {
     "layer": "landlock", "mode": "landlock(abi 7)+seccomp+namespace(user,mount,pid)+guard", "landlockAbi": 7, "seccomp": True,
     "namespaces": ["user", "mount", "pid"], "bwrap": None, "stops": ["reading files outside the work dir"],
@@ -192,7 +187,6 @@ def test_typescript_with_require_isolation_refuses_on_the_guard_alone(fake_sandb
 # -- exec against the real kernel layer ------------------------------------------------------
 
 
-@KERNEL
 def test_require_isolation_refuses_when_only_the_guard_is_available(tmp_path, env):
     forced = dict(env, TOOLSCRIPT_EXEC_LAYER="guard")
     proc = run_cli("exec", "--require-isolation", "print('ran')", env=forced, cwd=tmp_path / "work")
@@ -206,7 +200,6 @@ def test_require_isolation_refuses_when_only_the_guard_is_available(tmp_path, en
     assert (proc.returncode, proc.stdout) == (0, "ran\n"), proc.stderr
 
 
-@KERNEL
 def test_require_isolation_runs_under_a_kernel_layer(tmp_path, env):
     if sandbox.isolation_report(gateway=False)["layer"] == "guard":
         pytest.skip("no kernel layer on this machine: only the guard (Landlock, bubblewrap and namespaces are all missing)")
@@ -216,7 +209,6 @@ def test_require_isolation_runs_under_a_kernel_layer(tmp_path, env):
     assert result["stdout"] == "ran\n" and result["mode"] != "guard"
 
 
-@KERNEL
 def test_workspace_is_readable_and_writable_only_when_given(tmp_path, env):
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -229,7 +221,6 @@ def test_workspace_is_readable_and_writable_only_when_given(tmp_path, env):
     assert (workspace / "out.txt").read_text() == "written"
 
 
-@KERNEL
 def test_verbose_exec_prints_the_real_report(tmp_path, env):
     proc = run_cli("-v", "exec", "print('hi')", env=env, cwd=tmp_path / "work")
     assert (proc.returncode, proc.stdout) == (0, "hi\n"), proc.stderr
@@ -286,7 +277,6 @@ def test_doctor_runs_the_exec_check_last_with_the_config_it_loaded(monkeypatch, 
     assert doctor.exit_code(results) == 1
 
 
-@KERNEL
 def test_doctor_json_carries_the_isolation_report(tmp_path, env):
     proc = run_cli("doctor", "--json", "--no-servers", env=dict(env, TOOLSCRIPT_STATE_DIR=str(tmp_path / "state")), cwd=tmp_path / "work")
     (line,) = [item for item in json.loads(proc.stdout) if item["check"] == "exec"]

@@ -586,7 +586,7 @@ def run(
     cpu = max(1, int(timeout + 0.999) + 1)
     wall_ms = int((timeout + WATCHDOG_MARGIN) * 1000)
     limits = f"{cpu},{int(memory_limit)},{FILE_SIZE_LIMIT},{OPEN_FILES_LIMIT},{_thread_allowance()},{wall_ms}"
-    logger.info("exec: isolation %s, timeout %gs", mode, timeout)
+    logger.info("exec: timeout %gs", timeout)
 
     root = process.make_temp_dir("exec")
     try:
