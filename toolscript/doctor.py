@@ -542,7 +542,7 @@ def check_exec_isolation(loaded: _Loaded, report: Optional[Dict[str, Any]] = Non
     (every exec would then refuse to run).  ``report`` is for tests; by
     default it is the sandbox's own.
     """
-    from toolscript.commands.exec import isolation_fix
+    from toolscript.codemode.sandbox import isolation_fix
 
     required = bool(loaded.config is not None and loaded.config.require_isolation)
     if report is None:
@@ -554,7 +554,8 @@ def check_exec_isolation(loaded: _Loaded, report: Optional[Dict[str, Any]] = Non
             return Check("exec", FAIL, f"exec cannot run scripts: {exc}", "unset TOOLSCRIPT_EXEC_LAYER, or force a layer this system has")
     layer = report.get("layer")
     mode = str(report.get("mode") or layer)
-    gaps = [str(gap) for gap in report.get("gaps") or []]
+    listed = report.get("gaps")
+    gaps = [str(gap) for gap in listed] if isinstance(listed, list) else []
     data = {"isolation": report}
     shown = "; ".join(gaps[:GAPS_SHOWN]) + (f" (+{len(gaps) - GAPS_SHOWN} more: toolscript doctor --json)" if len(gaps) > GAPS_SHOWN else "")
     detail = f"scripts run under {mode}" + (f"; does not stop: {shown}" if shown else "")

@@ -299,6 +299,14 @@ GAPS = {
 }
 
 
+def isolation_fix(bubblewrap: bool = True) -> str:
+    """What gives exec a (stronger) kernel-enforced layer on this system (for errors and doctor)."""
+    if sys.platform == "darwin":
+        return "run it on Linux with Landlock; macOS sandbox-exec is not wired in yet"
+    fix = 'use a Linux kernel with Landlock (5.13+, "landlock" in the lsm= list)'
+    return fix + (", or install bubblewrap (apt install bubblewrap)" if bubblewrap else "")
+
+
 def isolation_report(gateway: bool = True) -> Dict[str, object]:
     """Which layer ``exec`` would use now and what it stops and does not (no side effects; probes are cached).
 

@@ -268,17 +268,11 @@ def _report(args: argparse.Namespace, result, out, err) -> None:
         )
 
 
-def isolation_fix(bubblewrap: bool = True) -> str:
-    """What gives exec a (stronger) kernel-enforced layer on this system (for errors and doctor)."""
-    if sys.platform == "darwin":
-        return "run it on Linux with Landlock; macOS sandbox-exec is not wired in yet"
-    fix = 'use a Linux kernel with Landlock (5.13+, "landlock" in the lsm= list)'
-    return fix + (", or install bubblewrap (apt install bubblewrap)" if bubblewrap else "")
-
-
 def isolation_missing_message(report: Dict[str, Any]) -> str:
     """The one line exec gives when isolation is required and only the guard is available."""
+    from toolscript.codemode import sandbox
+
     return (
         "exec refuses to run: isolation is required but only the in-process guard is available here (no Landlock, bubblewrap or namespaces); "
-        f'{isolation_fix()}, or drop --require-isolation / "requireIsolation"'
+        f'{sandbox.isolation_fix()}, or drop --require-isolation / "requireIsolation"'
     )
