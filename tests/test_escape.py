@@ -294,3 +294,87 @@ def test_the_bypass_really_switches_the_guard_off():
     out, err = Output(), Output()
     result = sandbox.run(code, stdout=out, stderr=err, timeout=PROBE_TIMEOUT)
     assert (result.exit_code, out.text) == (0, "BYPASS bypassed\nctypes 4\n"), err.text
+
+
+# -- 3: the real tool path still works under the policy ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def everything_gateway(tmp_path_factory):
+    """A real gateway in this process: the built-ins and server-everything over stdio (server ``everything``)."""
+    try:
+        command = peers.everything_stdio_command()
+    except peers.PeerMissing as exc:
+        missing_prerequisite(str(exc))
+    server = ServerConfig(name="everything", type="stdio", source="t", command=command[0], args=command[1:], timeout=30)
+    with running_gateway([server], tmp_path_factory.mktemp("everything")) as (gw, url):
+        assert gw.wait_for_servers() == []
+        yield url
+
+
+TOOLS_SCRIPT = """\
+from toolscript import tools
+print("builtin", json.dumps(tools.builtin.tools_echo(message="hi from the sandbox")))
+print("everything", json.dumps(tools.everything.echo(message="hello everything")))
+import socket
+attempt("tcp to another loopback port", lambda: socket.create_connection(("127.0.0.1", CONFIG["tcp_port"]), timeout=1).recv(9))
+attempt("call another gateway", lambda: __import__("urllib.request").request.urlopen(CONFIG["other_gateway"] + "/runtime/names", timeout=3).read(9))
+attempt("read ~/.ssh/id_rsa", lambda: read_text(CONFIG["ssh_key"]))
+attempt("read a gateway state file", lambda: read_text(CONFIG["state_file"]))
+done()
+"""
+
+
+@pytest.mark.timeout(120)
+def test_python_script_calls_builtins_and_server_everything_and_reaches_nothing_else(guard, planted, everything_gateway):
+    env = dict(os.environ)  # the guard fixture set (or cleared) the switch there
+    run = run_probe_cli("import json\n" + TOOLS_SCRIPT, guard, probe_config(planted), env, gateway_url=everything_gateway)
+    lines = run.stdout.splitlines()
+    assert any(line.startswith("builtin ") and "hi from the sandbox" in line for line in lines), run.context()
+    assert any(line.startswith("everything ") and "hello everything" in line for line in lines), run.context()
+    assert_escaped_nothing(run, guard)
+    assert_nothing_touched(planted)
+
+
+TS_SCRIPT = """\
+import { tools } from "toolscript";
+console.log("builtin", JSON.stringify(await tools.builtin.tools_echo({ message: "hi from deno" })));
+console.log("everything", JSON.stringify(await tools.everything.echo({ message: "hello everything" })));
+const CONFIG = %s;
+const attempts: [string, () => Promise<unknown>][] = [
+  ["tcp to another loopback port", () => Deno.connect({ hostname: "127.0.0.1", port: CONFIG.tcp_port })],
+  ["call another gateway", () => fetch(CONFIG.other_gateway + "/runtime/names").then((r) => r.text())],
+  ["read ~/.ssh/id_rsa", () => Deno.readTextFile(CONFIG.ssh_key)],
+  ["read a gateway state file", () => Deno.readTextFile(CONFIG.state_file)],
+  ["write outside", () => Deno.writeTextFile(CONFIG.outside_dir + "/written", "escaped")],
+  ["run /bin/sh", () => new Deno.Command("/bin/sh", { args: ["-c", "echo ESCAPED-deno-sh"] }).output()],
+];
+for (const [name, action] of attempts) {
+  try {
+    await action();
+    console.log("PROBE " + JSON.stringify({ probe: name, outcome: "escaped", by: "", detail: "" }));
+  } catch (e) {
+    console.log("PROBE " + JSON.stringify({ probe: name, outcome: "blocked", by: "os", detail: String(e).slice(0, 200) }));
+  }
+}
+console.log("DONE");
+"""
+
+
+@pytest.mark.timeout(120)
+def test_typescript_script_calls_builtins_and_server_everything_and_reaches_nothing_else(planted, everything_gateway):
+    try:
+        deno_path = peers.deno_binary()
+    except peers.PeerMissing as exc:
+        missing_prerequisite(str(exc))
+    env = dict(os.environ, PATH=os.path.dirname(deno_path) + os.pathsep + os.environ.get("PATH", ""))
+    env.pop(GUARD_ENV, None)
+    code = TS_SCRIPT % json.dumps(probe_config(planted))
+    proc = run_cli("--gateway-url", everything_gateway, "exec", "--lang", "ts", "--json", "--timeout", "60", code, env=env, timeout=120)
+    report = json.loads(proc.stdout)
+    run = ProbeRun(report["exitCode"], report["mode"], report["timedOut"], report["stdout"], report["stderr"])
+    lines = run.stdout.splitlines()
+    assert any(line.startswith("builtin ") and "hi from deno" in line for line in lines), run.context()
+    assert any(line.startswith("everything ") and "hello everything" in line for line in lines), run.context()
+    assert_escaped_nothing(run, "on")  # Deno's permissions answer first: who refused is not told apart here
+    assert_nothing_touched(planted)

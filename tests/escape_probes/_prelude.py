@@ -75,8 +75,8 @@ def reached(number, *args):
     try:
         return syscall(number, *args)
     except OSError as exc:
-        if exc.errno in (_errno.EPERM, _errno.EACCES, _errno.ENOSYS, _errno.ESRCH):
-            raise
+        if exc.errno in (None, _errno.EPERM, _errno.EACCES, _errno.ENOSYS, _errno.ESRCH):
+            raise  # refused (None: by the guard, before any system call)
         return f"reached the kernel: {_errno.errorcode.get(exc.errno, exc.errno)}"
 
 
