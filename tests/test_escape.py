@@ -144,12 +144,12 @@ def planted(tmp_path, gateways) -> Iterator[Dict[str, Any]]:
     secret.chmod(0o600)
     outside = tmp_path / "outside"
     outside.mkdir()
-    tmp_marker = os.path.join(tempfile.gettempdir(), f"toolscript-escape-{uuid.uuid4().hex}")
+    tmp_marker = os.path.join(tempfile.gettempdir(), f"escape-probe-{uuid.uuid4().hex}")
     sleeper = subprocess.Popen(
         ["sleep", "120"], start_new_session=True, stdin=subprocess.DEVNULL,
         env={"PATH": "/usr/bin:/bin", "ESCAPE_SECRET": secret_text},
     )
-    abstract = f"toolscript-escape-{uuid.uuid4().hex}"
+    abstract = f"escape-probe-{uuid.uuid4().hex}"
     tcp = Listener(socket.AF_INET, socket.SOCK_STREAM, ("127.0.0.1", 0))
     udp = Listener(socket.AF_INET, socket.SOCK_DGRAM, ("127.0.0.1", 0))
     unix = Listener(socket.AF_UNIX, socket.SOCK_STREAM, "\0" + abstract)
@@ -378,3 +378,102 @@ def test_typescript_script_calls_builtins_and_server_everything_and_reaches_noth
     assert any(line.startswith("everything ") and "hello everything" in line for line in lines), run.context()
     assert_escaped_nothing(run, "on")  # Deno's permissions answer first: who refused is not told apart here
     assert_nothing_touched(planted)
+
+
+# -- 4: the fallback ladder, one rung at a time ------------------------------------------------------
+
+# Per rung: the guard mode it is judged in, the probes run (one script), the attempts it claims to
+# stop (None = all of them), the gateway, and how exec's mode string names it.  The OS rungs run
+# with the guard off: what they claim must hold without it.
+NETWORK_BY_NAMESPACE = ["tcp to another loopback port", "call another gateway", "abstract unix socket", "UDP to a listener"]
+RUNGS = {
+    "landlock": dict(
+        guard="off", gateway=True, probes=["read_secrets", "write_outside", "make_nodes", "links", "network"],
+        only=None, names=lambda mode: "landlock(abi " in mode,
+    ),
+    "bubblewrap": dict(
+        guard="off", gateway=False, probes=["read_secrets", "write_outside", "links", "network"],
+        only=None, names=lambda mode: mode.startswith("bubblewrap"),
+    ),
+    "namespaces": dict(
+        guard="off", gateway=False, probes=["signals", "proc_and_fds", "network"],
+        only=["os.kill SIGKILL", "os.killpg SIGKILL", "signal.pidfd_send_signal", "kill(2) via ctypes", "open /proc/<pid>/mem",
+              "read /proc/<pid>/maps"] + NETWORK_BY_NAMESPACE,
+        names=lambda mode: mode.startswith("namespace(") and "landlock" not in mode and "bubblewrap" not in mode,
+    ),
+    "guard": dict(
+        guard="on", gateway=False, probes=["read_secrets", "write_outside", "run_program", "network"],
+        only=None, names=lambda mode: mode == "guard",
+    ),
+}
+RUNG_GAPS = {"guard": ["raw ICMP socket"]}  # the guard lets an AF_INET raw socket through (the OS rungs stop it)
+
+
+def landlock_abi() -> int:
+    """The Landlock ABI this kernel offers (0 = none), asked the way confine.py asks."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        abi = libc.syscall(ctypes.c_long(444), None, ctypes.c_size_t(0), ctypes.c_uint32(1))  # landlock_create_ruleset, VERSION
+    except (ImportError, OSError, AttributeError):
+        return 0
+    return max(int(abi), 0) if os.uname().machine == "x86_64" else 0
+
+
+def bwrap_path() -> Optional[str]:
+    return os.environ.get("TOOLSCRIPT_BWRAP") or shutil.which("bwrap")
+
+
+def bwrap_installed_by_make_test() -> bool:
+    """True when ``make test`` installs bubblewrap (then a missing bwrap is a failure under REQUIRE_PEERS)."""
+    try:
+        with open(os.path.join(REPO_ROOT, "Makefile"), encoding="utf-8") as f:
+            return "bubblewrap" in f.read()
+    except OSError:
+        return False
+
+
+def require_rung(rung: str) -> None:
+    """Skip (named reason) or fail when this machine cannot offer the rung."""
+    if rung == "landlock" and landlock_abi() == 0:
+        missing_prerequisite("landlock rung: this kernel has no Landlock (needs Linux >= 5.13 with landlock in the LSM list)")
+    if rung == "bubblewrap" and not bwrap_path():
+        reason = "bubblewrap rung: bwrap not installed (Debian package bubblewrap); install it or set TOOLSCRIPT_BWRAP=/path/to/bwrap"
+        if require_peers() and bwrap_installed_by_make_test():
+            pytest.fail(reason + " (TOOLSCRIPT_REQUIRE_PEERS=1, and make test installs it)", pytrace=False)
+        pytest.skip(reason)
+    if rung == "namespaces" and sandbox.namespace_prefix(net=True) is None:
+        missing_prerequisite("namespaces rung: unshare cannot create user, mount and PID namespaces here")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("rung", list(RUNGS))
+def test_each_rung_of_the_ladder_reports_itself_and_stops_what_it_claims(rung, planted, gateways, monkeypatch):
+    require_rung(rung)
+    spec = RUNGS[rung]
+    env = {k: v for k, v in os.environ.items() if k != GUARD_ENV}
+    env[LAYER_ENV] = rung
+    if spec["guard"] == "off":
+        env[GUARD_ENV] = "off"
+    body = "\n".join(probe_source(name) for name in spec["probes"])
+    run = run_probe_cli(body, spec["guard"], probe_config(planted), env, gateway_url=gateways[0] if spec["gateway"] else None)
+    assert spec["names"](run.mode), f"exec's mode does not name the {rung} rung: " + run.context()
+    only = spec["only"]
+    if only is None:
+        only = [name for name in run.attempts if name not in RUNG_GAPS.get(rung, [])]
+    missing = [name for name in only if name not in run.attempts]
+    assert missing == [], f"these probes did not run: {missing}\n" + run.context()
+    assert_escaped_nothing(run, spec["guard"], only=only)
+    if spec["gateway"]:
+        assert run.controls == ["own gateway ok"], "the gateway must stay reachable: " + run.context()
+    assert_nothing_touched(planted)
+    # isolation_report says the same as exec, with what the rung does not stop.
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    report = sandbox.isolation_report(gateway=spec["gateway"])
+    assert report["layer"] == rung, report
+    assert isinstance(report["stops"], list) and isinstance(report["gaps"], list), report
+    if rung == "guard":
+        assert report["gaps"], "the guard rung must say what it does not stop"
