@@ -124,11 +124,13 @@ def gateways(tmp_path_factory):
 
 
 @pytest.fixture
-def planted(tmp_path, gateways) -> Iterator[Dict[str, Any]]:
-    """Secrets, a sleeper process, listeners and an empty dir outside the sandbox; checked afterwards.
+def planted(tmp_path, gateways, monkeypatch) -> Iterator[Dict[str, Any]]:
+    """Secrets, a sleeper process, listeners and an empty dir outside the sandbox.
 
-    Yields the CONFIG the probes get; on teardown the test's own checks have run
-    (``assert_nothing_touched``).
+    ``HOME`` (with ``.ssh/id_rsa``) and ``TOOLSCRIPT_STATE_DIR`` (with a gateway
+    state file holding another gateway's token URL) are set to them in this
+    process, so exec's parent really has them.  Yields the CONFIG the probes get
+    plus the handles ``assert_nothing_touched`` checks.
     """
     secret_text = SECRET_TEXT + uuid.uuid4().hex
     home = tmp_path / "home"
@@ -137,6 +139,10 @@ def planted(tmp_path, gateways) -> Iterator[Dict[str, Any]]:
     ssh_key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n" + secret_text + "\n")
     state = tmp_path / "state" / "gateways"
     state.mkdir(parents=True)
+    state.parent.chmod(0o700)
+    state.chmod(0o700)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("TOOLSCRIPT_STATE_DIR", str(state.parent))
     state_file = state / "default.json"
     state_file.write_text(json.dumps({"url": gateways[1], "pid": os.getpid()}))
     secret = tmp_path / "secret.txt"

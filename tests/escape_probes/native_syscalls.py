@@ -48,7 +48,14 @@ def mount_tmpfs():
     return syscall(165, b"none", os.path.abspath("mnt").encode(), b"tmpfs", 0, None)
 
 
+def openat(path):
+    fd = syscall(257, AT_FDCWD, path.encode(), os.O_RDONLY, 0)
+    return os.read(fd, 100)
+
+
 if os.uname().machine == "x86_64":
+    attempt("openat(2) a secret via syscall", lambda: openat(CONFIG["secret"]))
+    attempt("mknodat(2) a char device via syscall", lambda: syscall(259, AT_FDCWD, b"mem2", 0o20600, (1 << 8) | 1))
     attempt("openat2 /etc/shadow", lambda: openat2("/etc/shadow"))
     attempt("openat2 a secret", lambda: openat2(CONFIG["secret"]))
     attempt("io_uring_setup", io_uring_setup)
