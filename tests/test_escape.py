@@ -152,7 +152,7 @@ def planted(tmp_path, gateways, monkeypatch) -> Iterator[Dict[str, Any]]:
     outside.mkdir()
     tmp_marker = os.path.join(tempfile.gettempdir(), f"escape-probe-{uuid.uuid4().hex}")
     sleeper = subprocess.Popen(
-        ["sleep", "120"], start_new_session=True, stdin=subprocess.DEVNULL,
+        ["sleep", "120"], start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         env={"PATH": "/usr/bin:/bin", "ESCAPE_SECRET": secret_text},
     )
     abstract = f"escape-probe-{uuid.uuid4().hex}"
