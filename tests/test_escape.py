@@ -169,7 +169,7 @@ def planted(tmp_path, gateways, monkeypatch) -> Iterator[Dict[str, Any]]:
     }
     listeners = {"tcp": tcp, "udp": udp, "abstract unix": unix}
     try:
-        yield dict(config, _listeners=listeners, _sleeper=sleeper, _secret_mode=secret.stat().st_mode)
+        yield dict(config, _listeners=listeners, _sleeper=sleeper, _secret_stat=secret.stat())
     finally:
         os.close(inherited)
         for listener in listeners.values():
@@ -191,7 +191,12 @@ def assert_nothing_touched(planted: Dict[str, Any]) -> None:
     assert not os.path.lexists(planted["tmp_marker"]), "the script wrote into the system temp dir"
     with open(planted["secret"]) as f:
         assert f.read() == planted["secret_text"], "the script changed a file outside its work dir"
-    assert os.stat(planted["secret"]).st_mode == planted["_secret_mode"], "the script chmod-ed a file outside its work dir"
+    before, after = planted["_secret_stat"], os.stat(planted["secret"])
+    assert after.st_mode == before.st_mode, "the script chmod-ed a file outside its work dir"
+    assert (after.st_uid, after.st_gid) == (before.st_uid, before.st_gid), "the script chown-ed a file outside its work dir"
+    assert after.st_mtime_ns == before.st_mtime_ns, "the script changed the times of a file outside its work dir"
+    with contextlib.suppress(OSError):
+        assert os.listxattr(planted["secret"]) == [], "the script set attributes on a file outside its work dir"
     for name, listener in planted["_listeners"].items():
         assert listener.heard == [], f"the test's {name} listener was reached: {listener.heard}"
 
