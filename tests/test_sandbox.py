@@ -246,10 +246,16 @@ def test_environment_is_empty_and_home_is_the_temp_dir(monkeypatch, tmp_path):
     assert_nothing_left(result, seen["cwd"])
 
 
-def test_temp_dir_is_removed_after_the_run_and_after_a_timeout():
+def test_temp_dir_is_removed_after_the_run_and_after_a_timeout(monkeypatch):
+    # The kernel layer refuses chmod (Landlock has no right for metadata): a read-only
+    # dir can only be made under the namespaces rung, and must still be removed.
     code = "import os\nos.makedirs('a/b')\nopen('a/b/f.txt', 'w').write('x')\nos.chmod('a', 0o500)\nprint(os.getcwd(), flush=True)\n"
-    result, out, _ = run(code)
+    with monkeypatch.context() as patch:
+        patch.setenv("TOOLSCRIPT_EXEC_LAYER", "namespaces")
+        result, out, _ = run(code)
     assert result.exit_code == 0 and not os.path.exists(out.strip())
+    result, out, err = run("import os\nprint(os.getcwd(), flush=True)\nos.makedirs('a')\nos.chmod('a', 0o500)\n")
+    assert result.exit_code == 1 and "PermissionError" in err and out.strip() and not os.path.exists(out.strip())
     result, out, err = run("import os, time\nprint(os.getcwd(), flush=True)\ntime.sleep(100)", timeout=0.5)
     assert result.timed_out and result.exit_code == 124
     assert "toolscript: script timed out after 0.5s (--timeout)" in err

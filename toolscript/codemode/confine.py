@@ -82,6 +82,14 @@ DENIED = {  # refused with EPERM
     "sethostname": (170, 161), "setdomainname": (171, 162), "quotactl": (179, 60), "fanotify_init": (300, 262),
     "iopl": (172, None), "ioperm": (173, None), "modify_ldt": (154, None), "uselib": (134, None),
     "setrlimit": (160, 164), "timer_create": (222, 107), "timer_settime": (223, 110), "timer_delete": (226, 111),
+    # File metadata: Landlock has no right for mode, owner, times or extended attributes, so
+    # without these a script could chmod/utime/setxattr any file it can name (its user's own
+    # anywhere; as root, every file).  Also in the work dir: os.chmod and shutil.copystat fail there.
+    "chmod": (90, None), "fchmod": (91, 52), "fchmodat": (268, 53), "fchmodat2": (452, 452),
+    "chown": (92, None), "fchown": (93, 55), "lchown": (94, None), "fchownat": (260, 54),
+    "utime": (132, None), "utimes": (235, None), "futimesat": (261, None), "utimensat": (280, 88),
+    "setxattr": (188, 5), "lsetxattr": (189, 6), "fsetxattr": (190, 7), "setxattrat": (463, 463),
+    "removexattr": (197, 14), "lremovexattr": (198, 15), "fremovexattr": (199, 16), "removexattrat": (466, 466),
 }
 EXEC_CALLS = ("execve", "execveat")
 ARCHES = {"x86_64": (0, 0xC000003E), "aarch64": (1, 0xC00000B7)}  # machine: (column in SYS, AUDIT_ARCH_*)
