@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """Build ``dist/toolscript.pyz``: the whole package as one runnable zipapp.
 
-The archive is reproducible: the same source tree always gives the same bytes.
-Entries are sorted, timestamps fixed, permissions normalised, and only ``*.py``
-files and the package data in ``PACKAGE_DATA`` are taken (no ``__pycache__``,
-no editor droppings).  The stdlib
+The archive is reproducible: the same source tree, built by the same Python
+version, always gives the same bytes.  Entries are sorted, timestamps fixed,
+permissions normalised, and only ``*.py`` files and the package data in
+``PACKAGE_DATA`` are taken (no ``__pycache__``, no editor droppings).
+
+Each module also goes in compiled, as an unchecked hash-based ``.pyc`` beside
+its ``.py`` (PEP 552): zipimport uses it when its magic number matches the
+running interpreter, which saves compiling every module on every start (about
+40 ms a command), and falls back to the source on any other Python version.  The stdlib
 ``zipapp`` module is not used because it stamps each file's mtime.
 
     python3 build_pyz.py                    # -> dist/toolscript.pyz
@@ -12,7 +17,9 @@ no editor droppings).  The stdlib
 """
 
 import argparse
+import importlib.util
 import io
+import marshal
 import os
 import sys
 import zipfile
@@ -52,6 +59,13 @@ def _entry(name: str) -> zipfile.ZipInfo:
     return info
 
 
+def compiled(name: str, source: bytes) -> bytes:
+    """``source`` as an unchecked hash-based ``.pyc`` for this interpreter (named ``name`` in tracebacks)."""
+    code = compile(source, name, "exec", dont_inherit=True, optimize=0)
+    flags = (1).to_bytes(4, "little")  # hash-based, source not checked: the archive never changes
+    return importlib.util.MAGIC_NUMBER + flags + importlib.util.source_hash(source) + marshal.dumps(code)
+
+
 def build(output: str, root: str = ROOT) -> str:
     """Write the archive to ``output`` atomically and return its path."""
     buffer = io.BytesIO()
@@ -59,7 +73,10 @@ def build(output: str, root: str = ROOT) -> str:
         archive.writestr(_entry("__main__.py"), MAIN, compresslevel=9)
         for name in package_files(root):
             with open(os.path.join(root, name), "rb") as source:
-                archive.writestr(_entry(name), source.read(), compresslevel=9)
+                data = source.read()
+            archive.writestr(_entry(name), data, compresslevel=9)
+            if name.endswith(".py"):
+                archive.writestr(_entry(name + "c"), compiled(name, data), compresslevel=9)
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     tmp = f"{output}.tmp{os.getpid()}"
     with open(tmp, "wb") as out:

@@ -104,14 +104,36 @@ def test_archive_entries_sorted_fixed_time_no_pycache(pyz):
         main_source = archive.read("__main__.py").decode("utf-8")
     assert names == sorted(names), "entries are not in sorted order"
     assert len(names) == len(set(names)), "duplicate entries"
-    expected = {"__main__.py"} | {os.path.relpath(p, REPO_ROOT).replace(os.sep, "/") for p in package_sources()}
+    sources = {os.path.relpath(p, REPO_ROOT).replace(os.sep, "/") for p in package_sources()}
+    expected = {"__main__.py"} | sources | {name + "c" for name in sources}
     assert set(names) == expected | {"toolscript/gateway/runtime.ts"}
     for info in infos:
         assert info.date_time == FIXED_TIME, f"{info.filename} has timestamp {info.date_time}"
         assert "__pycache__" not in info.filename
-        assert info.filename.endswith((".py",) + build_pyz.PACKAGE_DATA), f"non-source entry {info.filename}"
+        assert info.filename.endswith((".py", ".pyc") + build_pyz.PACKAGE_DATA), f"non-source entry {info.filename}"
         assert (info.external_attr >> 16) & 0o777 == 0o644, f"{info.filename} mode {oct(info.external_attr >> 16)}"
     assert "toolscript.cli" in main_source and "main()" in main_source
+
+
+def test_modules_load_compiled_on_the_build_python_and_from_source_elsewhere(pyz, tmp_path):
+    """Each module ships as an unchecked hash-based .pyc too: no compiling on every start."""
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import toolscript.cli as m; "
+        "print(m.main.__code__.co_filename)"
+    )
+    same = subprocess.run([sys.executable, "-I", "-S", "-c", probe, pyz], capture_output=True, text=True, timeout=60)
+    assert same.returncode == 0 and same.stdout.strip() == "toolscript/cli.py", same.stderr  # from the .pyc
+    with zipfile.ZipFile(pyz) as archive:
+        pyc = archive.read("toolscript/cli.pyc")
+    assert pyc[:4] == importlib.util.MAGIC_NUMBER and int.from_bytes(pyc[4:8], "little") == 1  # unchecked hash
+    # Another interpreter (bad magic) falls back to the source: simulate it with a broken magic.
+    broken = tmp_path / "other.pyz"
+    with zipfile.ZipFile(pyz) as source, zipfile.ZipFile(broken, "w") as target:
+        for info in source.infolist():
+            data = source.read(info.filename)
+            target.writestr(info, b"\0\0\0\0" + data[4:] if info.filename.endswith(".pyc") else data)
+    other = subprocess.run([sys.executable, "-I", "-S", "-c", probe, str(broken)], capture_output=True, text=True, timeout=60)
+    assert other.returncode == 0 and other.stdout.strip().endswith(os.path.join("other.pyz", "toolscript", "cli.py")), other.stderr
 
 
 def test_shebang_and_executable_bit(pyz):
