@@ -12,7 +12,6 @@ import os
 import re
 import sys
 import tempfile
-import zipfile
 from typing import Dict, List, Mapping, Optional, Tuple, Union
 
 from toolscript.errors import UserError
@@ -112,6 +111,8 @@ def toolscript_command() -> Tuple[List[str], Dict[str, str]]:
     parent = os.path.dirname(package_dir)
     # -S: toolscript is stdlib-only, and site (with any .pth files it runs)
     # can cost tens of milliseconds on every start.
+    import zipfile  # here, not at the top: it costs ~7 ms to import and only this needs it
+
     if os.path.isfile(parent) and zipfile.is_zipfile(parent):
         return [sys.executable, "-I", "-S", parent], {}
     pythonpath = os.pathsep.join(p for p in (parent, os.environ.get("PYTHONPATH", "")) if p)

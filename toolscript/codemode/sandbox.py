@@ -45,7 +45,7 @@ import sys
 import threading
 import time
 import warnings
-from typing import BinaryIO, Dict, List, Optional, Sequence, Tuple
+from typing import BinaryIO, Callable, Dict, List, Optional, Sequence, Tuple
 
 from toolscript import log
 from toolscript.codemode import process
@@ -395,17 +395,33 @@ _SOURCES: Dict[str, bytes] = {}
 def _source(name: str) -> bytes:
     """guard.py / runtime.py, from the package (works from the zipapp too)."""
     if name not in _SOURCES:
-        import pkgutil
+        # What pkgutil.get_data does, without importing pkgutil (and importlib.util, ~6 ms).
+        from toolscript import codemode
 
-        data = pkgutil.get_data("toolscript.codemode", name)
-        if data is None:
-            raise UserError(f"toolscript is incomplete: toolscript/codemode/{name} is missing; reinstall it")
+        loader = getattr(codemode.__spec__, "loader", None)
+        try:
+            data = loader.get_data(os.path.join(os.path.dirname(codemode.__file__), name))  # type: ignore[union-attr]
+        except (AttributeError, OSError) as exc:
+            raise UserError(f"toolscript is incomplete: toolscript/codemode/{name} is missing; reinstall it") from exc
         _SOURCES[name] = data
     return _SOURCES[name]
 
 
 _PYCS: Dict[str, Optional[bytes]] = {}
 PYC_DIR = "pyc"  # under the state dir: compiled copies of confine.py and runtime.py, per interpreter
+
+
+def _pyc_helpers() -> Tuple[bytes, Callable[[bytes], bytes]]:
+    """(the interpreter's pyc magic, its source hash): importlib.util's, without importing it (~6 ms)."""
+    try:
+        import _imp
+        from _frozen_importlib_external import MAGIC_NUMBER, _RAW_MAGIC_NUMBER  # type: ignore[attr-defined]  # CPython internals
+
+        return MAGIC_NUMBER, lambda data: _imp.source_hash(_RAW_MAGIC_NUMBER, data)
+    except ImportError:  # pragma: no cover - not CPython
+        import importlib.util
+
+        return importlib.util.MAGIC_NUMBER, importlib.util.source_hash
 
 
 def _pyc(name: str) -> Optional[bytes]:
@@ -420,13 +436,11 @@ def _pyc(name: str) -> Optional[bytes]:
         return _PYCS[name]
     data: Optional[bytes] = None
     try:
-        import hashlib
-        import importlib.util
-
+        magic, source_hash = _pyc_helpers()
         source = _source(name)
         tag = sys.implementation.cache_tag
         if tag:
-            key = hashlib.sha256(source + tag.encode() + importlib.util.MAGIC_NUMBER).hexdigest()[:32]
+            key = (source_hash(source + tag.encode() + magic) + len(source).to_bytes(8, "little")).hex()
             from toolscript import paths
 
             folder = os.path.join(paths.state_dir(), PYC_DIR)
@@ -437,7 +451,7 @@ def _pyc(name: str) -> Optional[bytes]:
                     data = f.read()
             except FileNotFoundError:
                 code = compile(source, name, "exec", dont_inherit=True)
-                data = importlib.util.MAGIC_NUMBER + (1).to_bytes(4, "little") + importlib.util.source_hash(source) + marshal.dumps(code)
+                data = magic + (1).to_bytes(4, "little") + source_hash(source) + marshal.dumps(code)
                 partial = f"{path}.{os.getpid()}.tmp"
                 with open(partial, "wb") as f:
                     f.write(data)
