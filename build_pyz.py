@@ -17,10 +17,10 @@ running interpreter, which saves compiling every module on every start (about
 """
 
 import argparse
-import importlib.util
 import io
 import marshal
 import os
+import subprocess
 import sys
 import zipfile
 
@@ -59,11 +59,26 @@ def _entry(name: str) -> zipfile.ZipInfo:
     return info
 
 
-def compiled(name: str, source: bytes) -> bytes:
-    """``source`` as an unchecked hash-based ``.pyc`` for this interpreter (named ``name`` in tracebacks)."""
+# Run in a fresh ``python -I -S``: marshal's output depends on the reference counts of the
+# objects it writes (shared strings get back-references), so the same source marshals
+# differently in a process that has loaded other things.  A fresh interpreter in the same
+# state every time makes the bytes reproducible.
+_COMPILER = """
+import importlib.util, marshal, sys
+sources = marshal.loads(sys.stdin.buffer.read())
+flags = (1).to_bytes(4, "little")  # hash-based, source not checked: the archive never changes
+out = {}
+for name, source in sorted(sources.items()):
     code = compile(source, name, "exec", dont_inherit=True, optimize=0)
-    flags = (1).to_bytes(4, "little")  # hash-based, source not checked: the archive never changes
-    return importlib.util.MAGIC_NUMBER + flags + importlib.util.source_hash(source) + marshal.dumps(code)
+    out[name] = importlib.util.MAGIC_NUMBER + flags + importlib.util.source_hash(source) + marshal.dumps(code)
+sys.stdout.buffer.write(marshal.dumps(out))
+"""
+
+
+def compiled(sources: dict) -> dict:
+    """{archive name: unchecked hash-based ``.pyc`` bytes for this interpreter} (names show in tracebacks)."""
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", _COMPILER], input=marshal.dumps(sources), capture_output=True, check=True)
+    return marshal.loads(done.stdout)
 
 
 def build(output: str, root: str = ROOT) -> str:
@@ -71,12 +86,15 @@ def build(output: str, root: str = ROOT) -> str:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr(_entry("__main__.py"), MAIN, compresslevel=9)
+        sources = {}
         for name in package_files(root):
             with open(os.path.join(root, name), "rb") as source:
-                data = source.read()
+                sources[name] = source.read()
+        pycs = compiled({name: data for name, data in sources.items() if name.endswith(".py")})
+        for name, data in sources.items():
             archive.writestr(_entry(name), data, compresslevel=9)
-            if name.endswith(".py"):
-                archive.writestr(_entry(name + "c"), compiled(name, data), compresslevel=9)
+            if name in pycs:
+                archive.writestr(_entry(name + "c"), pycs[name], compresslevel=9)
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     tmp = f"{output}.tmp{os.getpid()}"
     with open(tmp, "wb") as out:
