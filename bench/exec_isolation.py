@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import signal
 import subprocess
 import sys
@@ -68,8 +69,11 @@ def layer_env(base, layer):
     return env
 
 
+PYZ = []  # the zipapp main() builds: what users run, through the launcher's "python3 -I -S"
+
+
 def exec_argv(code, json_output=False):
-    return [sys.executable, "-m", "toolscript"] + (["--json"] if json_output else []) + ["exec", code]
+    return [sys.executable, "-I", "-S", PYZ[0]] + (["--json"] if json_output else []) + ["exec", code]
 
 
 def probe_layer(base_env, cwd, layer):
@@ -169,12 +173,18 @@ def main(argv=None):
     started = time.perf_counter()
     results = {
         "benchmark": "exec_isolation",
-        "what": "wall ms of the exec CLI per forced layer (TOOLSCRIPT_EXEC_LAYER) vs a bare interpreter, same rotation",
+        "what": "wall ms of the exec CLI (the zipapp, python -I -S) per forced layer (TOOLSCRIPT_EXEC_LAYER) vs a bare interpreter, same rotation",
         "python": platform.python_version(),
         "kernel": f"{platform.system()} {platform.release()}",
         "machine": f"{platform.machine()}, {os.cpu_count()} cpus",
         "uid": os.getuid() if hasattr(os, "getuid") else None,
     }
+    import tempfile
+
+    import build_pyz
+
+    scratch = tempfile.mkdtemp(prefix="toolscript-bench-pyz-")
+    PYZ.append(build_pyz.build(os.path.join(scratch, "toolscript.pyz")))
     gateway = GatewayProcess({})
     try:
         progress("starting the gateway (built-in tools only)")
@@ -183,6 +193,7 @@ def main(argv=None):
         results.update(measure(gateway, args.repeats))
     finally:
         gateway.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
     results["total_s"] = round(time.perf_counter() - started, 1)
     json.dump(results, sys.stdout, indent=2)
     print()

@@ -5,17 +5,19 @@ else ``TOOLSCRIPT_GATEWAY_URL``, else the state file of
 ``CLAUDE_CODE_SESSION_ID`` / the default session (see ``find_url``).  Every failure is one line that says how to get a gateway running.
 """
 
-import http.client
 import json
 import os
 import re
 import socket
-from typing import Any, Dict, Mapping, Optional
-from urllib.parse import urlencode
+from typing import Any, Dict, Mapping, Optional, Tuple
+from urllib.parse import urlencode, urlsplit
 
 from toolscript.errors import UserError
 from toolscript.gateway import state
-from toolscript.mcp.httpconn import Endpoint
+
+# The largest answer read from the gateway (its own request-body cap is 16 MiB; answers
+# such as stubs for every tool are of that order).
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 
 START_HINT = "start one with 'toolscript gateway start --detach'"
 STATUS_HINT = f"check 'toolscript gateway status', or {START_HINT}"
@@ -85,9 +87,13 @@ class GatewayClient:
     def __init__(self, url: str, timeout: float = 30.0, hint: str = STATUS_HINT) -> None:
         # ``hint``: the next step an unreachable-gateway error names.
         try:
-            self.endpoint = Endpoint(url.rstrip("/"))
-        except UserError as exc:
+            parts = urlsplit(url.rstrip("/"))
+            port = parts.port or 80
+        except ValueError as exc:
             raise GatewayUnavailable(f"bad gateway URL {redact(url)!r}: {redact_text(str(exc))}") from exc
+        if parts.scheme != "http" or not parts.hostname:
+            raise GatewayUnavailable(f"bad gateway URL {redact(url)!r}: it must look like http://127.0.0.1:PORT/t/TOKEN")
+        self.host, self.port, self.prefix = parts.hostname, port, parts.path.rstrip("/")
         self.url = url.rstrip("/")
         self.timeout = timeout
         self.hint = hint
@@ -100,30 +106,68 @@ class GatewayClient:
         return self._request("POST", path, json.dumps(payload).encode("utf-8"), timeout)
 
     def _request(self, method: str, path: str, body: Optional[bytes], timeout: Optional[float] = None) -> Any:
-        target = self.endpoint.target.rstrip("/") + path
-        conn = http.client.HTTPConnection(self.endpoint.host, self.endpoint.port, timeout=timeout or self.timeout)
         try:
-            headers = {"Content-Type": "application/json"} if body is not None else {}
-            conn.request(method, target, body=body, headers=headers)
-            resp = conn.getresponse()
-            data = resp.read()
+            status, data = _exchange(self.host, self.port, method, self.prefix + path, body, timeout or self.timeout)
         except OSError as exc:
             raise GatewayUnavailable(f"the gateway at {redact(self.url)} is not reachable: {_why(exc)}; {self.hint}") from exc
-        finally:
-            conn.close()
+        except ValueError as exc:
+            raise GatewayUnavailable(f"the gateway at {redact(self.url)} gave a malformed answer ({exc}); {self.hint}") from exc
         try:
             payload = json.loads(data) if data else None
         except ValueError:
             payload = None
-        if resp.status == 401:
+        if status == 401:
             raise TokenRejected(
                 f"the gateway at {redact(self.url)} refused our token: TOOLSCRIPT_GATEWAY_URL belongs to another "
                 f"gateway or session; {START_HINT}"
             )
-        if resp.status >= 400:
+        if status >= 400:
             message = payload.get("error") if isinstance(payload, dict) else data[:200].decode("utf-8", "replace")
-            raise GatewayHttpError(f"gateway: {message}", resp.status, payload)
+            raise GatewayHttpError(f"gateway: {message}", status, payload)
         return payload
+
+
+def _exchange(host: str, port: int, method: str, target: str, body: Optional[bytes], timeout: float) -> Tuple[int, bytes]:
+    """One HTTP/1.1 request on a fresh connection; (status, body).
+
+    Not ``http.client``: importing it (and the ``email`` and ``ssl`` modules it
+    pulls in) costs ~20 ms, on every command that talks to the gateway.  The
+    gateway always answers with Content-Length, and ``Connection: close`` makes
+    it hang up after, so the answer is read to the end of the stream.
+    Raises OSError (connection) or ValueError (not an HTTP answer).
+    """
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        authority = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        head = f"{method} {target} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nAccept: application/json\r\n"
+        if body is not None:
+            head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        sock.sendall(head.encode("latin-1") + b"\r\n" + (body or b""))
+        chunks, size = [], 0
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_RESPONSE_BYTES:
+                raise ValueError(f"answer over {MAX_RESPONSE_BYTES >> 20} MiB")
+    raw = b"".join(chunks)
+    header, sep, rest = raw.partition(b"\r\n\r\n")
+    lines = header.decode("latin-1").split("\r\n")
+    fields = lines[0].split(" ", 2)
+    if not sep or len(fields) < 2 or not fields[0].startswith("HTTP/") or not fields[1].isdigit():
+        raise ValueError("not an HTTP answer")
+    length = None
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "content-length" and value.strip().isdigit():
+            length = int(value.strip())
+    if length is not None:
+        if len(rest) < length:
+            raise ValueError("the answer ended early")
+        rest = rest[:length]
+    return int(fields[1]), rest
 
 
 def _why(exc: OSError) -> str:
