@@ -33,9 +33,8 @@ FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 PACKAGE_DATA = (".ts",)
 MAIN = b'''\
 # Entry point of toolscript.pyz (written by build_pyz.py).
-import sys
-from toolscript.cli import main
-sys.exit(main())
+from toolscript.cli import exit_main
+exit_main()
 '''
 
 

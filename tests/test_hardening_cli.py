@@ -7,11 +7,14 @@ empty ``HOME``; gateways are served from this process (``running_gateway``).
 
 import json
 import logging
+import os
+import subprocess
 import sys
 
 import pytest
 
 import toolscript.cli
+from conftest import REPO_ROOT
 from mcp_servers.launch import stdio_command
 from toolscript import config as configuration
 from toolscript import doctor, jsonschema
@@ -394,3 +397,12 @@ def test_dead_code_is_not_shipped():
     assert not hasattr(jsonschema, "check_schema") and not hasattr(jsonschema, "first_error")
     assert not hasattr(configuration, "parse_config_text")
     assert jsonschema.__all__ == ["validate"]
+
+
+def test_the_process_ends_with_the_commands_code_and_all_its_output(tmp_path):
+    """exit_main skips interpreter teardown (~25 ms): nothing printed may be lost, the code must stay."""
+    script = "import sys; sys.stdout.write('x' * 300000); sys.stderr.write('done'); sys.exit(3)"
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
+    proc = subprocess.run([sys.executable, "-m", "toolscript", "exec", "--max-output", "1000000", script],
+                          capture_output=True, text=True, timeout=60, cwd=str(tmp_path), env=env)
+    assert proc.returncode == 3 and proc.stdout == "x" * 300000 and proc.stderr.endswith("done"), proc.stderr[-300:]

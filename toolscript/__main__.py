@@ -1,8 +1,6 @@
 """``python -m toolscript`` and the zipapp's entry point."""
 
-import sys
-
-from toolscript.cli import main
+from toolscript.cli import exit_main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_main()

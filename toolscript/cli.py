@@ -208,6 +208,25 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 1
 
 
+def exit_main() -> None:
+    """The process entry point: run ``main`` and end the process without interpreter teardown.
+
+    A command has finished its work when ``main`` returns (servers stopped,
+    files written, output printed); tearing down the interpreter after that
+    (module and object finalisation) measured ~25 ms of a ~120 ms ``exec``.
+    Log handlers are flushed and closed and stdout/stderr flushed first.
+    """
+    code = main()
+    if "logging" in sys.modules:
+        sys.modules["logging"].shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more to say there
+            pass
+    os._exit(code & 0xFF if code >= 0 else 1)
+
+
 def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction) and name in action.choices:
