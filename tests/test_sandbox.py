@@ -27,6 +27,7 @@ NAMESPACES = sandbox.namespace_prefix(net=True) is not None
 _ABI = sandbox.kernel_probe()["landlockAbi"]
 # The kernel layer (issue 9) comes first in the mode string when this kernel has Landlock and seccomp.
 KERNEL = f"landlock(abi {_ABI})+seccomp+" if _ABI and sandbox.kernel_probe()["seccomp"] else ""
+SCOPED = bool(KERNEL) and _ABI >= sandbox.SCOPE_ABI  # then the default plan runs no namespaces
 MODES = [pytest.param(None, id="auto")] + ([pytest.param(False, id="guard-only")] if NAMESPACES else [])
 SANDBOX_ERROR = "toolscript sandbox:"
 
@@ -309,7 +310,13 @@ def test_setup_problems_are_user_errors(tmp_path):
 def test_mode_reports_the_isolation_that_ran(fake_gateway):
     without, out, _ = run("import os; print(os.getpid())")
     with_gateway = run("pass", gateway_url=fake_gateway.url)[0].mode
-    if NAMESPACES:
+    if SCOPED:  # Landlock scopes signals itself: no namespaces unless asked for
+        assert with_gateway == without.mode == KERNEL + "guard"
+        assert int(out) > 2  # a host PID, not a namespace's 1 or 2
+        if NAMESPACES:
+            asked, out, _ = run("import os; print(os.getpid())", namespaces=True)
+            assert asked.mode == KERNEL + "namespace(user,mount,pid,net)+guard" and out == "2\n"
+    elif NAMESPACES:
         assert without.mode == KERNEL + "namespace(user,mount,pid,net)+guard"
         assert with_gateway == KERNEL + "namespace(user,mount,pid)+guard"
         # PID 1 of its own namespace, or 2 under the kernel layer (its init is confine.py's reaper)
@@ -469,7 +476,7 @@ def test_chained_calls_across_stdio_http_and_sse(gateway_url):
     assert lines[1] == "Echo: dynamic {'sum': 2}"
     assert lines[2].startswith("meta ") and lines[3] == "200 calls"
     if NAMESPACES:
-        assert result.mode == KERNEL + "namespace(user,mount,pid)+guard"
+        assert result.mode == KERNEL + ("guard" if SCOPED else "namespace(user,mount,pid)+guard")
 
 
 def test_tool_errors_raise_tool_error(gateway_url):

@@ -5,7 +5,6 @@ which loads the command modules: a command importing ``cli`` would be a cycle.
 """
 
 import argparse
-import difflib
 from typing import Callable, Iterable, Optional
 
 from toolscript.errors import UserError
@@ -33,6 +32,8 @@ def add_action(
 def did_you_mean(name: str, known: Iterable[str]) -> Optional[str]:
     """The known name closest to ``name``, or None when none is close."""
     known = list(known)
+    import difflib  # here: only a mistyped name needs it (~1 ms of every start otherwise)
+
     matches = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     if not matches:
         # Tool ids are long (server__tool): compare case-insensitively too.

@@ -11,7 +11,6 @@ are written atomically (temp file + rename) with mode 0600.
 import os
 import re
 import sys
-import tempfile
 from typing import Dict, List, Mapping, Optional, Tuple, Union
 
 from toolscript.errors import UserError
@@ -77,6 +76,8 @@ def write_private(path: str, data: Union[str, bytes]) -> None:
     if isinstance(data, str):
         data = data.encode("utf-8")
     directory = os.path.dirname(os.path.abspath(path))
+    import tempfile  # here: it costs a few ms to import, and most commands never write a file
+
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)  # mkstemp creates 0600
     try:
         with os.fdopen(fd, "wb") as f:

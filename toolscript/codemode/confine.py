@@ -37,6 +37,7 @@ A policy is a dict (the launcher reads it from a JSON file)::
      "read": [paths], "write": [paths], "execute": [paths],
      "connectPorts": [port], "deadlineMs": 31500,
      "allowExec": false,          # the launcher sets it: it must execv
+     "parentPid": 1234,           # die (SIGKILL) when this parent's starting thread ends; gone already: die now
      "landlock": true, "seccomp": true, "dropCapabilities": true}
 
 ``"landlock"``/``"seccomp"``: true = required (``ConfineError`` when the
@@ -112,6 +113,7 @@ WRITE = (FS_WRITE_FILE | FS_READ_FILE | FS_READ_DIR | FS_REMOVE_DIR | FS_REMOVE_
          | FS_MAKE_SOCK | FS_MAKE_FIFO | FS_MAKE_SYM | FS_REFER | FS_TRUNCATE)  # no MAKE_CHAR/MAKE_BLOCK, no EXECUTE
 
 PR_SET_NO_NEW_PRIVS, PR_GET_SECCOMP, PR_SET_SECUREBITS = 38, 21, 28
+PR_SET_PDEATHSIG, SIGKILL_NUMBER = 1, 9
 SECBITS_LOCKED_NOROOT = 0x2F  # NOROOT, NOROOT_LOCKED, NO_SETUID_FIXUP, NO_SETUID_FIXUP_LOCKED, KEEP_CAPS_LOCKED
 SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC = 1, 1
 RET_ALLOW, RET_ERRNO, RET_KILL_PROCESS = 0x7FFF0000, 0x00050000, 0x80000000
@@ -485,6 +487,15 @@ def apply(policy: dict) -> dict:
     except (ImportError, OSError) as exc:
         raise ConfineError(0, "ctypes is unavailable, so the confinement cannot be set up: %s" % exc)
     try:
+        parent = int(policy.get("parentPid") or 0)
+        if parent > 0:
+            # Die with the exec process that started us (what its preexec_fn would do, done here so that it can
+            # start us with a vfork).  If it is already gone, the getppid check catches the race.
+            if libc.prctl(PR_SET_PDEATHSIG, SIGKILL_NUMBER, 0, 0, 0) != 0:
+                raise ConfineError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+            if os.getppid() != parent:
+                os.kill(os.getpid(), SIGKILL_NUMBER)
+            report["parentDeath"] = True
         deadline = int(policy.get("deadlineMs") or 0)
         if deadline > 0 and os.getpid() == 1:
             _reap_as_init(policy.get("signalFile"))  # returns in the child, which the timer can kill

@@ -49,7 +49,7 @@ _SIGKILL = getattr(signal, "SIGKILL", signal.SIGTERM)
 
 class ExecResult(NamedTuple):  # a NamedTuple, not a dataclass: dataclasses costs ~5 ms to import on exec's path
     exit_code: int
-    # Every layer that ran, e.g. "landlock(abi 7)+seccomp+namespace(user,mount,pid)+guard", "bubblewrap+seccomp+guard",
+    # Every layer that ran, e.g. "landlock(abi 7)+seccomp+guard", "bubblewrap+seccomp+guard",
     # "namespace(user,mount,pid,net)+guard", "guard" ("+guard-off" under TOOLSCRIPT_EXEC_GUARD=off),
     # "landlock(abi 7)+seccomp+deno-permissions", "deno-permissions", or "none" (not run).
     mode: str
@@ -170,12 +170,74 @@ _LANDLOCK_CREATE_RULESET = {"x86_64": 444, "aarch64": 444}  # the syscall number
 _PR_GET_SECCOMP = 21
 
 
+PROBE_CACHE = "kernel-probe"  # under the state dir: what this boot's kernel offers
+
+
 def kernel_probe() -> dict:
     """``{"landlockAbi": int (0 = none), "seccomp": bool, "arch": str}``, like ``confine.probe()``.
 
     Here so that ``exec`` need not compile ``confine.py`` (about 6 ms) in its
-    own process just to ask; the child runs the real thing.
+    own process just to ask; the child runs the real thing.  The answer is
+    kept in the state dir for the rest of this boot (Landlock and seccomp
+    cannot change without a reboot; ``/proc/sys/kernel/random/boot_id`` does),
+    which spares each run loading ctypes: a few ms.  A wrong cache could only
+    make the child's own ``confine.apply`` fail loudly, never weaken it.
     """
+    key = _boot_key()
+    cached = _read_probe_cache(key) if key else None
+    if cached is not None:
+        return cached
+    result = _probe_kernel()
+    if key:
+        _write_probe_cache(key, result)
+    return result
+
+
+def _boot_key() -> Optional[str]:
+    """This boot and kernel (``boot_id``, release, machine), or None where there is no boot id to read."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        with open("/proc/sys/kernel/random/boot_id", "rb") as f:
+            boot = f.read(64).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    uname = os.uname()
+    return f"{boot} {uname.release} {uname.machine}" if boot else None
+
+
+def _probe_cache_path() -> str:
+    """Where the cache lives; the state dir is not created for it (``doctor`` only looks), exec creates it anyway."""
+    from toolscript import paths
+
+    return os.path.join(paths.state_dir_path(), PROBE_CACHE)
+
+
+def _read_probe_cache(key: str) -> Optional[dict]:
+    try:
+        with open(_probe_cache_path(), "r", encoding="ascii") as f:
+            lines = f.read(512).splitlines()
+        if len(lines) == 3 and lines[0] == key:
+            return {"landlockAbi": max(0, int(lines[1])), "seccomp": lines[2] == "1", "arch": key.rsplit(" ", 1)[-1]}
+    except (OSError, ValueError, UserError):
+        pass
+    return None
+
+
+def _write_probe_cache(key: str, result: dict) -> None:
+    try:
+        path = _probe_cache_path()
+        if not os.path.isdir(os.path.dirname(path)):
+            return
+        partial = f"{path}.{os.getpid()}.tmp"
+        with open(partial, "w", encoding="ascii") as f:
+            f.write(f"{key}\n{int(result['landlockAbi'])}\n{int(bool(result['seccomp']))}\n")
+        os.replace(partial, path)
+    except (OSError, UserError) as exc:
+        logger.debug("kernel probe not cached (%s)", exc)
+
+
+def _probe_kernel() -> dict:
     machine = os.uname().machine if hasattr(os, "uname") else sys.platform
     result = {"landlockAbi": 0, "seccomp": False, "arch": machine}
     prctl = _prctl()
@@ -445,6 +507,7 @@ def supervise(
     max_output: int,
     grace: float,
     signal_message: Callable[[int], str],
+    die_with_parent_here: bool = True,
 ) -> Tuple[int, Child]:
     """Run ``argv`` as a script runner: its own session, output streamed and capped, a wall-clock limit.
 
@@ -455,7 +518,9 @@ def supervise(
     process group id ``pgid``; nothing of the group is left when this returns,
     also when it raises (a :class:`Terminated` included).  The child dies with
     the calling thread (:func:`die_with_parent`), so call this from a thread
-    that lives until it returns.
+    that lives until it returns.  ``die_with_parent_here=False``: the child
+    sets that up itself (``confine.apply``'s ``parentPid``), and without a
+    ``preexec_fn`` the start is a vfork, not a fork of this whole process.
     """
     child: Optional[Child] = None
     try:
@@ -469,7 +534,7 @@ def supervise(
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 close_fds=True,
-                preexec_fn=die_with_parent(),
+                preexec_fn=die_with_parent() if die_with_parent_here else None,
             )
         except OSError as exc:
             raise UserError(f"cannot start {argv[0]}: {exc.strerror or exc}") from exc

@@ -18,8 +18,8 @@ offers, a ladder reported plainly in ``ExecResult.mode`` and
 1. ``landlock``: the kernel layer of ``confine.py`` (Landlock: files, TCP
    ports, signal and abstract-socket scoping; seccomp: no exec, no fork, TCP
    sockets only, no kernel attack surface; no capabilities), applied by the
-   guard before the script's first line, plus the namespaces below when
-   ``unshare`` works;
+   guard before the script's first line; below Landlock ABI 6 (no signal
+   scoping) also the namespaces below, when ``unshare`` works;
 2. ``bubblewrap`` (``bwrap``, or ``TOOLSCRIPT_BWRAP``): a fresh mount
    namespace with only the runtime read-only and the temp dir writable, plus
    the seccomp filter;
@@ -77,6 +77,7 @@ LAYER_ENV = "TOOLSCRIPT_EXEC_LAYER"  # landlock | bubblewrap | namespaces | guar
 GUARD_ENV = "TOOLSCRIPT_EXEC_GUARD"  # "off": TEST-ONLY, no audit-hook guard (proves the OS layer alone holds)
 BWRAP_ENV = "TOOLSCRIPT_BWRAP"  # the bubblewrap executable to use (default: bwrap on PATH)
 LAYERS = ("landlock", "bubblewrap", "namespaces", "guard")
+SCOPE_ABI = 6  # the Landlock ABI that scopes signals and abstract unix sockets (LANDLOCK_SCOPE_*)
 # The kernel's kill timer (confine.py) fires this long after the guard's watchdog: the watchdog's
 # message comes first when it can run, the timer is what holds when it cannot.
 KERNEL_DEADLINE_MARGIN = 0.5
@@ -231,7 +232,11 @@ def _plan(gateway: bool, namespaces: Optional[bool], guard_on: bool) -> _Plan:
     abi = int(probe.get("landlockAbi") or 0)  # type: ignore[call-overload]  # an int from confine.probe
     seccomp = bool(probe.get("seccomp"))
     landlock_ok = abi > 0 and seccomp
-    prefix = _choose_prefix(not gateway, namespaces) if namespaces is not False or forced else None
+    # From ABI 6 Landlock scopes signals and abstract unix sockets to the sandbox, and it already denies /proc and
+    # every port but the gateway's: on that rung the namespaces would add nothing but their cost (a probe, unshare's
+    # exec and fork, an init reaper: ~10 ms a run).  Older ABIs keep them for the signal scoping.
+    scoped = landlock_ok and abi >= SCOPE_ABI and forced in ("", "landlock") and namespaces is not True
+    prefix = _choose_prefix(not gateway, namespaces) if (namespaces is not False or forced) and not scoped else None
     if forced == "namespaces" and prefix is None:
         prefix = namespace_prefix(not gateway)
     bwrap = find_bwrap() if (forced == "bubblewrap" or (not forced and not landlock_ok and namespaces is not False)) else None
@@ -264,7 +269,8 @@ STOPS = {
     "landlock": [
         "file access outside the Python runtime, the shared libraries, the temp dir and the workspace (Landlock)",
         "TCP connections to any port but the gateway's, and listening on TCP ports (Landlock)",
-        "signals to and abstract unix sockets of processes outside the sandbox (Landlock, ABI >= 6)",
+        "signals to and abstract unix sockets of processes outside the sandbox (Landlock, ABI >= 6; a PID namespace below)",
+        "other processes' /proc files, memory and descriptors (Landlock grants no /proc; seccomp denies ptrace)",
         "starting programs, forking, UDP/raw/unix sockets, ptrace, mount, keyctl, bpf, io_uring (seccomp)",
         "the wall-clock limit, also when exec is gone (a kernel timer sends SIGKILL)",
     ],
@@ -617,8 +623,13 @@ def run(
         os.mkdir(work, 0o700)
         kernel = _kernel_policy(plan, lib, work, workspace, gw_host, gw_port, wall_ms + int(KERNEL_DEADLINE_MARGIN * 1000))
         signal_file = os.path.join(root, SIGNAL_NAME)
+        # Started directly (no unshare or bwrap in between), the child sets its own parent-death signal: then no
+        # preexec_fn, and the start is a vfork instead of a fork of this process.
+        child_sets_pdeathsig = kernel is not None and not prefix and plan.layer != "bubblewrap"
         if kernel is not None:
             kernel["signalFile"] = signal_file  # where a PID namespace's init says which signal killed the script
+            if child_sets_pdeathsig:
+                kernel["parentPid"] = os.getpid()
         policy = {"confine": kernel, "guard": guard_on, "workspace": workspace}
         files = {
             GUARD_NAME: _source("guard.py"),
@@ -653,6 +664,7 @@ def run(
             # In a PID namespace the script is PID 1, which ignores SIGTERM: no point waiting for it there.
             grace=0.0 if plan.namespaces else kill_grace,
             signal_message=lambda signum: _signal_message(signum, cpu, memory_limit),
+            die_with_parent_here=not child_sets_pdeathsig,
         )
         signum = _signal_reported_by_init(signal_file)
         if signum and exit_code == 128 + signum and not child.killed:
