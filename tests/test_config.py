@@ -563,6 +563,7 @@ def test_masked_view_masks_literals_and_shows_templates():
         "mcpToolNames": "prefixed",
         "maxMessageBytes": 8 * 1024 * 1024,
         "requireIsolation": False,
+        "suggestions": {"enabled": True, "backend": "auto", "model": None, "timeout": 5.0, "minInterval": 5.0, "maxTools": 5},
         "servers": {
             "local": {
                 "type": "stdio",

@@ -86,7 +86,6 @@ def test_exec_reads_require_isolation_as_the_config_loader_does(tmp_path, files,
     if toolscript_config:
         environ["TOOLSCRIPT_CONFIG"] = toolscript_config
     cwd = str(tmp_path / "work")
-    assert exec_command._config_paths(named, cwd, environ) == configuration._select_paths(named, cwd, environ)[0]
     assert exec_command._config_requires_isolation(named, cwd, environ) is expected
     if named is not None or toolscript_config:
         # A named file that does not exist is the loader's error; the rest must agree.
@@ -102,7 +101,7 @@ def test_exec_refuses_a_config_whose_require_isolation_it_cannot_read(tmp_path, 
     assert proc.stderr == f"toolscript: error: {wrong}: requireIsolation: expected true or false, got 1; fix it (toolscript config validate)\n"
     broken = write(tmp_path / "broken.json", '{"requireIsolation": true,}')
     proc = run_cli("--config", broken, "exec", "print('ran')", env=env, cwd=tmp_path / "work")
-    assert (proc.returncode, proc.stdout) == (2, "") and "cannot tell whether it requires isolation" in proc.stderr
+    assert (proc.returncode, proc.stdout) == (2, "") and "not a valid config file, so its 'requireIsolation' cannot be read" in proc.stderr
     assert len(proc.stderr.splitlines()) == 1
 
 

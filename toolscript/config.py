@@ -36,6 +36,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
+from toolscript import configkeys
 from toolscript.errors import UserError
 
 DEFAULT_CONNECT_TIMEOUT = 30.0  # seconds
@@ -44,9 +45,9 @@ DEFAULT_CALL_TIMEOUT = 60.0  # seconds
 # from an upstream: a larger tool result fails with an error naming this limit.
 DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 
-DEFAULT_PATHS = ["~/.toolscript.json", "./.toolscript.json"]
+DEFAULT_PATHS = list(configkeys.DEFAULT_PATHS)
 
-_TOP_LEVEL_KEYS = ["mcpServers", "builtinTools", "workspaceRoots", "mcpToolNames", "maxMessageBytes", "requireIsolation", "$schema"]
+_TOP_LEVEL_KEYS = ["mcpServers", "builtinTools", "workspaceRoots", "mcpToolNames", "maxMessageBytes", "requireIsolation", "suggestions", "$schema"]
 _SERVER_KEYS = [
     "type",
     "command",
@@ -150,6 +151,8 @@ class Config:
     # "requireIsolation": exec refuses to run a script when only the in-process guard
     # (no kernel-enforced layer) is available, as ``exec --require-isolation`` does.
     require_isolation: bool = False
+    # "suggestions": the per-prompt suggestion hook's settings, defaults filled in (configkeys.SUGGESTION_DEFAULTS).
+    suggestions: Dict[str, Any] = field(default_factory=lambda: dict(configkeys.SUGGESTION_DEFAULTS))
 
     def enabled_servers(self) -> List[ServerConfig]:
         return [server for server in self.servers.values() if not server.disabled]
@@ -203,6 +206,7 @@ def load_config(
     warnings: List[str] = []
     problems: List[str] = []
     settings: Dict[str, Any] = {}
+    suggestions = dict(configkeys.SUGGESTION_DEFAULTS)  # merged per key: a later file overrides only what it sets
     for path in selected:
         try:
             with open(path, "rb") as f:
@@ -224,6 +228,7 @@ def load_config(
             problems.append(f"{path}:{line}:{col}: file is not valid UTF-8 (byte 0x{byte:02x}); save it as UTF-8")
             continue
         file_servers, file_warnings, file_problems, file_settings = _parse(text, path, environ)
+        suggestions.update(file_settings.pop("suggestions", {}))
         settings.update(file_settings)  # later files win per setting, as per server
         warnings.extend(file_warnings)
         problems.extend(file_problems)
@@ -237,7 +242,7 @@ def load_config(
         for server in servers.values():
             if "maxMessageBytes" not in server.raw:
                 server.max_message_bytes = default_max
-    return Config(servers=servers, files=files, warnings=warnings, **settings)
+    return Config(servers=servers, files=files, warnings=warnings, suggestions=suggestions, **settings)
 
 
 def masked_view(config: Config) -> Dict[str, Any]:
@@ -287,6 +292,7 @@ def masked_view(config: Config) -> Dict[str, Any]:
         "mcpToolNames": config.mcp_tool_names,
         "maxMessageBytes": config.max_message_bytes,
         "requireIsolation": config.require_isolation,
+        "suggestions": dict(config.suggestions),
         "warnings": list(config.warnings),
     }
 
@@ -297,34 +303,11 @@ def masked_view(config: Config) -> Dict[str, Any]:
 def _select_paths(
     paths: Optional[List[str]], cwd: Optional[str], environ: Optional[Mapping[str, str]]
 ) -> Tuple[List[str], bool]:
-    """Resolved paths to read, and whether the user named them explicitly."""
-    environ = os.environ if environ is None else environ
-    cwd = os.getcwd() if cwd is None else cwd
-    if paths is not None:
-        named, explicit = [p.strip() for p in paths if p.strip()], True
-    elif environ.get("TOOLSCRIPT_CONFIG", "").strip():
-        named, explicit = [p.strip() for p in environ["TOOLSCRIPT_CONFIG"].split(",") if p.strip()], True
-    else:
-        named, explicit = DEFAULT_PATHS, False
-    resolved: List[str] = []
-    for path in named:
-        path = _resolve_path(path, cwd, environ)
-        # Run from $HOME, both defaults are the same file; read it once.
-        if path not in resolved:
-            resolved.append(path)
-    return resolved, explicit
+    """Resolved paths to read, and whether the user named them explicitly (``configkeys.select_paths``)."""
+    return configkeys.select_paths(paths, cwd, environ)
 
 
-def _resolve_path(path: str, base: str, environ: Mapping[str, str]) -> str:
-    """``path`` with ``~`` expanded (from ``environ["HOME"]``) and made absolute against ``base``."""
-    if path == "~" or path.startswith("~/") or path.startswith("~" + os.sep):
-        home = environ.get("HOME") or os.path.expanduser("~")
-        path = os.path.join(home, path[2:])
-    elif path.startswith("~"):  # ~user/...
-        path = os.path.expanduser(path)
-    if not os.path.isabs(path):
-        path = os.path.normpath(os.path.join(base, path))
-    return path
+_resolve_path = configkeys.resolve_path
 
 
 # --- parsing and validation -------------------------------------------------
@@ -378,7 +361,7 @@ def _parse(
 
 
 def _parse_settings(document: Dict[str, Any], source: str, environ: Mapping[str, str], settings: Dict[str, Any], problems: List[str]) -> None:
-    """The top-level keys: ``builtinTools``, ``mcpToolNames``, ``workspaceRoots``, ``maxMessageBytes``, ``requireIsolation``."""
+    """The top-level keys: ``builtinTools``, ``mcpToolNames``, ``workspaceRoots``, ``maxMessageBytes``, ``requireIsolation``, ``suggestions``."""
     max_message_bytes = _max_message_bytes(document, "maxMessageBytes", source, problems)
     if max_message_bytes is not None:
         settings["max_message_bytes"] = max_message_bytes
@@ -400,6 +383,10 @@ def _parse_settings(document: Dict[str, Any], source: str, environ: Mapping[str,
             settings["require_isolation"] = value
         else:
             problems.append(f"{source}: requireIsolation: expected true or false, got {_json_type(value)}")
+    if configkeys.SUGGESTIONS_KEY in document:
+        given, trouble = configkeys.parse_suggestions(document[configkeys.SUGGESTIONS_KEY], source)
+        problems.extend(trouble)
+        settings.setdefault("suggestions", {}).update(given)
     if "workspaceRoots" in document:
         value = document["workspaceRoots"]
         if isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value):

@@ -9,7 +9,7 @@ import re
 import sys
 from typing import Any, Dict, List, Optional
 
-from toolscript import log
+from toolscript import configkeys, log
 from toolscript.errors import UserError
 from toolscript.output import print_json
 
@@ -58,7 +58,6 @@ examples:
 _USES_TOOLS = re.compile(r"\btoolscript\b")
 # The config key exec reads itself (see _config_requires_isolation).
 REQUIRE_ISOLATION_KEY = "requireIsolation"
-DEFAULT_CONFIG_PATHS = ("~/.toolscript.json", "./.toolscript.json")  # as toolscript.config.DEFAULT_PATHS
 
 
 def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
@@ -91,53 +90,20 @@ def _source(args: argparse.Namespace):
     return args.code, "<exec>"
 
 
-def _config_paths(named: Optional[List[str]], cwd: str, environ: Dict[str, str]) -> List[str]:
-    """The config files toolscript reads, resolved as ``toolscript.config`` resolves them."""
-    if named is None and environ.get("TOOLSCRIPT_CONFIG", "").strip():
-        named = [p.strip() for p in environ["TOOLSCRIPT_CONFIG"].split(",") if p.strip()]
-    paths: List[str] = []
-    for path in named if named is not None else DEFAULT_CONFIG_PATHS:
-        if path == "~" or path.startswith("~/"):
-            path = os.path.join(environ.get("HOME") or os.path.expanduser("~"), path[2:])
-        elif path.startswith("~"):
-            path = os.path.expanduser(path)
-        if not os.path.isabs(path):
-            path = os.path.normpath(os.path.join(cwd, path))
-        if path not in paths:
-            paths.append(path)
-    return paths
-
-
 def _config_requires_isolation(named: Optional[List[str]], cwd: Optional[str] = None, environ: Optional[Dict[str, str]] = None) -> bool:
     """The config's ``requireIsolation`` (later files win), read without loading the whole config.
 
     Importing ``toolscript.config`` costs ~10 ms, the whole budget of exec's
-    isolation, so exec reads only this key: a file that does not mention it
-    is not parsed at all.  A file that mentions it but cannot be read as a
-    JSON object with a boolean there is an error (exit 2), never a silent
-    ``false``: the user asked for isolation there.
+    isolation, so exec reads only this key (``toolscript.configkeys``).  A
+    file that mentions it but cannot be read as a JSON object with a boolean
+    there is an error (exit 2), never a silent ``false``: the user asked for
+    isolation there.
     """
-    env = dict(os.environ) if environ is None else environ
     required = False
-    for path in _config_paths(named, os.getcwd() if cwd is None else cwd, env):
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError:
-            continue  # a missing or unreadable file is reported by config validate; it sets nothing here
-        if REQUIRE_ISOLATION_KEY.encode() not in data:
-            continue
-        try:
-            document = json.loads(data.decode("utf-8-sig"))
-        except (ValueError, RecursionError):
-            document = None
-        if not isinstance(document, dict):
-            raise UserError(f"{path}: not a valid config file, so exec cannot tell whether it requires isolation; run 'toolscript config validate'", exit_code=2)
-        if REQUIRE_ISOLATION_KEY in document:
-            value = document[REQUIRE_ISOLATION_KEY]
-            if not isinstance(value, bool):
-                raise UserError(f"{path}: requireIsolation: expected true or false, got {json.dumps(value)}; fix it (toolscript config validate)", exit_code=2)
-            required = value
+    for path, value in configkeys.read_key(REQUIRE_ISOLATION_KEY, named, cwd, environ):
+        if not isinstance(value, bool):
+            raise UserError(f"{path}: requireIsolation: expected true or false, got {json.dumps(value)}; fix it (toolscript config validate)", exit_code=2)
+        required = value
     return required
 
 

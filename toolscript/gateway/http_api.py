@@ -26,7 +26,7 @@ JSON API (paths relative to the token prefix):
     GET  /servers                      every server with state, error, stderr tail
     GET  /tools?server=a,b&id=x,y      tool descriptions (id, schema, ...)
     POST /call  {"tool": id, "arguments": {...}, "timeout": s}   -> ToolResult
-    GET  /search?q=..&limit=3&threshold=0&server=a   ranked tools, scores 0..1
+    GET  /search?q=..&limit=3&threshold=0&server=a&wait=S   ranked tools, scores 0..1
     GET  /types?lang=python|ts&filter=a,b__x&full=1  stubs (pre-generated when unfiltered)
     GET  /runtime/names                the sandbox runtime's attribute -> tool id map
     GET  /runtime/tools.ts             the module TypeScript scripts import (exec --lang ts)
@@ -544,14 +544,17 @@ class GatewayHandler(BaseHTTPRequestHandler):
         try:
             limit = int(query.get("limit", "3"))
             threshold = float(query.get("threshold", "0"))
+            # wait: seconds to wait for servers still connecting (default: the usual bound); the per-prompt
+            # suggestion hook passes 0, it must not hold the user's prompt for a slow server.
+            wait = float(query["wait"]) if "wait" in query else None
         except ValueError:
-            self._json(400, {"error": "limit must be an integer and threshold a number between 0 and 1"})
+            self._json(400, {"error": "limit must be an integer, threshold a number between 0 and 1 and wait a number of seconds"})
             return
-        if limit < 1 or not 0 <= threshold <= 1:
-            self._json(400, {"error": "limit must be at least 1 and threshold between 0 and 1"})
+        if limit < 1 or not 0 <= threshold <= 1 or (wait is not None and not 0 <= wait <= 60):
+            self._json(400, {"error": "limit must be at least 1, threshold between 0 and 1 and wait between 0 and 60 seconds"})
             return
         gateway = self.server.gateway
-        pending = gateway.wait_for_servers()
+        pending = gateway.wait_for_servers() if wait is None else gateway.wait_for_servers(timeout=wait)
         results = gateway.derived.search(text, limit=limit, threshold=threshold, servers=_split(query.get("server")) or None)
         self._json(200, {"results": results, "pending": pending})
 
