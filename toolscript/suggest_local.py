@@ -58,7 +58,8 @@ _SLASH_COMMAND = re.compile(r"/[A-Za-z][\w:.-]*(?:\s|$)")
 # Words of conversation rather than of a task: a prompt made only of these
 # (greetings, thanks, acknowledgements, "go on") needs no suggestion.
 _CHAT_WORDS = frozenset(
-    """hi hello hey hiya howdy yo morning good afternoon evening night bonjour hola hallo ciao salut
+    """claude there buddy friend mate folks everyone
+    hi hello hey hiya howdy yo morning good afternoon evening night bonjour hola hallo ciao salut
     thanks thank thx ty tyvm cheers appreciate appreciated merci gracias danke
     ok okay oki okey kk cool great nice perfect awesome excellent amazing fine sure alright right
     yes yeah yep yup ya yea no nope nah not
@@ -106,7 +107,7 @@ _QUERY_DROP = frozenset(
     """hi hello hey thanks thank please pls plz can could would should will you your me my we our us i
     want wants need needs like let lets just maybe think know really actually also something anything
     help some any all the this that these those it its there here then now so very much ok okay
-    whats what how why who which when where ve ll re don doesn isn im id whether
+    whats what how why who which when where ve ll re don doesn isn im id whether right today
     called saying named via using use""".split()
 )
 # "PRs" splits into "p" + "rs" as an identifier; read it as the words first.
@@ -159,6 +160,20 @@ _FUZZY_WEIGHT = 0.8  # a typo-corrected word counts this much
 _ALIAS_WEIGHT = 0.9
 
 
+# The score floors were calibrated on a list of this many skills.  A
+# word's rarity (idf) is taken as if the list had this size: a shorter list is
+# read as padded with skills that share none of its words (so 3 skills still
+# clear the floor), a longer one by the share of skills that have the word (so
+# 500 skills do not inflate every score).
+_REFERENCE_SKILLS = 81  # bench/suggest_eval/skills.json
+
+
+def _idf(n: int, df: int) -> float:
+    # Document frequency as it would be in a list of _REFERENCE_SKILLS skills.
+    share = float(df) if n <= _REFERENCE_SKILLS else df * _REFERENCE_SKILLS / n
+    return math.log(1.0 + (_REFERENCE_SKILLS - share + 0.5) / (share + 0.5))
+
+
 class _SkillIndex:
     """BM25 postings over a skill list; built once per distinct list (see _index_for)."""
 
@@ -185,8 +200,7 @@ class _SkillIndex:
                 for term in words:
                     row = self.postings.setdefault(term, {})
                     row[i] = row.get(i, 0.0) + weight
-        n = len(docs)
-        self.idf = {t: math.log(1.0 + (n - len(row) + 0.5) / (len(row) + 0.5)) for t, row in self.postings.items()}
+        self.idf = {t: _idf(len(docs), len(row)) for t, row in self.postings.items()}
         self.by_length: Dict[int, List[str]] = {}
         for word in self.surface:
             self.by_length.setdefault(len(word), []).append(word)
