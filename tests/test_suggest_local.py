@@ -42,10 +42,10 @@ EMPTY = {"skills": [], "toolQueries": []}
 
 # -- the evaluation set ------------------------------------------------------------
 
-# Held-out figures measured when the thresholds were chosen (on dev only):
-# skills precision 0.822, recall 0.769; tools precision 0.276, recall 0.467;
+# Held-out figures measured after the thresholds were chosen (on dev only):
+# skills precision 0.822, recall 0.769; tools precision 0.367, recall 0.400;
 # false positives on "nothing" prompts 0.0.  Floors sit a few points under.
-HELDOUT_FLOORS = {"skills": {"precision": 0.78, "recall": 0.72}, "tools": {"precision": 0.24, "recall": 0.42}}
+HELDOUT_FLOORS = {"skills": {"precision": 0.78, "recall": 0.72}, "tools": {"precision": 0.33, "recall": 0.36}}
 HELDOUT_FP_CEILING = 0.05
 
 
@@ -165,7 +165,24 @@ def test_tool_queries_drop_chat_words_and_read_urls_as_url():
 
 def test_a_multi_clause_prompt_is_searched_clause_by_clause():
     queries = tool_queries("read the latest messages in #incidents on slack and then write a postmortem")
-    assert queries == ["read latest messages incidents slack", "write postmortem"]
+    assert queries == ["read latest messages channel slack", "write postmortem"]
+
+
+def test_names_of_particular_things_are_left_out_of_tool_queries():
+    # A quoted message, an owner/repo pair and a path name no tool; a #name is a channel.
+    prompt = "post 'deploy of v2 finished' to #releases on slack"
+    assert tool_queries(prompt) == ["post channel slack"]
+    assert tool_queries("fork acme/widgets-api to my account") == ["fork account"]
+
+
+def test_a_query_the_chosen_skill_explains_is_dropped(skills):
+    answer = suggest("write release notes for 2.0 from the merged PRs", skills)
+    assert answer["skills"] == ["release-notes"] and answer["toolQueries"] == []
+
+
+def test_one_word_clauses_are_not_queries_when_longer_ones_exist():
+    assert tool_queries("bump the version, tag it, publish") == ["bump version tag publish"]
+    assert tool_queries("list the slack channels, then post a message") == ["list slack channels", "post message"]
 
 
 def test_pasted_code_does_not_become_a_tool_query():

@@ -12,13 +12,17 @@ no clock, no randomness, so the same prompt and skills give the same answer.
 * Skills are ranked by BM25 over their names and descriptions, with the
   words, stems and typo tolerance of :mod:`toolscript.search`.  A skill is
   suggested only when its score clears :data:`SKILL_SCORE_FLOOR` -- enough
-  rare words of the prompt found in the skill, its name counting most --
-  and, after the first, when it comes close to the best one
+  rare words of the prompt found in the skill, its name counting most -- or,
+  for a terse prompt, :data:`SKILL_SHORT_FLOOR` while it accounts for most
+  of the prompt (:data:`SKILL_COVERAGE_FLOOR`); and, after the first, when it comes close to the best one
   (:data:`SKILL_RELATIVE_FLOOR`), so unrelated prompts get nothing.
 * Tool queries are the prompt's content words (stopwords, chat words and
-  pasted code dropped, URLs read as "url"): the whole prompt and, for a
-  prompt of several clauses, its longest clauses.  The gateway's /search
-  ranks them against the catalog; :data:`TOOL_SCORE_FLOOR` is the score
+  pasted code dropped, URLs read as "url", quoted text and paths left out,
+  "#name" read as "channel"): one per clause for a prompt of several
+  clauses, else the whole prompt.  A query a chosen skill already accounts
+  for (:data:`QUERY_COVERED_FLOOR`) is dropped: "write release notes" would
+  only find tools that share its topic words.  The gateway's /search ranks
+  the queries against the catalog; :data:`TOOL_SCORE_FLOOR` is the score
   under which the pipeline drops a hit.
 
 The thresholds were tuned on the dev half of bench/suggest_eval/ (see
@@ -29,9 +33,12 @@ import math
 import re
 from typing import Any, Dict, List, Sequence, Tuple
 
+# The gateway's own word handling, so a tool query is read here the way /search
+# will read it (its stopwords and edit distance are package-internal, not copied).
 from toolscript.search import _STOPWORDS, _edit_distance, stem, terms, tokenize
 
-__all__ = ["suggest", "nothing_wanted", "TOOL_SCORE_FLOOR", "SKILL_SCORE_FLOOR", "SKILL_RELATIVE_FLOOR"]
+__all__ = ["suggest", "nothing_wanted", "tool_queries", "rank_skills", "TOOL_SCORE_FLOOR", "SKILL_SCORE_FLOOR",
+           "SKILL_SHORT_FLOOR", "SKILL_COVERAGE_FLOOR", "SKILL_RELATIVE_FLOOR", "QUERY_COVERED_FLOOR"]
 
 # The gateway /search score (0..1) under which a tool hit is not suggested.
 TOOL_SCORE_FLOOR = 0.45
@@ -42,6 +49,8 @@ SKILL_SCORE_FLOOR = 9.0
 # says (SKILL_COVERAGE_FLOOR of its words by idf): terse prompts ("commit this").
 SKILL_SHORT_FLOOR = 5.0
 SKILL_COVERAGE_FLOOR = 0.5
+# A tool query is dropped when a chosen skill accounts for this share of its words.
+QUERY_COVERED_FLOOR = 0.5
 # A second or third skill must score at least this share of the best one.
 SKILL_RELATIVE_FLOOR = 0.8
 
@@ -110,6 +119,11 @@ _QUERY_DROP = frozenset(
     whats what how why who which when where ve ll re don doesn isn im id whether right today
     called saying named via using use""".split()
 )
+# Names of particular things say nothing about which tool: quoted text (a
+# message to post), paths and owner/repo pairs.  A "#name" is a channel.
+_QUOTED = re.compile(r"`[^`\n]*`|\"[^\"\n]*\"|(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])")
+_PATH = re.compile(r"[\w.@~-]*/[\w./@~-]*")
+_CHANNEL = re.compile(r"(?<![\w&])#[A-Za-z][\w-]*")
 # "PRs" splits into "p" + "rs" as an identifier; read it as the words first.
 _PULL_REQUESTS = re.compile(r"\bPRs?\b")
 
@@ -179,34 +193,37 @@ class _SkillIndex:
 
     def __init__(self, skills: Sequence[Tuple[str, str]]) -> None:
         self.names = [name for name, _ in skills]
-        self.postings: Dict[str, Dict[int, float]] = {}
-        self.surface: Dict[str, str] = {}  # word as written -> its term, for typo correction
         docs = []
         for name, description in skills:
             plugin, _, short = name.rpartition(":")
-            surface: Dict[str, str] = {}
-            fields = (
-                (_NAME_WEIGHT, [t for t in terms(short.replace("-", " "), surface) if t not in _NOISE]),
-                (_PLUGIN_WEIGHT, [t for t in terms(plugin.replace("-", " "), surface) if t not in _NOISE]),
-                (1.0, [t for t in terms(description, surface) if t not in _NOISE]),
-            )
-            self.surface.update((w, t) for w, t in surface.items() if len(w) > 3 and w.isalpha() and t not in _NOISE)
-            docs.append(fields)
+            docs.append((
+                (_NAME_WEIGHT, [t for t in terms(short.replace("-", " ")) if t not in _NOISE]),
+                (_PLUGIN_WEIGHT, [t for t in terms(plugin.replace("-", " ")) if t not in _NOISE]),
+                (1.0, [t for t in terms(description) if t not in _NOISE]),
+            ))
         avg = (sum(len(d[2][1]) for d in docs) / len(docs)) if docs else 1.0
+        postings: Dict[str, Dict[int, float]] = {}
         for i, fields in enumerate(docs):
             for position, (weight, words) in enumerate(fields):
                 if position == 2:
                     weight = weight / (1.0 - _DESCRIPTION_B + _DESCRIPTION_B * len(words) / (avg or 1.0))
                 for term in words:
-                    row = self.postings.setdefault(term, {})
-                    row[i] = row.get(i, 0.0) + weight
-        self.idf = {t: _idf(len(docs), len(row)) for t, row in self.postings.items()}
+                    row = postings.get(term)
+                    if row is None:
+                        postings[term] = {i: weight}
+                    else:
+                        row[i] = row.get(i, 0.0) + weight
+        self.postings = postings
+        self.idf = {t: _idf(len(docs), len(row)) for t, row in postings.items()}
+        # Typo correction compares stems: a misspelt word's stem is within an
+        # edit or two of the right word's stem just as the words are.
         self.by_length: Dict[int, List[str]] = {}
-        for word in self.surface:
-            self.by_length.setdefault(len(word), []).append(word)
+        for term in postings:
+            if len(term) > 3 and term.isalpha():
+                self.by_length.setdefault(len(term), []).append(term)
 
     def correct(self, word: str) -> List[Tuple[str, float]]:
-        """Terms ``word`` is probably a misspelling of, with a similarity in 0..1."""
+        """Terms ``word`` (a stem no skill has) is probably a misspelling of, with a similarity in 0..1."""
         if len(word) < 5 or not word.isalpha():
             return []
         limit = 1 if len(word) < 8 else 2
@@ -217,8 +234,7 @@ class _SkillIndex:
                     continue  # typos rarely hit the first letter; this keeps the scan cheap
                 distance = _edit_distance(word, candidate, limit)
                 if distance <= limit:
-                    term = self.surface[candidate]
-                    found[term] = max(found.get(term, 0.0), 1.0 - distance / max(len(word), len(candidate)))
+                    found[candidate] = 1.0 - distance / max(len(word), len(candidate))
         return sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))[:2]
 
     def lookups(self, text: str) -> Dict[str, float]:
@@ -227,9 +243,7 @@ class _SkillIndex:
         surface: Dict[str, str] = {}
         corrections = 0
         for term in terms(text, surface):
-            if term in _NOISE or term.isdigit():
-                continue
-            if term in self.postings:
+            if term in self.postings and term not in _NOISE:
                 out[term] = 1.0
         for word, term in surface.items():
             alias = _ALIASES.get(word)
@@ -238,7 +252,7 @@ class _SkillIndex:
                     if extra in self.postings and out.get(extra, 0.0) < _ALIAS_WEIGHT:
                         out[extra] = _ALIAS_WEIGHT
             elif term not in self.postings and term not in _NOISE and corrections < _MAX_CORRECTIONS:
-                fixes = self.correct(word)
+                fixes = self.correct(term)
                 corrections += 1
                 for fixed, similarity in fixes:
                     if fixed not in _NOISE:
@@ -320,7 +334,9 @@ def tool_queries(prompt: str) -> List[str]:
     a tool accounts for), so a prompt of several clauses ("read #incidents on
     slack and write a postmortem") is searched clause by clause.
     """
-    text = _PULL_REQUESTS.sub(" pull requests ", _prose(_clean(prompt)))
+    text = _prose(_clean(prompt))
+    text = _PATH.sub(" ", _QUOTED.sub(" ", text))
+    text = _PULL_REQUESTS.sub(" pull requests ", _CHANNEL.sub(" channel ", text))
     whole = _query_words(text)
     if not whole:
         return []
@@ -330,6 +346,11 @@ def tool_queries(prompt: str) -> List[str]:
         query = " ".join(words[:_MAX_QUERY_WORDS])
         if words and query not in clauses:
             clauses.append(query)
+    # A one-word clause ("tag", "debug") matches some tool's name in any big
+    # catalog; it is a query only when the prompt has nothing longer.
+    longer = [c for c in clauses if " " in c]
+    if len(longer) < len(clauses) and longer:
+        clauses = longer
     if len(clauses) <= 1:
         return [" ".join(whole[:_MAX_QUERY_WORDS])]
     # The clauses with the most words say the most; keep the prompt's order among those kept.
@@ -354,5 +375,13 @@ def suggest(prompt: str, skills: Sequence[Any]) -> Dict[str, List[str]]:
         for score, coverage, name in ranked[:MAX_ITEMS]:
             if _wanted(score, coverage) and score >= SKILL_RELATIVE_FLOOR * best:
                 chosen.append(name)
-    return {"skills": chosen, "toolQueries": tool_queries(prompt)}
+    queries = tool_queries(prompt)
+    if chosen:
+        # A query the chosen skill already accounts for ("write release notes")
+        # would only find tools that share its topic words.
+        index = _index_for(skills)
+        queries = [q for q in queries
+                   if not any(name in chosen and coverage >= QUERY_COVERED_FLOOR
+                              for _, coverage, name in index.rank(q)[:MAX_ITEMS])]
+    return {"skills": chosen, "toolQueries": queries}
 
