@@ -39,7 +39,8 @@ An error turn answers with an HTTP error instead of a message:
 ``{"status": 429, "retry_after": 1, "error_type": "rate_limit_error",
 "error_message": "...", "error_code": "...", "headers": {...}}`` (all but
 ``status`` optional; ``retry_after`` becomes the ``retry-after`` header,
-``error_code`` the body's ``error.details.error_code``).
+``error_code`` the body's ``error.details.error_code``).  ``{"drop": true}``
+closes the connection without answering (a reset, as a flaky proxy does).
 
 ``FakeAnthropic(script, sequential=True)`` hands out turns in request order
 instead (the n-th ``/v1/messages`` request gets turn n, past the end the last):
@@ -83,7 +84,7 @@ MESSAGES_PATH = "/v1/messages"
 COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
 REQUESTS_PATH = "/_requests"
 DEFAULT_MODEL = "claude-haiku-5-5"
-TURN_KEYS = {"text", "bash", "tool", "status", "thinking", "stop_reason"}
+TURN_KEYS = {"text", "bash", "tool", "status", "thinking", "stop_reason", "drop"}
 ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -499,6 +500,9 @@ def _make_handler(api: FakeAnthropic) -> type:
             if turn.get("delay") and api.wait(float(turn["delay"])):
                 self.close_connection = True
                 return  # the server is stopping: no answer
+            if turn.get("drop"):
+                self.close_connection = True
+                return
             if "status" in turn:
                 headers = {str(k): str(v) for k, v in (turn.get("headers") or {}).items()}
                 if turn.get("retry_after") is not None:

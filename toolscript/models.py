@@ -129,9 +129,10 @@ def claude_looks_logged_in(env: Mapping[str, str]) -> bool:
     ``claude auth status`` knows for sure but costs ~0.45 s.  What it counts, as
     observed on 2.1.330 with a scratch HOME: CLAUDE_CODE_OAUTH_TOKEN or
     ANTHROPIC_AUTH_TOKEN/API_KEY; a cloud provider (CLAUDE_CODE_USE_BEDROCK/VERTEX/
-    FOUNDRY); ``<config dir>/.credentials.json`` with a ``claudeAiOauth`` entry (what
-    ``/login`` with a subscription writes on Linux; ``{}`` counts as logged out; an
-    expired token still counts, the CLI refreshes it); ``primaryApiKey`` in the global
+    FOUNDRY); ``<config dir>/.credentials.json`` with a ``claudeAiOauth`` entry holding an
+    ``accessToken`` and the ``user:inference`` scope (what ``/login`` with a subscription
+    writes on Linux; without that scope, or ``{}``, the CLI says logged out; an expired
+    token still counts: the CLI refreshes it); ``primaryApiKey`` in the global
     config (``~/.claude.json``, or ``$CLAUDE_CONFIG_DIR/.claude.json``: a console
     login); an ``apiKeyHelper`` in the user's settings.  On macOS the login lives in
     the keychain, which we cannot read cheaply: there we assume logged in.
@@ -147,7 +148,7 @@ def claude_looks_logged_in(env: Mapping[str, str]) -> bool:
     config_dir = claude_config_dir(env)
     credentials = _read_json(os.path.join(config_dir, ".credentials.json"))
     oauth = credentials.get("claudeAiOauth") if isinstance(credentials, dict) else None
-    if isinstance(oauth, dict) and (oauth.get("accessToken") or oauth.get("refreshToken")):
+    if isinstance(oauth, dict) and oauth.get("accessToken") and "user:inference" in (oauth.get("scopes") or ()):
         return True
     settings = _read_json(os.path.join(config_dir, "settings.json"))
     if isinstance(settings, dict):
