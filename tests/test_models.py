@@ -303,6 +303,7 @@ def test_claude_backend_answers_with_our_system_prompt_and_no_tools(cli_world: D
     body = requests[0]["body"]
     assert "OUR-SYSTEM-PROMPT" in _texts(body["system"])
     assert body["tools"] == []
+    assert "thinking" not in body  # CLAUDE_CODE_DISABLE_THINKING: a suggestion needs no thinking time
     assert body["messages"][0] == {"role": "user", "content": "-starts with a dash"}
 
 
@@ -391,7 +392,7 @@ def test_claude_backend_argv_environment_and_stdin(cli_world: Dict[str, str], tm
     assert seen["stdin"] == "-p --help"  # the prompt on stdin, never as an option
     child_env = seen["env"]
     assert child_env["TOOLSCRIPT_HOOKS_DISABLED"] == "1" and child_env["CLAUDE_CODE_MAX_RETRIES"] == "1"
-    assert child_env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
+    assert child_env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1" and child_env["CLAUDE_CODE_DISABLE_THINKING"] == "1"
     assert child_env["ANTHROPIC_DEFAULT_HAIKU_MODEL"] == "x-haiku" and "CLAUDECODE" not in child_env
 
 

@@ -26,7 +26,6 @@ them: the hook that imports this module may never call a model.
 import json
 import logging
 import os
-import random
 import shutil
 import sys
 import time
@@ -63,6 +62,9 @@ CLAUDE_ENV = {
     HOOKS_DISABLED_VAR: "1",
     "CLAUDE_CODE_MAX_RETRIES": "1",  # its default retries for minutes; our budget is seconds
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",  # no reachability probe, no telemetry
+    # The CLI asks for adaptive thinking by default; a short suggestion does not need it
+    # and the seconds matter (the API backend sends no thinking parameters either).
+    "CLAUDE_CODE_DISABLE_THINKING": "1",
 }
 # argv strings longer than this go through a file (Linux refuses one argument over 128 KiB).
 MAX_ARG_BYTES = 100 * 1024
@@ -486,7 +488,10 @@ def _retry_after(headers: Mapping[str, str]) -> Optional[float]:
 
 
 def _backoff(attempt: int) -> float:
-    return min(BACKOFF_MAX, BACKOFF_BASE * 2 ** (attempt - 1)) * random.uniform(0.75, 1.0)
+    # Jitter so clients that failed together do not retry together (os.urandom: the
+    # random module costs an import the hook process would pay for this alone).
+    jitter = 0.75 + 0.25 * int.from_bytes(os.urandom(2), "big") / 65535
+    return min(BACKOFF_MAX, BACKOFF_BASE * 2 ** (attempt - 1)) * jitter
 
 
 _STATUS_KINDS = {401: "auth", 402: "auth", 403: "auth", 429: "rate_limit", 529: "overloaded"}
