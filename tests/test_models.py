@@ -209,10 +209,13 @@ def test_api_key_never_in_errors_or_logs(caplog: pytest.LogCaptureFixture) -> No
         errors.append(fails(api, ANTHROPIC_AUTH_TOKEN=TOKEN))
     with FakeAnthropic([{"status": 500, "error_message": KEY}], sequential=True) as api:
         errors.append(fails(api))
+    custom = "X-Gateway-Key: custom-SECRET-55555"
+    with FakeAnthropic([{"status": 400, "error_message": "bad header custom-SECRET-55555"}], sequential=True) as api:
+        errors.append(fails(api, ANTHROPIC_CUSTOM_HEADERS=custom))
     with FakeAnthropic([{"delay": 30, "text": "x"}], sequential=True) as api:
         errors.append(fails(api, timeout=0.5))
     text = "\n".join(str(e) for e in errors) + "\n" + caplog.text
-    assert KEY not in text and TOKEN not in text
+    assert KEY not in text and TOKEN not in text and "custom-SECRET-55555" not in text
     assert "****" in str(errors[0])  # the echo was there, and hidden
 
 

@@ -275,8 +275,10 @@ def messages(body: Dict[str, Any], *, timeout: float, env: Optional[Mapping[str,
     deadline = time.monotonic() + timeout
     base = _secret(env, "ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
     target = _Target(base)
-    secrets = [s for s in (_secret(env, "ANTHROPIC_API_KEY"), _secret(env, "ANTHROPIC_AUTH_TOKEN")) if s]
     headers = _headers(env)
+    # Everything that may carry a credential: never in an error, even when a server echoes it.
+    secrets = [_secret(env, "ANTHROPIC_API_KEY"), _secret(env, "ANTHROPIC_AUTH_TOKEN")]
+    secrets += [v for k, v in headers.items() if k.lower() not in ("anthropic-version", "content-type", "accept") and len(v) >= 8]
     if not any(h.lower() in ("x-api-key", "authorization") for h in headers) and base == DEFAULT_BASE_URL:
         raise ModelError("auth", "no API credentials: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN for a gateway)")
     payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
@@ -289,7 +291,7 @@ def messages(body: Dict[str, Any], *, timeout: float, env: Optional[Mapping[str,
         try:
             status, response_headers, data = _post(target, payload, headers, deadline, env)
         except _Retryable as exc:
-            problem: Optional[ModelError] = ModelError("network", f"{target.safe}: {exc}; check the network or ANTHROPIC_BASE_URL")
+            problem = ModelError("network", f"{target.safe}: {exc}; check the network or ANTHROPIC_BASE_URL")
             wait = _backoff(attempt)
             log.debug("attempt %d: %s", attempt, exc)
         except ModelError:
@@ -303,11 +305,9 @@ def messages(body: Dict[str, Any], *, timeout: float, env: Optional[Mapping[str,
             log.debug("attempt %d: HTTP %d from %s", attempt, status, target.safe)
             if not _should_retry(status, response_headers, data):
                 raise problem
-            wait = _retry_after(response_headers)
-            if wait is None:
-                wait = _backoff(attempt)
+            asked = _retry_after(response_headers)
+            wait = _backoff(attempt) if asked is None else asked
         if attempt >= MAX_ATTEMPTS or time.monotonic() + wait >= deadline:
-            assert problem is not None
             raise problem
         log.debug("retrying in %.2f s", wait)
         time.sleep(wait)
