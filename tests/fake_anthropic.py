@@ -33,7 +33,9 @@ A bare string is short for ``{"text": STRING}``.  Any turn may also carry:
 * ``"thinking": "..."``: a thinking block (with a fake signature) before the
   other blocks, as models that think answer;
 * ``"stop_reason": "..."``: instead of the one the blocks imply (``"refusal"``);
-* ``"delay": SECONDS``: wait that long before answering (cut short by ``stop()``).
+* ``"delay": SECONDS``: wait that long before answering (cut short by ``stop()``);
+* ``"trickle": SECONDS``: send the (non-streaming) answer's body one byte every
+  SECONDS, after prompt headers (a server or proxy that stalls mid-answer).
 
 An error turn answers with an HTTP error instead of a message:
 ``{"status": 429, "retry_after": 1, "error_type": "rate_limit_error",
@@ -510,6 +512,9 @@ def _make_handler(api: FakeAnthropic) -> type:
                 self._send_json(int(turn["status"]), api.error_body(turn), headers=headers)
                 return
             message = api.build_message(turn, str(body.get("model") or DEFAULT_MODEL))
+            if turn.get("trickle") and not body.get("stream"):
+                self._send_trickle(message, float(turn["trickle"]))
+                return
             if body.get("stream"):
                 self._send_stream(message)
             else:
@@ -521,6 +526,18 @@ def _make_handler(api: FakeAnthropic) -> type:
             self._not_found()
 
         do_DELETE = do_PATCH = do_PUT
+
+        def _send_trickle(self, message: Dict[str, Any], pause: float) -> None:
+            data = _dumps(message).encode("utf-8")
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            for i in range(len(data)):
+                if api.wait(pause):
+                    break
+                self.wfile.write(data[i : i + 1])
+            self.close_connection = True
 
         def _send_stream(self, message: Dict[str, Any]) -> None:
             self.send_response(200)

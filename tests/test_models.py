@@ -159,6 +159,17 @@ def test_api_slow_reply_beyond_the_budget_is_a_timeout() -> None:
     assert elapsed < 10  # proves the 1 s budget fired, generously
 
 
+@pytest.mark.timeout(60)
+def test_api_answer_trickling_past_the_budget_is_a_timeout() -> None:
+    # Each byte comes well within the budget; the whole answer would take minutes.
+    with FakeAnthropic([{"trickle": 0.2, "text": "slowly"}], sequential=True) as api:
+        started = time.monotonic()
+        error = fails(api, timeout=1.0)
+        elapsed = time.monotonic() - started
+    assert error.kind == "timeout"
+    assert elapsed < 10  # proves the 1 s budget fired, generously
+
+
 def test_api_refusal_and_empty_text_are_bad_replies() -> None:
     with FakeAnthropic([{"stop_reason": "refusal", "text": ""}, {"text": "", "stop_reason": "end_turn"}], sequential=True) as api:
         refusal = fails(api)

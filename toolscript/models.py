@@ -377,7 +377,9 @@ def _post(
         size = 0
         while True:
             _set_timeout(conn, deadline, response)
-            chunk = response.read(65536)
+            # read1: one socket wait per chunk, so a server trickling bytes cannot
+            # stretch the budget (read(n) would block until all n bytes came).
+            chunk = response.read1(65536)
             if not chunk:
                 break
             size += len(chunk)
