@@ -203,6 +203,19 @@ def test_api_base_url_with_slash_or_path_prefix(suffix: str) -> None:
     assert request["path"] == suffix.rstrip("/") + "/v1/messages"
 
 
+def test_api_goes_through_http_proxy_unless_no_proxy_says_otherwise() -> None:
+    # The fake reads an absolute-URL request line like a forward proxy would receive it.
+    with FakeAnthropic(["via proxy"], sequential=True) as api:
+        env = api_env(api, ANTHROPIC_BASE_URL="http://api.example.invalid/", http_proxy=api.url)
+        assert models.complete("s", "p", backend="api", env=env, timeout=10).text == "via proxy"
+        [request] = api.message_requests()
+        assert request["path"] == "http://api.example.invalid:80/v1/messages"
+        with pytest.raises(ModelError) as info:
+            models.complete("s", "p", backend="api", env=dict(env, no_proxy="localhost,.example.invalid"), timeout=10)
+        assert info.value.kind == "network"  # straight to the (unresolvable) host, not to the proxy
+        assert api.count() == 1
+
+
 class _nothing:
     def __enter__(self) -> None:
         return None
@@ -228,6 +241,14 @@ def test_api_key_never_in_errors_or_logs(caplog: pytest.LogCaptureFixture) -> No
     text = "\n".join(str(e) for e in errors) + "\n" + caplog.text
     assert KEY not in text and TOKEN not in text and "custom-SECRET-55555" not in text
     assert "****" in str(errors[0])  # the echo was there, and hidden
+
+
+def test_api_bad_base_url_is_named_but_not_echoed() -> None:
+    env = {"ANTHROPIC_BASE_URL": "ftp://user:pw-SECRET@host/", "ANTHROPIC_API_KEY": KEY}
+    with pytest.raises(ModelError) as info:
+        models.complete("s", "p", backend="api", env=env, timeout=5)
+    assert info.value.kind == "bad_request" and "ANTHROPIC_BASE_URL" in str(info.value)
+    assert "SECRET" not in str(info.value)
 
 
 def test_api_without_credentials_says_what_to_set() -> None:

@@ -321,7 +321,8 @@ class _Target:
 
         parts = urlsplit(base.strip())
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ModelError("bad_request", f"ANTHROPIC_BASE_URL is not an http(s) URL: {_clip(base, 80)!r}")
+            # Not echoed: a mistyped URL may still carry credentials in it.
+            raise ModelError("bad_request", "ANTHROPIC_BASE_URL is not an http(s) URL with a host name: fix or unset it")
         self.scheme = parts.scheme
         self.host = parts.hostname
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
