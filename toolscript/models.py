@@ -449,7 +449,8 @@ def _decode(data: bytes, target: _Target) -> Dict[str, Any]:
     try:
         value = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
-        raise ModelError("bad_reply", f"{target.safe} answered with something that is not JSON: {_clip(data[:80].decode('utf-8', 'replace'), 80)!r}") from None
+        start = _clip(data[:80].decode("utf-8", "replace"), 80)
+        raise ModelError("bad_reply", f"{target.safe} answered with something that is not JSON: {start!r}") from None
     if not isinstance(value, dict):
         raise ModelError("bad_reply", f"{target.safe} answered with JSON that is not an object")
     return value
