@@ -28,7 +28,27 @@ turn).  A turn is a dict:
 * ``{"tool": "NAME", "input": {...}}``: a ``tool_use`` of any tool.
 
 A tool turn may also carry ``"text"``, sent as a text block before the tool_use.
-A bare string is short for ``{"text": STRING}``.
+A bare string is short for ``{"text": STRING}``.  Any turn may also carry:
+
+* ``"thinking": "..."``: a thinking block (with a fake signature) before the
+  other blocks, as models that think answer;
+* ``"stop_reason": "..."``: instead of the one the blocks imply (``"refusal"``);
+* ``"delay": SECONDS``: wait that long before answering (cut short by ``stop()``);
+* ``"trickle": SECONDS``: send the (non-streaming) answer's body one byte every
+  SECONDS, after prompt headers (a server or proxy that stalls mid-answer).
+
+An error turn answers with an HTTP error instead of a message:
+``{"status": 429, "retry_after": 1, "error_type": "rate_limit_error",
+"error_message": "...", "error_code": "...", "headers": {...}}`` (all but
+``status`` optional; ``retry_after`` becomes the ``retry-after`` header,
+``error_code`` the body's ``error.details.error_code``).  ``{"drop": true}``
+closes the connection without answering (a reset, as a flaky proxy does).
+
+``FakeAnthropic(script, sequential=True)`` hands out turns in request order
+instead (the n-th ``/v1/messages`` request gets turn n, past the end the last):
+what a client that retries needs, since a retry carries no new tool result.
+``api.count()`` is the number of requests to ``/v1/messages`` so far
+(``api.count(route)`` for another path; ``api.counts()`` for all of them).
 
 Streaming events, in order (each ``event: NAME`` + ``data: JSON`` + blank line):
 ``message_start`` (the message with empty content), ``ping``, then per content
@@ -53,6 +73,7 @@ or from a shell: ``python3 fake_anthropic.py --script turns.json [--log req.json
 import argparse
 import itertools
 import json
+import socket
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -65,6 +86,19 @@ MESSAGES_PATH = "/v1/messages"
 COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
 REQUESTS_PATH = "/_requests"
 DEFAULT_MODEL = "claude-haiku-5-5"
+TURN_KEYS = {"text", "bash", "tool", "status", "thinking", "stop_reason", "drop"}
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
 INPUT_TOKENS = 42
 JSON_CHUNK = 16  # characters per input_json_delta piece (several deltas per tool_use)
 TEXT_CHUNK = 24  # characters per text_delta piece
@@ -108,6 +142,7 @@ class FakeAnthropic:
         log_path: Optional[str] = None,
         port: int = 0,
         on_message: Optional[Callable[[Dict[str, Any]], Any]] = None,
+        sequential: bool = False,
     ) -> None:
         if not script:
             raise ValueError("the script needs at least one turn")
@@ -118,6 +153,9 @@ class FakeAnthropic:
         #: returns is stored in the request's log entry as ``"observed"``.
         self.on_message = on_message
         self.requests: List[Dict[str, Any]] = []
+        self.sequential = sequential
+        self._answered = 0  # /v1/messages requests given a turn so far (for ``sequential``)
+        self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _make_handler(self))
@@ -128,8 +166,8 @@ class FakeAnthropic:
     def _normalise(turn: Turn) -> Dict[str, Any]:
         if isinstance(turn, str):
             return {"text": turn}
-        if not isinstance(turn, dict) or not ({"text", "bash", "tool"} & set(turn)):
-            raise ValueError(f"a turn is a string or a dict with 'text', 'bash' or 'tool': {turn!r}")
+        if not isinstance(turn, dict) or not (TURN_KEYS & set(turn)):
+            raise ValueError(f"a turn is a string or a dict with one of {sorted(TURN_KEYS)}: {turn!r}")
         return dict(turn)
 
     # --- lifecycle ---------------------------------------------------------------
@@ -150,6 +188,7 @@ class FakeAnthropic:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()  # cut every delayed answer short
         if self._thread is not None:
             self._server.shutdown()
             self._thread.join(timeout=5)
@@ -175,6 +214,21 @@ class FakeAnthropic:
     def snapshot(self) -> List[Dict[str, Any]]:
         with self._lock:
             return list(self.requests)
+
+    def count(self, route: str = MESSAGES_PATH) -> int:
+        """How many requests reached ``route`` (a path without its query) so far."""
+        return sum(1 for r in self.snapshot() if r["route"] == route)
+
+    def counts(self) -> Dict[str, int]:
+        """Requests so far per route."""
+        result: Dict[str, int] = {}
+        for request in self.snapshot():
+            result[request["route"]] = result.get(request["route"], 0) + 1
+        return result
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep ``seconds`` unless the server stops first; True when it is stopping."""
+        return self._stopping.wait(seconds)
 
     def message_requests(self) -> List[Dict[str, Any]]:
         """The logged ``POST /v1/messages`` requests (not count_tokens)."""
@@ -214,13 +268,32 @@ class FakeAnthropic:
     # --- answers -------------------------------------------------------------------
 
     def turn_for(self, body: Any) -> Tuple[int, Dict[str, Any]]:
-        index = min(count_tool_results(body), len(self.script) - 1)
+        if self.sequential:
+            with self._lock:
+                index = min(self._answered, len(self.script) - 1)
+                self._answered += 1
+        else:
+            index = min(count_tool_results(body), len(self.script) - 1)
         return index, self.script[index]
+
+    @staticmethod
+    def error_body(turn: Dict[str, Any]) -> Dict[str, Any]:
+        """The Anthropic-shaped JSON error an error turn answers with."""
+        status = int(turn["status"])
+        error: Dict[str, Any] = {
+            "type": str(turn.get("error_type") or ERROR_TYPES.get(status, "api_error")),
+            "message": str(turn.get("error_message") or f"fake API: scripted error {status}"),
+        }
+        if turn.get("error_code"):
+            error["details"] = {"error_code": str(turn["error_code"])}
+        return {"type": "error", "error": error, "request_id": "req_fake"}
 
     def build_message(self, turn: Dict[str, Any], model: str) -> Dict[str, Any]:
         """The complete assistant message for ``turn`` (the non-streaming answer)."""
         n = next(self._ids)
         content: List[Dict[str, Any]] = []
+        if turn.get("thinking"):
+            content.append({"type": "thinking", "thinking": str(turn["thinking"]), "signature": f"fake-signature-{n:04d}"})
         if turn.get("text"):
             content.append({"type": "text", "text": str(turn["text"])})
         if "bash" in turn:
@@ -233,7 +306,7 @@ class FakeAnthropic:
             )
         if not content:
             content.append({"type": "text", "text": ""})
-        stop_reason = "tool_use" if content[-1]["type"] == "tool_use" else "end_turn"
+        stop_reason = str(turn.get("stop_reason") or ("tool_use" if content[-1]["type"] == "tool_use" else "end_turn"))
         output_tokens = max(1, len(_dumps(content)) // 4)
         return {
             "id": f"msg_fake{n:04d}",
@@ -259,7 +332,24 @@ class FakeAnthropic:
         yield "message_start", {"type": "message_start", "message": start}
         yield "ping", {"type": "ping"}
         for index, block in enumerate(message["content"]):
-            if block["type"] == "text":
+            if block["type"] == "thinking":
+                yield "content_block_start", {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+                }
+                for piece in _chunks(block["thinking"], TEXT_CHUNK):
+                    yield "content_block_delta", {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "thinking_delta", "thinking": piece},
+                    }
+                yield "content_block_delta", {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "signature_delta", "signature": block["signature"]},
+                }
+            elif block["type"] == "text":
                 yield "content_block_start", {
                     "type": "content_block_start",
                     "index": index,
@@ -300,6 +390,21 @@ def _make_handler(api: FakeAnthropic) -> type:
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
             pass  # the request log is the record; keep test output quiet
 
+        def setup(self) -> None:
+            super().setup()
+            # Headers and body go out in separate writes: without this, Nagle plus the
+            # client's delayed ACK can stall a keep-alive client ~40 ms per answer.
+            try:
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+
+        def handle(self) -> None:
+            try:
+                super().handle()
+            except (ConnectionError, socket.timeout):
+                pass  # the client gave up (a timeout test): nothing to answer
+
         # --- helpers ---------------------------------------------------------------
 
         def _route(self) -> str:
@@ -325,12 +430,14 @@ def _make_handler(api: FakeAnthropic) -> type:
             api.record(entry)
             return entry
 
-        def _send_json(self, status: int, obj: Any, close: bool = False) -> None:
+        def _send_json(self, status: int, obj: Any, close: bool = False, headers: Optional[Dict[str, str]] = None) -> None:
             data = _dumps(obj).encode("utf-8")
             self.send_response(status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
             self.send_header("request-id", "req_fake")
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             if close:
                 self.send_header("connection", "close")
                 self.close_connection = True
@@ -392,7 +499,22 @@ def _make_handler(api: FakeAnthropic) -> type:
                     entry["observed"] = api.on_message(entry)
                 except Exception as exc:  # a broken observer must not hang the CLI
                     entry["observed"] = f"on_message failed: {exc!r}"
+            if turn.get("delay") and api.wait(float(turn["delay"])):
+                self.close_connection = True
+                return  # the server is stopping: no answer
+            if turn.get("drop"):
+                self.close_connection = True
+                return
+            if "status" in turn:
+                headers = {str(k): str(v) for k, v in (turn.get("headers") or {}).items()}
+                if turn.get("retry_after") is not None:
+                    headers["retry-after"] = str(turn["retry_after"])
+                self._send_json(int(turn["status"]), api.error_body(turn), headers=headers)
+                return
             message = api.build_message(turn, str(body.get("model") or DEFAULT_MODEL))
+            if turn.get("trickle") and not body.get("stream"):
+                self._send_trickle(message, float(turn["trickle"]))
+                return
             if body.get("stream"):
                 self._send_stream(message)
             else:
@@ -404,6 +526,18 @@ def _make_handler(api: FakeAnthropic) -> type:
             self._not_found()
 
         do_DELETE = do_PATCH = do_PUT
+
+        def _send_trickle(self, message: Dict[str, Any], pause: float) -> None:
+            data = _dumps(message).encode("utf-8")
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            for i in range(len(data)):
+                if api.wait(pause):
+                    break
+                self.wfile.write(data[i : i + 1])
+            self.close_connection = True
 
         def _send_stream(self, message: Dict[str, Any]) -> None:
             self.send_response(200)

@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""What a model call costs before the model thinks: the API backend vs the ``claude`` CLI backend.
+
+Everything talks to ``tests/fake_anthropic.py`` on 127.0.0.1, which answers at
+once, so the figures are pure client overhead.  The variants run in rotation
+(one of each per round, then again), so machine noise hits them alike:
+
+- ``api_in_process``: ``models.complete(backend="api")`` in this process (one
+  HTTP request over a fresh connection, JSON in and out);
+- ``urllib_in_process``: the same POST with ``urllib.request``, the transport the
+  module does not use (http.client is lighter and lets every socket wait share
+  one overall budget);
+- ``api_oneshot``: ``python -I -S -c`` that imports toolscript.models and makes
+  the call: what a hook process pays, import included;
+- ``urllib_oneshot`` / ``httpclient_oneshot``: the same POST from a bare one-shot
+  script with ``urllib.request`` / ``http.client`` and nothing else (the transport
+  choice on its own; urllib.request imports http.client, and more);
+- ``import_only``: ``python -I -S -c`` importing toolscript.models and nothing else
+  (the module defers http.client, ssl and subprocess to the call);
+- ``python_floor``: ``python -I -S -c pass``;
+- ``claude_cli``: ``models.complete(backend="claude")``: the real ``claude -p``
+  from the test peers (scratch HOME, hooks off), pointed at the same fake.
+
+    python3 bench/model_backends.py [--rounds 20] [--no-claude]
+
+Prints one JSON document: per variant ``{n, median_ms, p95_ms}``, and ratios.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Callable, Dict, List
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+from fake_anthropic import FakeAnthropic  # noqa: E402
+from stats import summary  # noqa: E402
+from toolscript import models  # noqa: E402
+
+SYSTEM = "You suggest skills. Answer with JSON."
+PROMPT = "help me write a changelog entry"
+ONESHOT_API = (
+    "import sys; sys.path.insert(0, {root!r}); from toolscript import models; "
+    "print(models.complete({system!r}, {prompt!r}, backend='api', timeout=10).text)"
+)
+ONESHOT_URLLIB = (
+    "import json, os, urllib.request; "
+    "req = urllib.request.Request(os.environ['ANTHROPIC_BASE_URL'] + '/v1/messages', "
+    "data=json.dumps({{'model': 'claude-haiku-4-5', 'max_tokens': 400, 'system': {system!r}, "
+    "'messages': [{{'role': 'user', 'content': {prompt!r}}}]}}).encode(), "
+    "headers={{'x-api-key': os.environ['ANTHROPIC_API_KEY'], 'anthropic-version': '2023-06-01', "
+    "'content-type': 'application/json'}}); "
+    "print(json.loads(urllib.request.urlopen(req, timeout=10).read())['content'][0]['text'])"
+)
+ONESHOT_HTTPCLIENT = (
+    "import json, os, http.client; from urllib.parse import urlsplit; "
+    "u = urlsplit(os.environ['ANTHROPIC_BASE_URL']); c = http.client.HTTPConnection(u.hostname, u.port, timeout=10); "
+    "c.request('POST', '/v1/messages', body=json.dumps({{'model': 'claude-haiku-4-5', 'max_tokens': 400, "
+    "'system': {system!r}, 'messages': [{{'role': 'user', 'content': {prompt!r}}}]}}), "
+    "headers={{'x-api-key': os.environ['ANTHROPIC_API_KEY'], 'anthropic-version': '2023-06-01', "
+    "'content-type': 'application/json'}}); "
+    "print(json.loads(c.getresponse().read())['content'][0]['text'])"
+)
+IMPORT_ONLY = "import sys; sys.path.insert(0, {root!r}); from toolscript import models"
+
+
+def progress(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def timed(fn: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    fn()
+    return (time.perf_counter() - started) * 1000
+
+
+def run_python(code: str, env: Dict[str, str]) -> Callable[[], object]:
+    def go() -> object:
+        proc = subprocess.run([sys.executable, "-I", "-S", "-c", code], env=env, capture_output=True, text=True, timeout=60)
+        if proc.returncode != 0:
+            raise RuntimeError(f"one-shot failed: {proc.stderr.strip()[-500:]}")
+        return proc.stdout
+
+    return go
+
+
+def urllib_call(env: Dict[str, str]) -> Callable[[], object]:
+    import urllib.request
+
+    body = json.dumps(
+        {"model": "claude-haiku-4-5", "max_tokens": 400, "system": SYSTEM, "messages": [{"role": "user", "content": PROMPT}]}
+    ).encode()
+    headers = {"x-api-key": env["ANTHROPIC_API_KEY"], "anthropic-version": "2023-06-01", "content-type": "application/json"}
+
+    def go() -> object:
+        request = urllib.request.Request(env["ANTHROPIC_BASE_URL"] + "/v1/messages", data=body, headers=headers)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read())
+
+    return go
+
+
+def claude_setup(scratch: str) -> Dict[str, str]:
+    """A scratch HOME and a PATH whose ``claude`` is the test peers' real binary."""
+    import peers
+
+    home, bin_dir = os.path.join(scratch, "home"), os.path.join(scratch, "bin")
+    os.makedirs(home)
+    os.makedirs(bin_dir)
+    os.symlink(peers.claude_binary(), os.path.join(bin_dir, "claude"))
+    return {"HOME": home, "PATH": os.pathsep.join([bin_dir, "/usr/bin", "/bin"])}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--no-claude", action="store_true", help="skip the claude CLI variant")
+    args = parser.parse_args()
+
+    with FakeAnthropic(["{\"skills\": [], \"toolQueries\": []}"]) as api, tempfile.TemporaryDirectory() as scratch:
+        env = {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "bench-key", "PATH": os.environ.get("PATH", "")}
+        fmt = {"root": ROOT, "system": SYSTEM, "prompt": PROMPT}
+        variants: Dict[str, Callable[[], object]] = {
+            "api_in_process": lambda: models.complete(SYSTEM, PROMPT, backend="api", timeout=10, env=env),
+            "urllib_in_process": urllib_call(env),
+            "api_oneshot": run_python(ONESHOT_API.format(**fmt), env),
+            "urllib_oneshot": run_python(ONESHOT_URLLIB.format(**fmt), env),
+            "httpclient_oneshot": run_python(ONESHOT_HTTPCLIENT.format(**fmt), env),
+            "import_only": run_python(IMPORT_ONLY.format(**fmt), env),
+            "python_floor": run_python("pass", env),
+        }
+        claude_version = None
+        if not args.no_claude:
+            try:
+                cli_env = dict(claude_setup(scratch), ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="bench-key")
+            except Exception as exc:  # peers not installed: report without it
+                progress(f"no claude CLI: {exc}")
+            else:
+                claude_version = subprocess.run(
+                    ["claude", "--version"], env=cli_env, capture_output=True, text=True, timeout=60,
+                    cwd=scratch, executable=os.path.join(scratch, "bin", "claude"),
+                ).stdout.strip()
+                variants["claude_cli"] = lambda: models.complete(SYSTEM, PROMPT, backend="claude", timeout=60, env=cli_env)
+
+        for fn in variants.values():  # warm-up: page cache, the CLI's first start
+            fn()
+        samples: Dict[str, List[float]] = {name: [] for name in variants}
+        progress(f"{args.rounds} rounds of {', '.join(variants)}")
+        for _ in range(args.rounds):
+            for name, fn in variants.items():
+                samples[name].append(timed(fn))
+
+    figures = {name: summary(values) for name, values in samples.items()}
+
+    def ratio(a: str, b: str) -> object:
+        if a not in figures or b not in figures or not figures[b]["median_ms"]:
+            return None
+        return round(figures[a]["median_ms"] / figures[b]["median_ms"], 2)
+
+    print(
+        json.dumps(
+            {
+                "python": sys.version.split()[0],
+                "claude_version": claude_version,
+                "rounds": args.rounds,
+                "figures": figures,
+                "ratios": {
+                    "claude_cli / api_in_process": ratio("claude_cli", "api_in_process"),
+                    "claude_cli / api_oneshot": ratio("claude_cli", "api_oneshot"),
+                    "api_oneshot / python_floor": ratio("api_oneshot", "python_floor"),
+                    "httpclient_oneshot / urllib_oneshot": ratio("httpclient_oneshot", "urllib_oneshot"),
+                    "api_in_process / urllib_in_process": ratio("api_in_process", "urllib_in_process"),
+                },
+            },
+            indent=2,
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
