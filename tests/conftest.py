@@ -54,6 +54,9 @@ _CALLER_STATE_VARS = (
     "TOOLSCRIPT_CONFIG", "TOOLSCRIPT_GATEWAY_URL", "TOOLSCRIPT_GATEWAY_LOG", "TOOLSCRIPT_STATE_DIR",
     "TOOLSCRIPT_HOOKS_DISABLED", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "CLAUDE_CODE_SESSION_ID",
     "CLAUDE_CONFIG_DIR", "CLAUDE_ENV_FILE", "CLAUDE_PID", "CLAUDE_PLUGIN_ROOT", "CLAUDE_PROJECT_DIR",
+    # A developer's real model credentials must never reach a test (the suggestion hook would call the real API).
+    "TOOLSCRIPT_SUGGEST", "TOOLSCRIPT_SUGGEST_BACKEND", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_CUSTOM_HEADERS", "CLAUDE_CODE_OAUTH_TOKEN",
 )
 # The caller's real home, read before the tests get their own (a pyenv Python 3.9 lives there).
 # xdist workers inherit the main process's test HOME, so it is passed on in this variable.

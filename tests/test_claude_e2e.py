@@ -186,6 +186,8 @@ class Scene:
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "CLAUDE_CODE_MAX_RETRIES": "1",  # an API failure fails fast instead of retrying for minutes
             "TOOLSCRIPT_STATE_DIR": self.state_dir,
+            # The prompt hook's model call would be one more request to the fake; its own e2e is test_claude_suggest_e2e.py.
+            "TOOLSCRIPT_SUGGEST_BACKEND": "local",
             name: value,
         }
         for keep in ("LANG", "LC_ALL", "TMPDIR", "USER", "LOGNAME"):

@@ -17,11 +17,17 @@ a no-op.
 examples:
   echo '{"session_id": "s1", "cwd": "."}' | toolscript hook session-start
   echo '{"session_id": "s1"}' | toolscript hook session-end
+  echo '{"session_id": "s1", "prompt": "open a github issue"}' | toolscript hook user-prompt-submit
+
+user-prompt-submit adds the skills and MCP tools that fit the prompt (see
+'toolscript context --help'); TOOLSCRIPT_SUGGEST=0 or "suggestions":
+{"enabled": false} in the config turns just that one off.
 """
 
-EVENTS = {
-    "session-start": ("SessionStart", "session_start"),
-    "session-end": ("SessionEnd", "session_end"),
+EVENTS = {  # name: (Claude Code's event name, module, function)
+    "session-start": ("SessionStart", "toolscript.session", "session_start"),
+    "session-end": ("SessionEnd", "toolscript.session", "session_end"),
+    "user-prompt-submit": ("UserPromptSubmit", "toolscript.suggest", "prompt_hook"),
 }
 
 
@@ -33,10 +39,17 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolscript import hookio, session
+    import importlib
+
+    from toolscript import hookio
 
     if args.event not in EVENTS:
         hookio.logger().warning("unknown hook event %r ignored (known: %s)", args.event, ", ".join(sorted(EVENTS)))
         return 0
-    event_name, function = EVENTS[args.event]
-    return hookio.run(event_name, getattr(session, function))
+    event_name, module, function = EVENTS[args.event]
+
+    def handler(event: hookio.Event):
+        # Imported inside the hook's guard: even an import failure must end as exit 0 and a log line.
+        return getattr(importlib.import_module(module), function)(event)
+
+    return hookio.run(event_name, handler)
