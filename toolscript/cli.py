@@ -42,6 +42,7 @@ COMMANDS = {
     "config": ("toolscript.commands.config", "show or validate the merged configuration"),
     "doctor": ("toolscript.commands.doctor", "check the installation, config, servers and gateway"),
     "hook": ("toolscript.commands.hook", "run a Claude Code hook (used by the plugin)"),
+    "skills": ("toolscript.commands.skills", "the Claude Code skills a session here would see"),
 }
 
 EPILOG = """\
