@@ -23,7 +23,9 @@ directory marketplace, the request body a fake Messages API received, and
 * Same name for a user and a project skill: the USER one is listed (not project > user).
   Plugin skills are ``<plugin>:<dir>`` and cannot clash with those.
 * Plugins: every id in ``<config dir>/plugins/installed_plugins.json`` (v1: one object per
-  id; v2: a list of per-scope entries) that is enabled.  An installed plugin that no
+  id; v2: a list of per-scope entries) that is enabled and has an install entry for this
+  project: user scope, or project/local scope whose ``projectPath`` is the project or
+  contains it (the most specific one is read).  An installed plugin that no
   ``enabledPlugins`` mentions is DISABLED (``plugin list`` says ``enabled: false`` and its
   skills are not listed); ``false`` disables it too.  Layers, later wins: user
   ``<config dir>/settings.json``, project ``<project>/.claude/settings.json`` (the project
@@ -36,6 +38,10 @@ directory marketplace, the request body a fake Messages API received, and
 * A plugin from a ``directory`` marketplace is read from that folder, not from the
   ``installPath`` copy (``plugin list`` shows it as ``readFromFolder``; an edited
   description in the folder was the one listed).
+* Not copied: the binary does not load a plugin whose marketplace it does not know
+  (``known_marketplaces.json``), nor one from a ``directory`` marketplace whose folder is
+  gone; ``discover()`` lists both from their ``installPath`` (a normal install never
+  leaves either state behind, and test fixtures need not write marketplace files).
 * Skills nested below the project (listed with a path prefix, ``apps/web:deploy``) and the
   binary's built-in skills are not discovered here.
 
@@ -819,7 +825,7 @@ def enabled_plugins(config_dir: str, project: str, git_root: Optional[str], warn
 
 
 def _applies_to(entry: Dict[str, Any], project: str) -> bool:
-    """A user-scope install applies everywhere; a project/local one inside its project."""
+    """Whether an install entry is this project's own (user scope: every project's)."""
     scope = entry.get("scope") or "user"
     if scope == "user":
         return True
@@ -831,6 +837,20 @@ def _applies_to(entry: Dict[str, Any], project: str) -> bool:
 
 
 _SCOPE_RANK = {"local": 0, "project": 1, "user": 2}
+
+
+def _install_path(entries: List[Dict[str, Any]], project: str) -> Optional[str]:
+    """The installPath to read: this project's local, then project, then the user install; None when none applies.
+
+    Claude Code 2.1.330, given a plugin enabled in user settings whose only install entry
+    was a project-scope one for ANOTHER project, did not load it ("not cached") in that
+    session; it added a user-scope entry to installed_plugins.json, which later sessions
+    (and ``discover()``) then use.
+    """
+    usable = [entry for entry in entries if isinstance(entry.get("installPath"), str) and entry["installPath"] and _applies_to(entry, project)]
+    if not usable:
+        return None
+    return str(min(usable, key=lambda entry: _SCOPE_RANK.get(str(entry.get("scope") or "user"), 3))["installPath"])
 
 
 def _enabled_plugin_roots(config_dir: str, project: str, git_root: Optional[str], warn: Callable[[str], None]) -> List[Tuple[str, str]]:
@@ -850,11 +870,10 @@ def _enabled_plugin_roots(config_dir: str, project: str, git_root: Optional[str]
     for plugin_id in sorted(installed):
         if enabled.get(plugin_id) is not True:
             continue  # installed but in no enabledPlugins (or false): disabled, as `claude plugin list` says
-        here = [entry for entry in installed[plugin_id] if _applies_to(entry, project) and isinstance(entry.get("installPath"), str)]
-        if not here:
+        install_path = _install_path(installed[plugin_id], project)
+        if install_path is None:
             continue
-        entry = min(here, key=lambda item: _SCOPE_RANK.get(str(item.get("scope") or "user"), 3))
-        root = _folder_of(plugin_id, config_dir, markets, warn) or entry["installPath"]
+        root = _folder_of(plugin_id, config_dir, markets, warn) or install_path
         roots.append((root, _plugin_name(root, plugin_id)))
     return roots
 
@@ -868,7 +887,9 @@ def _folder_of(plugin_id: str, config_dir: str, markets: Dict[str, Any], warn: C
         markets["known"] = _read_json(os.path.join(config_dir, "plugins", "known_marketplaces.json"), warn)
     known = markets["known"]
     record = known.get(market) if isinstance(known, dict) else None
-    source = record.get("source") if isinstance(record, dict) else None
+    if not isinstance(record, dict):
+        return None
+    source = record.get("source")
     if not isinstance(source, dict) or source.get("source") != "directory":
         return None
     base = record.get("installLocation") or source.get("path")
