@@ -548,6 +548,21 @@ def test_bad_json_files_warn_and_do_not_stop_discovery(tree):
     assert names(found) == ["good"] and any("unexpected format" in w for w in warnings), warnings
 
 
+@pytest.mark.timeout(60)
+def test_fifo_settings_and_manifests_do_not_block(tree):
+    tree.plugin("p@m")
+    tree.settings("user", {"p@m": True})
+    manifest = os.path.join(tree.config, "plugins", "cache", "m", "p", "1.0.0", ".claude-plugin", "plugin.json")
+    os.unlink(manifest)
+    os.mkfifo(manifest)  # the plugin name falls back to the id
+    local = os.path.join(tree.project, ".claude", "settings.local.json")
+    os.makedirs(os.path.dirname(local))
+    os.mkfifo(local)
+    found, warnings = run_discover(tree)
+    assert names(found) == ["p:s"]
+    assert warnings == [f"{local}: cannot read it: not a regular file; ignored"]
+
+
 def test_missing_directories_are_fine_and_silent(tmp_path):
     warnings: List[str] = []
     assert discover(str(tmp_path / "no" / "such" / "dir"), {"HOME": str(tmp_path / "nohome")}, warnings) == []

@@ -53,6 +53,7 @@ block), and the parser's nesting is capped, so a hostile tree cannot hang the ho
 
 import json
 import os
+import stat
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 MAX_SKILL_BYTES = 64 * 1024  # of one SKILL.md: the frontmatter and the first body lines live here
@@ -702,28 +703,39 @@ def _scan(directory: str, source: str, prefix: str, warn: Callable[[str], None])
     return skills
 
 
+def _read_regular(path: str, limit: int) -> bytes:
+    """At most ``limit + 1`` bytes of the regular file at ``path`` (one more than allowed tells it was cut).
+
+    Raises ``FileNotFoundError``/``NotADirectoryError`` when there is no such file
+    and ``OSError`` otherwise; a FIFO, device or directory is refused without
+    blocking (opened with O_NONBLOCK, checked with fstat).
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(0, "not a regular file")
+        chunks = []
+        remaining = limit + 1
+        while remaining > 0:
+            chunk = os.read(fd, remaining)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _read_skill(path: str, name: str, source: str, warn: Callable[[str], None]) -> Optional[Skill]:
     """The skill in the SKILL.md at ``path``; None when there is none or the model cannot invoke it."""
     try:
-        # O_NONBLOCK: a FIFO named SKILL.md must not block the open; it is refused below.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        raw = _read_regular(path, MAX_SKILL_BYTES)
     except (FileNotFoundError, NotADirectoryError):
         return None  # a directory without a SKILL.md (or not a directory at all) is no skill
     except OSError as exc:
         warn(f"{path}: cannot read it: {exc.strerror or exc}; skipped")
         return None
-    try:
-        import stat
-
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            warn(f"{path}: not a regular file; skipped")
-            return None
-        raw = os.read(fd, MAX_SKILL_BYTES + 1)
-    except OSError as exc:
-        warn(f"{path}: cannot read it: {exc.strerror or exc}; skipped")
-        return None
-    finally:
-        os.close(fd)
     truncated = len(raw) > MAX_SKILL_BYTES
     raw = raw[:MAX_SKILL_BYTES]
     try:
@@ -785,15 +797,20 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_DESCRIPTION else text[: MAX_DESCRIPTION - 1].rstrip() + "\u2026"
 
 
+MAX_JSON_BYTES = 16 * 1024 * 1024  # of a settings or plugins file
+
+
 def _read_json(path: str, warn: Callable[[str], None]) -> Any:
     """The JSON document at ``path``; None when it is missing, or (with a warning) unreadable or invalid."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read(16 * 1024 * 1024)
+        raw = _read_regular(path, MAX_JSON_BYTES)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
-        warn(f"{path}: cannot read it: {exc.strerror or exc}")
+        warn(f"{path}: cannot read it: {exc.strerror or exc}; ignored")
+        return None
+    if len(raw) > MAX_JSON_BYTES:
+        warn(f"{path}: larger than {MAX_JSON_BYTES // (1024 * 1024)} MiB; ignored")
         return None
     try:
         return json.loads(raw.decode("utf-8-sig"))
@@ -916,8 +933,7 @@ def _plugin_name(root: str, plugin_id: str) -> str:
     """``.claude-plugin/plugin.json``'s ``name`` (what Claude Code prefixes skills with), else the id before ``@``."""
     manifest = os.path.join(root, ".claude-plugin", "plugin.json")
     try:
-        with open(manifest, "rb") as f:
-            name = json.loads(f.read(1024 * 1024).decode("utf-8-sig")).get("name")
+        name = json.loads(_read_regular(manifest, 1024 * 1024).decode("utf-8-sig")).get("name")
         if isinstance(name, str) and name.strip():
             return name.strip()
     except (OSError, ValueError, AttributeError, RecursionError):
