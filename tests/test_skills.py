@@ -152,6 +152,7 @@ def test_no_frontmatter_is_an_empty_dict():
         ("a: 'x' trailing\n", 2, "after the closing quote"),
         ("a: [[nested]]\n", 2, "nested flow collections"),
         ("a: [x,, y]\n", 2, "empty entry"),
+        ("a: {k: 1, k: 2}\n", 2, "duplicate key 'k'"),
         ("- a list\n- at the top\n", 2, "must be 'key: value' lines"),
         ("just some text\n", 2, "must be 'key: value' lines"),
         ("a: 1\nb:\n  - x\n  y: 2\n", 5, "unexpected indentation"),
@@ -188,6 +189,15 @@ def test_hostile_sizes_are_parsed_or_refused_without_hanging():
         fm('a: "' + "z" * 1_000_000 + "\nb: c\n")
     with pytest.raises(FrontmatterError, match="never closed"):
         fm("a: [" + "x,\n" * 10_000)
+
+
+@pytest.mark.timeout(60)
+def test_long_flow_collections_are_parsed_in_linear_time():
+    # Growing a string one character at a time (or slicing the line per quoted entry)
+    # made these take minutes; the hard limit above is the assertion.
+    assert fm("a: [" + "x" * 4_000_000 + "]\n") == {"a": ["x" * 4_000_000]}
+    assert fm("a: {k: " + "y" * 4_000_000 + "}\n") == {"a": {"k": "y" * 4_000_000}}
+    assert fm("a: [" + '"q", ' * 400_000 + "]\n") == {"a": ["q"] * 400_000}
 
 
 @pytest.mark.timeout(60)

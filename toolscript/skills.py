@@ -324,7 +324,7 @@ class _Parser:
         current = index
         while True:
             try:
-                end, escaped_break = _quoted_part(line, quote, out)
+                end, escaped_break = _quoted_part(line, 0, quote, out)
             except ValueError as exc:
                 raise self.error(current, str(exc)) from None
             if end is not None:
@@ -398,7 +398,8 @@ class _Parser:
     def flow(self, index: int, rest: str, depth: int) -> Any:
         """A one-level flow sequence ``[a, b]`` or mapping ``{a: b}``, possibly over several lines.
 
-        Quoted entries must close on the line they open on.
+        Quoted entries must close on the line they open on.  Linear in the input:
+        plain text is collected in a list of pieces, not by growing a string.
         """
         opener = rest[0]
         closer = "]" if opener == "[" else "}"
@@ -408,72 +409,87 @@ class _Parser:
         current = index
         text = rest[1:]
         key: Optional[str] = None  # a mapping entry's key, once its ':' is read
-        plain = ""
-        quoted: Optional[str] = None
+        plain: List[str] = []  # the pieces of the entry's plain text
+        quoted: Optional[str] = None  # the entry's quoted value, once read
+
+        def has_text() -> bool:
+            return any(piece.strip(" \t") for piece in plain)
 
         def finish(final: bool) -> None:
             nonlocal key, plain, quoted
-            empty = quoted is None and not plain.strip() and key is None
-            if empty and not final:
-                raise self.error(current, f"an empty entry in a flow {kind} (two commas in a row?)")
-            if not empty:
-                value = quoted if quoted is not None else _resolve(plain.strip())
+            words = "".join(plain).strip(" \t")
+            if quoted is None and not words and key is None:
+                if not final:
+                    raise self.error(current, f"an empty entry in a flow {kind} (two commas in a row?)")
+            else:
+                value = quoted if quoted is not None else _resolve(words)
                 if opener == "[":
                     items.append(value)
                 elif key is None:
-                    raise self.error(current, f"a flow mapping entry must be 'key: value', found {_show(plain.strip() or str(quoted))}")
+                    raise self.error(current, f"a flow mapping entry must be 'key: value', found {_show(words or str(quoted))}")
+                elif key in pairs:
+                    raise self.error(current, f"duplicate key {key!r}")
                 else:
                     pairs[key] = value
-            key, plain, quoted = None, "", None
+            key, plain, quoted = None, [], None
 
         while True:
             i = 0
-            while i < len(text):
+            n = len(text)
+            while i < n:
                 ch = text[i]
-                if ch in "\"'" and not plain.strip() and quoted is None:
+                if ch in "\"'" and quoted is None and not has_text():
                     out: List[str] = []
                     try:
-                        end, _ = _quoted_part(text[i + 1 :], ch, out)
+                        end, _ = _quoted_part(text, i + 1, ch, out)
                     except ValueError as exc:
                         raise self.error(current, str(exc)) from None
                     if end is None:
                         raise self.error(current, f"a quoted entry of a flow {kind} must close on its own line")
                     quoted = "".join(out)
-                    i += 1 + end
+                    plain = []
+                    i = end
                     continue
                 if ch in "[{":
                     raise self.error(current, f"nested flow collections ({opener}...{ch}...) are not supported; use a block list or mapping")
                 if ch == "#" and (i == 0 or text[i - 1] in " \t"):
                     break
                 if ch == ":" and opener == "{" and key is None and text[i + 1 : i + 2] in ("", " ", "\t", ",", "}"):
-                    key = quoted if quoted is not None else plain.strip()
-                    plain, quoted = "", None
+                    key = quoted if quoted is not None else "".join(plain).strip(" \t")
+                    plain, quoted = [], None
                 elif ch in (",", closer):
                     finish(final=ch == closer)
                     if ch == closer:
                         self.pos = current + 1
                         self.expect_end(current, text[i + 1 :])
                         return items if opener == "[" else pairs
-                elif quoted is not None and ch not in " \t":
-                    raise self.error(current, f"unexpected text after the closing quote: {_show(text[i:])}")
+                elif quoted is not None:
+                    if ch not in " \t":
+                        raise self.error(current, f"unexpected text after the closing quote: {_show(text[i:])}")
                 else:
-                    plain += ch
+                    # A run of ordinary characters in one slice.
+                    end = i + 1
+                    while end < n and text[end] not in "\"'[{#:,]}":
+                        end += 1
+                    plain.append(text[i:end])
+                    i = end
+                    continue
                 i += 1
             current += 1
             if current >= len(self.lines):
                 raise self.error(index, f"a flow {kind} opened here with {opener!r} is never closed with {closer!r}")
-            plain += " "
+            plain.append(" ")
             text = self.lines[current].strip(" \t")
 
 
-def _quoted_part(line: str, quote: str, out: List[str]) -> Tuple[Optional[int], bool]:
-    """Append the quoted text of ``line`` (after an opening ``quote``) to ``out``.
+def _quoted_part(line: str, start: int, quote: str, out: List[str]) -> Tuple[Optional[int], bool]:
+    """Append the quoted text of ``line`` from ``start`` (just after an opening ``quote``) to ``out``.
 
     Returns (the index just past the closing quote, or None when the line ends
     first; True when it ended with an escaped line break).  Raises ValueError
     for a bad escape.
     """
-    i = 0
+    i = start
     n = len(line)
     while i < n:
         ch = line[i]
