@@ -58,7 +58,7 @@ from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tup
 
 MAX_SKILL_BYTES = 64 * 1024  # of one SKILL.md: the frontmatter and the first body lines live here
 MAX_SKILL_DIRS = 1000  # entries looked at in one skills directory
-MAX_DESCRIPTION = 1024  # characters kept of a description (Claude Code's own limit for the field)
+MAX_DESCRIPTION = 1024  # characters kept of a description (the Agent Skills format's limit for the field)
 MAX_DEPTH = 32  # nesting levels the frontmatter parser accepts
 
 
@@ -105,7 +105,7 @@ def split_frontmatter(text: str) -> Tuple[Optional[List[str]], str]:
         text = text[1:]
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    first, newline, rest = text.partition("\n")
+    first, _, rest = text.partition("\n")
     if first.rstrip() != "---":
         return None, text
     lines = rest.split("\n")
@@ -118,8 +118,10 @@ def split_frontmatter(text: str) -> Tuple[Optional[List[str]], str]:
 def parse_frontmatter(text: str) -> Dict[str, Any]:
     """The frontmatter of a SKILL.md as a dict (``{}`` when there is none); raises ``FrontmatterError``."""
     lines, _ = split_frontmatter(text)
-    if lines is None:
-        return {}
+    return {} if lines is None else _parse_lines(lines)
+
+
+def _parse_lines(lines: List[str]) -> Dict[str, Any]:
     value = _Parser(lines).document()
     if value is None:
         return {}
@@ -761,14 +763,15 @@ def _read_skill(path: str, name: str, source: str, warn: Callable[[str], None]) 
             warn(f"{path}: not valid UTF-8 (byte {exc.start}); skipped")
             return None
         text = raw[: exc.start].decode("utf-8")  # the cut fell inside a character
+    body = ""  # stays empty when the frontmatter is never closed
     try:
         lines, body = split_frontmatter(text)
-        meta = parse_frontmatter(text) if lines is not None else {}
+        meta = _parse_lines(lines) if lines is not None else {}
     except FrontmatterError as exc:
         limit = f" (only the first {MAX_SKILL_BYTES // 1024} KiB are read)" if truncated else ""
         # Claude Code still lists such a skill, described by its first body line; so do we.
         warn(f"{path}: {exc}{limit}; listed without its frontmatter")
-        meta, body = {}, _after_frontmatter(text)
+        meta = {}
     invocation = meta.get("disable-model-invocation")
     if invocation is True or (isinstance(invocation, str) and invocation.strip().lower() == "true"):
         return None
@@ -776,17 +779,6 @@ def _read_skill(path: str, name: str, source: str, warn: Callable[[str], None]) 
     if not description:
         description = _first_line(body)
     return Skill(name, _clip(description), source, os.path.abspath(path))
-
-
-def _after_frontmatter(text: str) -> str:
-    """The body of a file whose frontmatter did not parse: after the closing ``---`` when there is one."""
-    lines = text.lstrip("\ufeff").replace("\r\n", "\n").split("\n")
-    if lines and lines[0].rstrip() == "---":
-        for index in range(1, len(lines)):
-            if lines[index].rstrip() == "---":
-                return "\n".join(lines[index + 1 :])
-        return ""
-    return "\n".join(lines)
 
 
 def _text_of(value: Any) -> str:
