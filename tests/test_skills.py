@@ -509,6 +509,22 @@ def test_the_install_entry_of_this_project_is_read_first(tree):
     assert names(run_discover(tree, cwd=other)[0]) == ["p:from-user", "q:only-elsewhere"]
 
 
+def test_the_hooks_own_plugin_counts_even_when_not_installed(tree):
+    # A hook's environment names the plugin it runs from; with --plugin-dir it is in no
+    # installed_plugins.json, yet the session lists its skills.
+    dev = os.path.join(tree.root, "dev-plugin")
+    add_skill(os.path.join(dev, "skills"), "helper", "from --plugin-dir")
+    assert names(run_discover(tree, CLAUDE_PLUGIN_ROOT=dev)[0]) == ["dev-plugin:helper"]
+    write_json(os.path.join(dev, ".claude-plugin", "plugin.json"), {"name": "devtools"})
+    assert names(run_discover(tree, CLAUDE_PLUGIN_ROOT=dev)[0]) == ["devtools:helper"]
+    # Installed and enabled as well: listed once.
+    install = tree.plugin("devtools@m", ["helper"])
+    tree.settings("user", {"devtools@m": True})
+    found = run_discover(tree, CLAUDE_PLUGIN_ROOT=install)[0]
+    assert [(s.name, s.path.startswith(install)) for s in found] == [("devtools:helper", True)]
+    assert names(run_discover(tree, CLAUDE_PLUGIN_ROOT=os.path.join(tree.root, "missing"))[0]) == ["devtools:helper"]
+
+
 def test_directory_marketplace_plugins_are_read_from_their_folder(tree):
     install = tree.plugin("live@dev")
     market = os.path.join(tree.root, "market")

@@ -42,6 +42,9 @@ directory marketplace, the request body a fake Messages API received, and
   (``known_marketplaces.json``), nor one from a ``directory`` marketplace whose folder is
   gone; ``discover()`` lists both from their ``installPath`` (a normal install never
   leaves either state behind, and test fixtures need not write marketplace files).
+* A hook's own plugin (``$CLAUDE_PLUGIN_ROOT``) is loaded in its session, installed or
+  given with ``--plugin-dir`` (whose skills are listed as ``<plugin>:<skill>`` too), so its
+  skills are included.
 * Skills nested below the project (listed with a path prefix, ``apps/web:deploy``) and the
   binary's built-in skills are not discovered here.
 
@@ -640,7 +643,8 @@ def discover(cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
     """Every skill Claude Code would list to the model in a session started in ``cwd``, sorted by name.
 
     The project is ``$CLAUDE_PROJECT_DIR`` when set, else ``cwd`` (default: the
-    current directory).  A name listed twice keeps the first of: user skills,
+    current directory).  ``$CLAUDE_PLUGIN_ROOT`` (set for a plugin's hooks) adds
+    that plugin's skills: the session has it loaded, even with ``--plugin-dir``.  A name listed twice keeps the first of: user skills,
     project skills (nearest directory first), plugin skills.  Never raises for
     bad files: each unreadable or malformed one adds a line to ``warnings``
     naming its path (and is logged at info level); missing directories are fine.
@@ -668,7 +672,13 @@ def discover(cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
         scanned.add(key)
         for skill in _scan(directory, source, "", warn):
             chosen.setdefault(skill.name, skill)
-    for root, plugin_name in _enabled_plugin_roots(config_dir, project, git_root, warn):
+    plugin_roots = _enabled_plugin_roots(config_dir, project, git_root, warn)
+    own = env.get("CLAUDE_PLUGIN_ROOT")
+    if own and os.path.isdir(own) and _real(own) not in {_real(root) for root, _ in plugin_roots}:
+        # A hook runs from a plugin the session has loaded, installed or not (--plugin-dir):
+        # its skills are listed too.  Without a manifest, --plugin-dir names it by its directory.
+        plugin_roots.append((own, _plugin_name(own, os.path.basename(os.path.normpath(own)))))
+    for root, plugin_name in plugin_roots:
         for skill in _scan(os.path.join(root, "skills"), "plugin", plugin_name + ":", warn):
             chosen.setdefault(skill.name, skill)
     return sorted(chosen.values(), key=lambda skill: skill.name)
