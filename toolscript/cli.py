@@ -43,6 +43,7 @@ COMMANDS = {
     "doctor": ("toolscript.commands.doctor", "check the installation, config, servers and gateway"),
     "context": ("toolscript.commands.context", "suggest skills and MCP tools for a prompt (what the prompt hook injects)"),
     "hook": ("toolscript.commands.hook", "run a Claude Code hook (used by the plugin)"),
+    "skills": ("toolscript.commands.skills", "the Claude Code skills a session here would see"),
 }
 
 EPILOG = """\

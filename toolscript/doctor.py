@@ -39,6 +39,7 @@ from toolscript.gateway.state import DEFAULT_SESSION
 from toolscript.output import format_table
 from toolscript.paths import state_dir_path
 from toolscript.servers import HIDDEN_BY_CONFIG, describe_count
+from toolscript.skills import claude_config_dir, plugin_entries  # shared with skill discovery
 
 logger = log.get("doctor")
 
@@ -381,30 +382,6 @@ def check_claude(env: Mapping[str, str], timeout: float = CLAUDE_TIMEOUT) -> Che
 
 
 # -- 6. plugin ---------------------------------------------------------------------------------
-
-
-def claude_config_dir(env: Mapping[str, str]) -> str:
-    """``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
-    explicit = env.get("CLAUDE_CONFIG_DIR")
-    if explicit:
-        return os.path.expanduser(explicit)
-    home = env.get("HOME") or os.path.expanduser("~")
-    return os.path.join(home, ".claude")
-
-
-def plugin_entries(document: Any) -> Dict[str, List[Dict[str, Any]]]:
-    """``{plugin id: [install entries]}`` from installed_plugins.json, v1 or v2.
-
-    v1 maps each id to one object, v2 to a list of them (one per scope);
-    fields are read by key.  Raises ``ValueError`` for an unexpected shape.
-    """
-    if not isinstance(document, dict) or not isinstance(document.get("plugins"), dict):
-        raise ValueError('expected an object with a "plugins" object')
-    found: Dict[str, List[Dict[str, Any]]] = {}
-    for plugin_id, value in document["plugins"].items():
-        entries = value if isinstance(value, list) else [value]
-        found[plugin_id] = [entry for entry in entries if isinstance(entry, dict)]
-    return found
 
 
 def _marketplace_hint() -> Tuple[str, str]:
