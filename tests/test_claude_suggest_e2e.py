@@ -61,7 +61,7 @@ def test_the_prompt_hooks_suggestion_reaches_the_model(tmp_path, backend):
     assert main, explain
     body = json.dumps(main[0]["body"])
     assert 'Skill(\\"pptx\\")' in body, explain
-    assert "builtin__time_now" in body and "toolscript get-types" in body, explain
+    assert "builtin__time.now" in body and "toolscript get-types" in body, explain
     hook_calls = [r for r in api.message_requests() if r["body"].get("stream") is not True]
     if backend == "local":
         assert hook_calls == [], explain  # the local ranker asks no model

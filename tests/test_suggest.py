@@ -192,7 +192,7 @@ def test_the_api_backend_answers_and_its_tool_queries_are_searched(scene):
         result = suggest.suggest("prepare the release for me", backend="api", gateway_url=url, env=api_env(api))
         sent = model_requests(api)
     assert result.backend == "api" and [s.name for s in result.skills] == ["changelog"]
-    assert result.tools and result.tools[0]["id"] == "builtin__time_now"
+    assert result.tools and result.tools[0]["id"] == "builtin__time.now"
     assert len(sent) == 1
     body = sent[0]["body"]
     assert body["system"] == suggest.SYSTEM_PROMPT or suggest.SYSTEM_PROMPT in json.dumps(body["system"])
@@ -246,7 +246,7 @@ def test_one_failing_search_loses_only_its_own_hits(scene):
     with running_gateway([], scene / "work") as (_, url):
         errors = []
         hits = suggest.search_gateway(url, ["current time", "x" * 20000], timeout=5, max_tools=5, errors=errors)
-        assert hits and hits[0]["id"] == "builtin__time_now"
+        assert hits and hits[0]["id"] == "builtin__time.now"
         dead = suggest.search_gateway("http://127.0.0.1:9/t/secret-token", ["current time"], timeout=2, max_tools=5, errors=errors)
     assert dead == [] and len(errors) >= 1 and not any("secret-token" in e for e in errors)
 
@@ -316,4 +316,4 @@ def test_the_hook_uses_the_sessions_gateway(scene, run_cli):
         event = json.dumps({"session_id": "s-gw", "cwd": str(scene / "work"), "prompt": "what time is it now in utc, use the clock tool"})
         proc = run_cli("hook", "user-prompt-submit", env=env, input=event)
     context = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert "builtin__time_now" in context and "toolscript get-types" in context
+    assert "builtin__time.now" in context and "toolscript get-types" in context

@@ -41,9 +41,9 @@ COMMANDS = {
     "servers": ("toolscript.commands.servers", "check that configured MCP servers connect"),
     "config": ("toolscript.commands.config", "show or validate the merged configuration"),
     "doctor": ("toolscript.commands.doctor", "check the installation, config, servers and gateway"),
-    "context": ("toolscript.commands.context", "suggest skills and MCP tools for a prompt (what the prompt hook injects)"),
-    "hook": ("toolscript.commands.hook", "run a Claude Code hook (used by the plugin)"),
     "skills": ("toolscript.commands.skills", "the Claude Code skills a session here would see"),
+    "context": ("toolscript.commands.context", "skills and MCP tools that fit a prompt (the prompt hook)"),
+    "hook": ("toolscript.commands.hook", "run a Claude Code hook (used by the plugin)"),
 }
 
 EPILOG = """\

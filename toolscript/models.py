@@ -31,6 +31,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
+from toolscript import paths
 from toolscript.errors import UserError
 
 BACKENDS = ("auto", "api", "claude", "local")
@@ -168,12 +169,7 @@ def claude_looks_logged_in(env: Mapping[str, str]) -> bool:
     return isinstance(config, dict) and bool(config.get("primaryApiKey"))
 
 
-def claude_config_dir(env: Mapping[str, str]) -> str:
-    """``$CLAUDE_CONFIG_DIR``, else ``~/.claude`` (as toolscript.doctor reads it)."""
-    explicit = env.get("CLAUDE_CONFIG_DIR")
-    if explicit:
-        return os.path.expanduser(explicit)
-    return os.path.join(env.get("HOME") or os.path.expanduser("~"), ".claude")
+claude_config_dir = paths.claude_config_dir
 
 
 def _read_json(path: str, must_contain: bytes = b"") -> Any:

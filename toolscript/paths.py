@@ -118,3 +118,11 @@ def toolscript_command() -> Tuple[List[str], Dict[str, str]]:
         return [sys.executable, "-I", "-S", parent], {}
     pythonpath = os.pathsep.join(p for p in (parent, os.environ.get("PYTHONPATH", "")) if p)
     return [sys.executable, "-S", "-m", "toolscript"], {"PYTHONPATH": pythonpath}
+
+
+def claude_config_dir(env: Mapping[str, str]) -> str:
+    """Claude Code's config directory: ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
+    explicit = env.get("CLAUDE_CONFIG_DIR")
+    if explicit:
+        return os.path.expanduser(explicit)
+    return os.path.join(env.get("HOME") or os.path.expanduser("~"), ".claude")

@@ -59,6 +59,8 @@ import os
 import stat
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
+from toolscript import paths
+
 MAX_SKILL_BYTES = 64 * 1024  # of one SKILL.md: the frontmatter and the first body lines live here
 MAX_SKILL_DIRS = 1000  # entries looked at in one skills directory
 MAX_DESCRIPTION = 1024  # characters kept of a description (the Agent Skills format's limit for the field)
@@ -615,13 +617,7 @@ def _show(text: str, limit: int = 40) -> str:
 # -- discovery -------------------------------------------------------------------------------
 
 
-def claude_config_dir(env: Mapping[str, str]) -> str:
-    """``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
-    explicit = env.get("CLAUDE_CONFIG_DIR")
-    if explicit:
-        return os.path.expanduser(explicit)
-    home = env.get("HOME") or os.path.expanduser("~")
-    return os.path.join(home, ".claude")
+claude_config_dir = paths.claude_config_dir  # doctor reads it from here too
 
 
 def plugin_entries(document: Any) -> Dict[str, List[Dict[str, Any]]]:

@@ -150,10 +150,10 @@ def parse_reply(text: str, known: Sequence[str]) -> Dict[str, List[str]]:
             break
     if reply is None:
         raise ValueError(f"the reply holds no JSON object with skills or toolQueries: {(text or '')[:120]!r}")
-    by_name = {name.lower(): name for name in known}
+    by_name = {known_name.lower(): known_name for known_name in known}
     by_short: Dict[str, List[str]] = {}
-    for name in known:
-        by_short.setdefault(name.rsplit(":", 1)[-1].lower(), []).append(name)
+    for known_name in known:
+        by_short.setdefault(known_name.rsplit(":", 1)[-1].lower(), []).append(known_name)
     skills: List[str] = []
     raw_skills = reply.get("skills")
     for item in raw_skills if isinstance(raw_skills, list) else []:

@@ -9,7 +9,7 @@ from toolscript.output import print_json
 
 logger = log.get("context")
 
-SUMMARY = "suggest skills and MCP tools for a prompt (what the prompt hook injects)"
+SUMMARY = "skills and MCP tools that fit a prompt (the prompt hook)"
 DESCRIPTION = """\
 claude-usage-suggestion: pick the skills (from ~/.claude/skills, the project's
 .claude/skills and installed plugins) and the gateway's MCP tools that fit a
