@@ -192,10 +192,50 @@ def fresh_process_first_call(skills: Sequence[SkillLike], runs: int = 10) -> Dic
     return summary(samples)
 
 
+def model_rows(prompts: List[Dict[str, Any]]) -> Dict[str, AnswerFn]:
+    """The api backend's whole path (HTTP to the fake Messages API, reply parsing, skill validation) as answer_fns.
+
+    There is no model here, so these rows measure the pipeline, not a model:
+    ``api_fake_oracle``: the fake replies with the labels, fenced in chatty
+    prose (what parsing and validation lose: should equal the oracle row);
+    ``api_fake_hallucinating``: the labels plus two made-up skills and a
+    blank query (what validation must drop); ``api_fake_failing``: HTTP 529
+    every time, so the local ranker answers (should equal the local row).
+    """
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from fake_anthropic import FakeAnthropic
+
+    labels = {entry["prompt"]: entry for entry in prompts}
+
+    def through_api(reply_for):
+        def answer(prompt: str, skills: Sequence[Any]) -> Dict[str, List[str]]:
+            with FakeAnthropic([reply_for(labels[prompt])], sequential=True) as api:
+                env = {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "eval", "PATH": os.environ.get("PATH", "")}
+                found = list(skills)
+                got = suggest._ask_model(prompt, found, "api", None, 5.0, env, [])
+            return got if got is not None else suggest_local.suggest(prompt, skills)
+        return answer
+
+    def oracle(entry):
+        body = json.dumps({"skills": entry["skills"], "toolQueries": entry["tools"]})
+        return {"text": f"Here is my pick:\n```json\n{body}\n```\nHope that helps."}
+
+    def hallucinating(entry):
+        return {"text": json.dumps({"skills": entry["skills"] + ["made-up-skill", "plugin:nope"], "toolQueries": entry["tools"] + [" "]})}
+
+    def failing(entry):
+        return {"status": 529, "error_type": "overloaded_error", "error_message": "overloaded"}
+
+    return {"api_fake_oracle": through_api(oracle), "api_fake_hallucinating": through_api(hallucinating),
+            "api_fake_failing": through_api(failing)}
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", choices=("dev", "heldout", "both"), default="both")
     parser.add_argument("--misses", action="store_true", help="also list the prompts the local backend got wrong")
+    parser.add_argument("--no-model-rows", dest="model_rows", action="store_false",
+                        help="skip the rows that run the api backend against the fake Messages API")
     args = parser.parse_args(argv)
     skills, prompts = load_skills(), load_prompts()
     splits = ("dev", "heldout") if args.split == "both" else (args.split,)
@@ -217,6 +257,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     report["local_first_call_ms_100_skills"] = summary(builds)
     report["local_fresh_process_first_call_ms_100_skills"] = fresh_process_first_call(hundred)
     rows = {"local": suggest_local.suggest, "oracle": oracle_answer_fn(prompts)}
+    if args.model_rows:
+        rows.update(model_rows(prompts))
     for name, answer_fn in rows.items():
         report[name] = {}
         for split in splits:

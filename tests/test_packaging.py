@@ -112,7 +112,7 @@ def test_archive_entries_sorted_fixed_time_no_pycache(pyz):
         assert "__pycache__" not in info.filename
         assert info.filename.endswith((".py", ".pyc") + build_pyz.PACKAGE_DATA), f"non-source entry {info.filename}"
         assert (info.external_attr >> 16) & 0o777 == 0o644, f"{info.filename} mode {oct(info.external_attr >> 16)}"
-    assert "toolscript.cli" in main_source and "main()" in main_source
+    assert "from toolscript.__main__ import main" in main_source and "main()" in main_source  # one entry point for -m and the zipapp
 
 
 def test_modules_load_compiled_on_the_build_python_and_from_source_elsewhere(pyz, tmp_path):

@@ -141,3 +141,49 @@ def logger() -> logging.Logger:
     log.addHandler(handler)
     _LOGGER = log
     return log
+
+
+# -- which code answers which event -----------------------------------------------------------------
+
+EVENTS = {  # ``toolscript hook NAME``: (Claude Code's event name, module, function(event) -> answer or None)
+    "session-start": ("SessionStart", "toolscript.session", "session_start"),
+    "session-end": ("SessionEnd", "toolscript.session", "session_end"),
+    "user-prompt-submit": ("UserPromptSubmit", "toolscript.suggest", "prompt_hook"),
+}
+
+
+def run_event(name: str) -> int:
+    """Run the hook ``name`` (``session-start``, ...): always 0; an unknown name (a newer plugin) is a logged no-op."""
+    import importlib
+
+    if name not in EVENTS:
+        logger().warning("unknown hook event %r ignored (known: %s)", name, ", ".join(sorted(EVENTS)))
+        return 0
+    event_name, module, function = EVENTS[name]
+
+    def handler(event: Event) -> Optional[Dict[str, Any]]:
+        # Imported inside the hook's guard: even an import failure must end as exit 0 and a log line.
+        return getattr(importlib.import_module(module), function)(event)
+
+    return run(event_name, handler)
+
+
+def main_fast(name: str) -> None:
+    """``toolscript hook NAME`` without the CLI: no argparse, no command table (it runs on every prompt).
+
+    ``toolscript/__main__.py`` calls this for exactly ``hook NAME``; anything
+    else (options, ``--help``) goes through the full CLI.  Like ``cli.exit_main``
+    it ends the process without interpreter teardown once the answer is out.
+    """
+    code = 0
+    try:
+        code = run_event(name)
+    finally:
+        if "logging" in sys.modules:
+            sys.modules["logging"].shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+    os._exit(code)

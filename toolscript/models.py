@@ -26,7 +26,6 @@ them: the hook that imports this module may never call a model.
 import json
 import logging
 import os
-import shutil
 import sys
 import time
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
@@ -101,7 +100,7 @@ class Reply(NamedTuple):
 def choose_backend(
     requested: str = "auto",
     env: Optional[Mapping[str, str]] = None,
-    which: Callable[[str], Optional[str]] = shutil.which,
+    which: Optional[Callable[[str], Optional[str]]] = None,
 ) -> str:
     """``requested`` validated; ``auto`` becomes "api", "claude" or "local".
 
@@ -117,7 +116,9 @@ def choose_backend(
     env = os.environ if env is None else env
     if _secret(env, "ANTHROPIC_API_KEY") or _secret(env, "ANTHROPIC_AUTH_TOKEN"):
         return "api"
-    if which is shutil.which:
+    if which is None:
+        import shutil  # here: the prompt hook's start pays for nothing it does not use
+
         found = shutil.which("claude", path=env.get("PATH"))
     else:
         found = which("claude")
@@ -581,6 +582,7 @@ def claude_env(env: Mapping[str, str]) -> Dict[str, str]:
 def _complete_claude(
     system: str, prompt: str, model: Optional[str], timeout: float, env: Mapping[str, str]
 ) -> Tuple[str, str, Dict[str, int]]:
+    import shutil
     import subprocess
     import tempfile
 

@@ -26,7 +26,6 @@ still be worked out (skills without tools, the local ranker's answer, or
 nothing).  The whole thing stays within ``timeout`` seconds (5 by default).
 """
 
-import hashlib
 import json
 import logging
 import os
@@ -35,7 +34,6 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from toolscript import suggest_local
 
 logger = logging.getLogger("toolscript.suggest")
 
@@ -199,8 +197,15 @@ def merge_hits(per_query: Sequence[Sequence[Dict[str, Any]]], max_tools: int, re
 
 
 def search_gateway(url: str, queries: Sequence[str], *, timeout: float, max_tools: int,
-                   floor: float = suggest_local.TOOL_SCORE_FLOOR, errors: Optional[List[str]] = None) -> List[Dict[str, Any]]:
-    """Every query searched on the gateway at once (one thread each); a failing query only loses its own hits."""
+                   floor: Optional[float] = None, errors: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+    """Every query searched on the gateway at once (one thread each); a failing query only loses its own hits.
+
+    ``floor``: the lowest score kept (default: the local ranker's ``TOOL_SCORE_FLOOR``, tuned on the eval set).
+    """
+    if floor is None:
+        from toolscript.suggest_local import TOOL_SCORE_FLOOR
+
+        floor = TOOL_SCORE_FLOOR
     from toolscript.gateway.client import GatewayClient, redact_text
 
     errors = [] if errors is None else errors
@@ -283,6 +288,8 @@ def _state_file(*parts: str) -> Optional[str]:
 
 
 def cache_key(prompt: str, skills: Sequence[Any], backend: str, model: Optional[str]) -> str:
+    import hashlib
+
     digest = hashlib.sha256()
     for part in [backend, model or "", prompt] + [f"{s.name}\x1f{s.description}" for s in skills]:
         digest.update(part.encode("utf-8", "surrogatepass") + b"\x1e")
@@ -321,12 +328,19 @@ def cache_put(key: str, answer: Dict[str, List[str]], now: Optional[float] = Non
     entries[key] = {"t": now, "answer": answer}
     if len(entries) > CACHE_ENTRIES:
         entries = dict(sorted(entries.items(), key=lambda kv: kv[1]["t"])[-CACHE_ENTRIES:])
+    # Atomic (a reader sees the old cache or the new one) but not fsynced: losing it in a crash costs one model call.
+    partial = f"{path}.{os.getpid()}.tmp"
     try:
-        from toolscript import paths
-
-        paths.write_private(path, json.dumps(entries))
-    except Exception as exc:  # noqa: BLE001 - a cache that cannot be written is no cache
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(entries))
+        os.replace(partial, path)
+    except OSError as exc:
         logger.debug("suggest: cache not written (%s)", exc)
+        try:
+            os.unlink(partial)
+        except OSError:
+            pass
 
 
 def _session_file(session: str) -> Optional[str]:
@@ -412,6 +426,8 @@ def suggest(
         by_name = {s.name: s for s in found}
         picked = [by_name[name] for name in answer.get("skills", []) if name in by_name][:MAX_SKILLS]
         return Suggestion(picked, tools, who, reason, int((clock() - started) * 1000), errors, list(answer.get("toolQueries", [])))
+
+    from toolscript import suggest_local  # here: the hook's "off" path never pays for the ranker
 
     text = prompt.strip() if isinstance(prompt, str) else ""
     if not text:

@@ -5,7 +5,10 @@ one JSON object.  It always exits 0: a failure is logged to
 ``<state dir>/hooks.log`` and the session goes on (see ``toolscript.hookio``).
 """
 
-import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # argparse only for the annotations: the hook fast path (hookio.main_fast) never imports it
+    import argparse
 
 SUMMARY = "run a Claude Code hook (used by the plugin)"
 DESCRIPTION = """\
@@ -24,32 +27,16 @@ user-prompt-submit adds the skills and MCP tools that fit the prompt (see
 {"enabled": false} in the config turns just that one off.
 """
 
-EVENTS = {  # name: (Claude Code's event name, module, function)
-    "session-start": ("SessionStart", "toolscript.session", "session_start"),
-    "session-end": ("SessionEnd", "toolscript.session", "session_end"),
-    "user-prompt-submit": ("UserPromptSubmit", "toolscript.suggest", "prompt_hook"),
-}
-
-
-def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+def add_arguments(parser: "argparse.ArgumentParser", common: "argparse.ArgumentParser") -> None:
     # Not argparse choices: a usage error exits 2, which *blocks* some Claude
     # Code events.  An unknown event (a newer plugin, an older zipapp) is a no-op.
+    from toolscript.hookio import EVENTS
+
     parser.add_argument("event", help="which hook: " + ", ".join(sorted(EVENTS)))
     parser.set_defaults(handler=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    import importlib
-
+def run(args: "argparse.Namespace") -> int:
     from toolscript import hookio
 
-    if args.event not in EVENTS:
-        hookio.logger().warning("unknown hook event %r ignored (known: %s)", args.event, ", ".join(sorted(EVENTS)))
-        return 0
-    event_name, module, function = EVENTS[args.event]
-
-    def handler(event: hookio.Event):
-        # Imported inside the hook's guard: even an import failure must end as exit 0 and a log line.
-        return getattr(importlib.import_module(module), function)(event)
-
-    return hookio.run(event_name, handler)
+    return hookio.run_event(args.event)
