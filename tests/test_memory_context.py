@@ -154,6 +154,12 @@ def test_nothing_relevant_is_empty_output():
     assert render_inject("anything", weak, [], now=NOW) == ""
 
 
+def test_memories_with_no_text_are_not_shown():
+    related = [(mem(1, "", ago=DAY), 0.9), (mem(2, " \n ", ago=DAY), 0.9)]
+    assert render_inject("anything", related, [], now=NOW) == ""
+    assert render_brief("anything", related, now=NOW) == ""
+
+
 def test_weak_or_old_matches_go_to_potentially_related():
     related = [(mem(1, "Edited a.py: strong but old", ago=30 * DAY, tool="Edit", files=["a.py"]), 0.95),
                (mem(2, "Ran `make docs`: weak but new", ago=3600), 0.2)]
@@ -350,7 +356,7 @@ def _valid_markdown(out):
             section = line
         elif line.startswith("- "):
             assert section in ("### Recent Related Work", "### Potentially Related")
-            assert "\n" not in line
+            assert line[2:].strip() and not line.rstrip().endswith(":")  # never an empty bullet
         elif line:
             assert section == "### Note: Activity Shift Detected"
     return True

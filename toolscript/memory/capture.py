@@ -410,7 +410,7 @@ def _web(tool_name: str, tool_input: Any, tool_response: Any) -> str:
     query = _cut(_clean(_str(_get(tool_input, "query"))), 150)
     results = _get(tool_response, "results")
     line = "Searched the web for `%s`" % query
-    titles = []
+    titles: List[str] = []
     if isinstance(results, list):
         for item in results[:20]:
             for hit in (_get(item, "content") if isinstance(_get(item, "content"), list) else [item]):

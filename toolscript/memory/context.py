@@ -259,19 +259,20 @@ def _fold_key(memory: "Memory") -> Tuple[Any, ...]:
 
 def _fold(scored: Iterable[Tuple["Memory", float]]) -> List[_Item]:
     items: Dict[Tuple[Any, ...], _Item] = {}
-    for memory, score in scored:
+    for memory, raw_score in scored:
+        text = _first_line(str(memory.content or ""))
+        if not text:
+            continue  # nothing to show
         key = _fold_key(memory)
-        created = float(memory.created or 0)
+        created, score = _score(memory.created), _score(raw_score)
         item = items.get(key)
         if item is None:
-            items[key] = _Item(str(memory.content or ""), memory.files or (), created, float(score), memory.id)
-            items[key].text = _first_line(items[key].text)
+            items[key] = _Item(text, memory.files or (), created, score, memory.id)
             continue
         item.count += 1
-        item.score = max(item.score, float(score))
+        item.score = max(item.score, score)
         if created > item.created or (created == item.created and str(memory.id) > str(item.ident)):
-            item.created, item.ident = created, memory.id
-            item.text = _first_line(str(memory.content or ""))
+            item.created, item.ident, item.text = created, memory.id, text  # the newest wording
     for key, item in items.items():
         if key[0] == "edit" and item.count > 1:
             item.text = "Edited %s" % ", ".join(key[1:4])
