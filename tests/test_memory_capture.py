@@ -91,6 +91,8 @@ def test_huge_and_binary_output_is_bounded():
     got = from_tool_use("Bash", {"command": "cat big.log " + "x" * 5000},
                         bash_response(("line " * 1000 + "\n") * 3000), cwd=CWD)
     assert len(got.content) <= MAX_ACTION
+    long_run = from_tool_use("Bash", {"command": "pytest"}, bash_response("." * 80 + "\n" * 9000 + "3 failed, 9 passed"))
+    assert long_run.content == "Ran `pytest`: 3 failed, 9 passed"
     binary = from_tool_use("Bash", {"command": "cat logo.png"}, bash_response("\x89PNG\r\n\x1a\n\x00\x00\x00IHDR"))
     assert binary.content == "Ran `cat logo.png`: binary output (15 chars)"
     assert "\x00" not in binary.content
