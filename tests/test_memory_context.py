@@ -170,6 +170,22 @@ def test_weak_or_old_matches_go_to_potentially_related():
                                     "- Ran `make docs`: weak but new (today)"]
 
 
+def test_strong_is_relative_to_the_best_hit():
+    # Store scores for "parser strict mode default empty input" (mostly query-word coverage):
+    # the edits name the two words that matter and are recent related work, not "weaker".
+    related = [(mem(1, "The parser now accepts a strict flag.", ago=3 * DAY, kind="response", tool=""), 0.771)]
+    related += [(mem(2 + i, "Edited src/parser.py: `def parse%d(x):` -> `def parse%d(x, strict=False):`" % (i, i),
+                     ago=3 * DAY + i, tool="Edit", files=["src/parser.py"]), 0.234) for i in range(4)]
+    related.append((mem(9, "Ran `pytest -q`: 6 passed", ago=3 * DAY), 0.114))
+    out = render_inject("parser strict mode default empty input", related, [], now=NOW)
+    assert out == ("## Relevant Context\n\n### Recent Related Work\n"
+                   "- 3 days ago: The parser now accepts a strict flag.\n"
+                   "- 3 days ago: Edited src/parser.py (4 times)")
+    # Only weak hits: none of them is promoted.
+    weak = [(m, 0.18) for m, _ in related[:2]]
+    assert "### Recent Related Work" not in render_inject("parser", weak, [], now=NOW)
+
+
 def test_repeated_edits_of_one_file_are_one_bullet():
     related = [(mem(i, "Edited src/x.py: change %d" % i, ago=i * 60 + 300, tool="Edit", files=["src/x.py"]), 0.8)
                for i in range(5)]
@@ -307,7 +323,7 @@ def test_inject_glue_searches_other_sessions_and_checks_the_shift():
     assert "same session" not in out
     # This session just edited parser.py: the prompt continues its work, no shift.
     assert "### Note: Activity Shift Detected" not in out
-    assert ("search", "fix parser empty input", PROJECT, None) in store.calls
+    assert ("search", "parser empty input", PROJECT, None) in store.calls  # no filler words
     assert ("recent", PROJECT, "s2", None) in store.calls
 
 

@@ -54,10 +54,16 @@ __all__ = [
     "relative_date", "estimate_tokens", "activity_shift", "render_inject", "render_brief", "inject", "brief",
 ]
 
-# A related memory needs at least this store score (0..1) to be shown at all,
-# and this much plus an age of at most RECENT_DAYS to count as "recent related work".
+# A related memory needs at least this store score (0..1) to be shown at all.
+# To count as "recent related work" it must be at most RECENT_DAYS old and
+# strong: at least STRONG_FLOOR and at least STRONG_RELATIVE of the best
+# score.  Relative because the store's score is mostly the share of the query's
+# words a memory has: for a seven-word prompt, a memory naming the two words
+# that matter (file and feature) scores about 0.25 while the best hit scores
+# 0.8; an absolute bar would call the first "weak".
 MIN_SCORE = 0.15
-STRONG_SCORE = 0.4
+STRONG_FLOOR = 0.2
+STRONG_RELATIVE = 0.3
 RECENT_DAYS = 7
 MAX_RECENT_BULLETS = 5
 MAX_POTENTIAL_BULLETS = 3
@@ -72,21 +78,29 @@ SHIFT_OVERLAP = 0.2
 SHIFT_MIN_QUERY_TERMS = 2
 SHIFT_MIN_RECENT = 3
 # The query words inject passes to the store's search (a long prompt is mostly filler).
-QUERY_WORDS = 32
+QUERY_WORDS = 24  # the store searches at most 24 words anyway
 
 # Tools whose repeated uses on the same file are one piece of work ("Edited x.py (5 times)").
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
 
-# Words that say nothing about a topic: the verbs every captured action line
-# uses, prompt filler, and file-type suffixes.  Stemmed the way terms() stems.
-_GENERIC = frozenset(
+# Prompt filler: words that say nothing about what a prompt is about.  Left
+# out of the query inject sends to the store, so "make the parser strict"
+# does not match every "make release" memory.
+_FILLER = frozenset(
+    terms(
+        """now let lets please can could want need make use look also just like thing things fix sure thanks okay
+        yes no one two new get got see next first last again still more some any all set up about what why should
+        would go do does did done"""
+    )
+)
+# Words that say nothing about a topic in activity-shift terms: the filler,
+# the verbs every captured action line uses, and file-type suffixes.
+_GENERIC = _FILLER | frozenset(
     terms(
         """ran run running edited edit edits wrote write created create read called call calls searched search
         listed fetched delegated file files line lines ok exit code status times time change changes changed
-        output result results tool tools bash command commands args now let lets please can want need make
-        use look also just like thing things work working done fix py md js ts json txt yaml yml toml sh rs go
-        one two new get got see sure thanks okay yes no next first last again still more some any all
-        via mcp set up src lib tmp home usr about what why should would"""
+        output result results tool tools bash command commands args work working py md js ts json txt yaml yml
+        toml sh rs go via mcp src lib tmp home usr"""
     )
 )
 
@@ -297,8 +311,8 @@ def _bullet_text(item: _Item) -> str:
     return text
 
 
-def _is_recent(item: _Item, now: float) -> bool:
-    return item.score >= STRONG_SCORE and now - item.created <= RECENT_DAYS * 86400
+def _is_recent(item: _Item, now: float, strong: float) -> bool:
+    return item.score >= strong and now - item.created <= RECENT_DAYS * 86400
 
 
 def _fits(lines: List[str], budget: int) -> bool:
@@ -319,9 +333,10 @@ def render_inject(query: str, related: Sequence[Tuple["Memory", float]], recent:
     matches.
     """
     items = _fold((m, s) for m, s in related if _score(s) >= MIN_SCORE)
-    recent_items = sorted((i for i in items if _is_recent(i, now)),
+    strong = max(STRONG_FLOOR, STRONG_RELATIVE * max([i.score for i in items] or [0.0]))
+    recent_items = sorted((i for i in items if _is_recent(i, now, strong)),
                           key=lambda i: (-i.created, -i.score, str(i.ident)))[:MAX_RECENT_BULLETS]
-    potential = sorted((i for i in items if not _is_recent(i, now)),
+    potential = sorted((i for i in items if not _is_recent(i, now, strong)),
                        key=lambda i: (-i.score, -i.created, str(i.ident)))[:MAX_POTENTIAL_BULLETS]
     recent_lines = ["- %s: %s" % (relative_date(i.created, now), _bullet_text(i)) for i in recent_items]
     potential_lines = ["- %s (%s)" % (_bullet_text(i), _lower_first(relative_date(i.created, now)))
@@ -395,9 +410,10 @@ def render_brief(query: str, related: Sequence[Tuple["Memory", float]], *, now: 
 
 
 def _query_words(query: str) -> str:
-    """The distinct content words of ``query`` as written, at most QUERY_WORDS: what the store searches for."""
+    """The distinct content words of ``query`` as written, without filler, at most QUERY_WORDS: what the store
+    searches for (the store scores by the share of query words a memory has, so filler would only dilute it)."""
     surface: Dict[str, str] = {}
-    stems = list(dict.fromkeys(terms(query or "", surface)))
+    stems = list(dict.fromkeys(t for t in terms(query or "", surface) if t not in _FILLER))
     by_stem: Dict[str, str] = {}
     for word, stem in surface.items():
         by_stem.setdefault(stem, word)
