@@ -61,6 +61,9 @@ def test_bash_interrupted_and_silent_and_failed():
     assert from_tool_use("Bash", {"command": "sleep 100"}, bash_response(interrupted=True)).content == \
         "Ran `sleep 100`: interrupted"
     assert from_tool_use("Bash", {"command": "touch x"}, bash_response()).content == "Ran `touch x`: no output"
+    background = from_tool_use("Bash", {"command": "npm run dev", "run_in_background": True},
+                               dict(bash_response(), backgroundTaskId="bash_1"))
+    assert background.content == "Ran `npm run dev`: started in the background"
     # A failed command's tool_response can be a bare string.
     assert from_tool_use("Bash", {"command": "false"}, "Error: Exit code 1").content == \
         "Ran `false`: Error: Exit code 1"

@@ -287,6 +287,8 @@ def _bash(tool_input: Any, tool_response: Any, cwd: str) -> Optional[Tuple[str, 
                 outcome = "no output"
             if tool_response.get("isImage") is True:
                 outcome = "image output"
+            if _get(tool_input, "run_in_background") is True or tool_response.get("backgroundTaskId"):
+                outcome = "started in the background"
     else:
         outcome = _outcome_of_output(_block_text(tool_response)) or "no output"
     if _EXEC.search(command):
