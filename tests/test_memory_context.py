@@ -50,7 +50,8 @@ def mem(id, content, *, ago=0.0, kind="action", tool="Bash", files=(), session="
 
 
 class FakeStore:
-    """search() and recent() exactly per the Store contract, over a list."""
+    """search() and recent() per the Store contract, over a list; like helper S's store, a query word
+    of 3+ characters matches words that start with it."""
 
     def __init__(self, memories):
         self.memories = list(memories)
@@ -68,8 +69,9 @@ class FakeStore:
             if kinds is not None and m.kind not in kinds:
                 continue
             have = set(re.findall(r"[a-z0-9]+", (m.content + " " + " ".join(m.files)).lower()))
-            if words & have:
-                out.append((m, len(words & have) / float(len(words))))
+            hits = [w for w in words if w in have or (len(w) >= 3 and any(h.startswith(w) for h in have))]
+            if hits:
+                out.append((m, len(hits) / float(len(words))))
         out.sort(key=lambda p: (-p[1], -p[0].created, p[0].id))
         return out[:limit]
 
@@ -324,6 +326,13 @@ def test_inject_glue_searches_other_sessions_and_checks_the_shift():
     # This session just edited parser.py: the prompt continues its work, no shift.
     assert "### Note: Activity Shift Detected" not in out
     assert ("search", "parser empty input", PROJECT, None) in store.calls  # no filler words
+
+
+def test_inject_glue_sends_stems_that_prefix_match_other_forms():
+    store = FakeStore([mem(1, "Ran `pip install -e .`: installed toolscript", ago=DAY, session="s1")])
+    out = inject(store, "installing the packages", project=PROJECT, session="s2", now=NOW)
+    assert store.calls[0] == ("search", "install packag", PROJECT, None)
+    assert "- Yesterday: Ran `pip install -e .`: installed toolscript" in out
     assert ("recent", PROJECT, "s2", None) in store.calls
 
 

@@ -410,13 +410,18 @@ def render_brief(query: str, related: Sequence[Tuple["Memory", float]], *, now: 
 
 
 def _query_words(query: str) -> str:
-    """The distinct content words of ``query`` as written, without filler, at most QUERY_WORDS: what the store
-    searches for (the store scores by the share of query words a memory has, so filler would only dilute it)."""
+    """What the store searches for: the distinct content words of ``query`` without filler, at most QUERY_WORDS.
+
+    The store scores by the share of query words a memory has, so filler
+    would only dilute it.  A word goes as its stem when the stem is a prefix
+    of it ("installing" -> "install"), since the store matches prefixes and
+    the stem then also finds "installed"; else as written ("queries").
+    """
     surface: Dict[str, str] = {}
     stems = list(dict.fromkeys(t for t in terms(query or "", surface) if t not in _FILLER))
     by_stem: Dict[str, str] = {}
     for word, stem in surface.items():
-        by_stem.setdefault(stem, word)
+        by_stem.setdefault(stem, stem if len(stem) >= 3 and word.startswith(stem) else word)
     return " ".join(by_stem.get(s, s) for s in stems[:QUERY_WORDS])
 
 
