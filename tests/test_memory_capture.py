@@ -64,6 +64,11 @@ def test_bash_interrupted_and_silent_and_failed():
     background = from_tool_use("Bash", {"command": "npm run dev", "run_in_background": True},
                                dict(bash_response(), backgroundTaskId="bash_1"))
     assert background.content == "Ran `npm run dev`: started in the background"
+    grep = from_tool_use("Bash", {"command": "grep -rn TODO src"},
+                         dict(bash_response(), returnCodeInterpretation="No matches found"))
+    assert grep.content == "Ran `grep -rn TODO src`: No matches found"
+    exit_code = from_tool_use("Bash", {"command": "./check"}, dict(bash_response("bad input"), exitCode=3))
+    assert exit_code.content == "Ran `./check`: exit 3: bad input"
     # A failed command's tool_response can be a bare string.
     assert from_tool_use("Bash", {"command": "false"}, "Error: Exit code 1").content == \
         "Ran `false`: Error: Exit code 1"

@@ -280,9 +280,13 @@ def _bash(tool_input: Any, tool_response: Any, cwd: str) -> Optional[Tuple[str, 
             outcome = _outcome_of_output(stdout) or _outcome_of_output(stderr)
             if stderr.strip() and _ERROR_LINE.search(stderr) and not _ERROR_LINE.search(outcome):
                 outcome = _outcome_of_output(stderr)
-            code = _str(_get(tool_response, "returnCodeInterpretation", "exitCode", "returncode"))
-            if code:
-                outcome = ("exit %s" % code) + (": " + outcome if outcome else "")
+            code = _get(tool_response, "exitCode", "returncode")
+            if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+                outcome = "exit %d" % code + (": " + outcome if outcome else "")
+            # Claude Code's reading of a non-zero status, e.g. "No matches found" for grep.
+            meaning = _cut(_clean(_str(tool_response.get("returnCodeInterpretation"))), 80)
+            if meaning:
+                outcome = meaning + (": " + outcome if outcome else "")
             if not outcome:
                 outcome = "no output"
             if tool_response.get("isImage") is True:
