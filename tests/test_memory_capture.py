@@ -329,3 +329,21 @@ def test_session_summary_odd_memories_do_not_raise():
 
 def test_limits():
     assert MAX_CONTENT >= max(MAX_ACTION, MAX_RESPONSE, MAX_SUMMARY)
+
+
+def test_any_session_gives_a_bounded_summary():
+    rng = random.Random(3)
+    tools = ["Edit", "Write", "Bash", "mcp__gh__search", "WebFetch", "", "Task"]
+    texts = ["", "Ran `x`", "Ran `%s`: ok" % ("y" * 300), "a. b. c." * 200, "\udcff\x00", "Edited a.py"]
+    for _ in range(200):
+        memories = [Memory(i, "s", CWD, rng.choice(["action", "response", "note", "summary"]), rng.choice(tools),
+                           ["f%d.py" % rng.randint(0, 30) for _ in range(rng.randint(0, 3))], rng.choice(texts),
+                           rng.uniform(0, 1e9)) for i in range(rng.randint(0, 60))]
+        got = session_summary(memories)
+        if got is None:
+            assert all(m.kind == "summary" for m in memories)
+            continue
+        assert got.kind == "summary" and 0 < len(got.content) <= MAX_SUMMARY
+        assert "\x00" not in got.content
+        got.content.encode("utf-8")
+        assert got == session_summary(list(reversed(memories)))  # input order does not matter
