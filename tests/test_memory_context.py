@@ -1,14 +1,12 @@
 """What memory injects: relative dates, the REQ-P6-03 markdown, budgets, de-duplication, activity shift, brief."""
 
-import os
 import random
 import re
 import time
-from typing import List, NamedTuple, Optional, Sequence, Tuple
+from typing import List, NamedTuple
 
 import pytest
 
-from toolscript.memory import context
 from toolscript.memory.context import (
     activity_shift, brief, estimate_tokens, inject, relative_date, render_brief, render_inject,
 )
