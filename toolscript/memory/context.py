@@ -1,0 +1,457 @@
+"""What memory puts into Claude's context: the inject markdown, the brief, the activity-shift note.
+
+Pure functions over lists of ``Memory`` (see ``toolscript.memory``), plus two
+glue functions (``inject``, ``brief``) that ask a ``Store`` for the lists and
+render them.  Nothing here touches the disk or the clock except through those
+two glue functions.
+
+``render_inject`` prints spec 003's REQ-P6-03 shape::
+
+    ## Relevant Context
+
+    ### Recent Related Work
+    - Yesterday: Edited src/cluster.py (5 times)
+
+    ### Potentially Related
+    - Ran `pytest -q`: 12 passed (2 weeks ago)
+
+    ### Note: Activity Shift Detected
+    Your current query about "install, windows" has low similarity to recent work on "hdbscan, cluster".
+    Recent context: hdbscan.rs, multi_space.rs
+
+Every line is a header, a bullet, or plain text under the Note header; a
+section with nothing in it is left out, and nothing worth saying gives ""
+(ERR-P6-04: empty output means no injection).  The output never exceeds its
+token budget (``estimate_tokens``): whole bullets are dropped, lowest
+priority first, never cut mid-word.  Order is stable: the same inputs give
+the same bytes.
+
+Activity shift (``activity_shift``): the share of the query's content words
+(stemmed, without stopwords and without the words every captured action
+uses, such as "edited" or "ran") that also occur in the session's recent
+memories (content, file path parts, tool names).  Below ``SHIFT_OVERLAP``
+(0.2: at most one word in five matches) over at least ``SHIFT_MIN_QUERY_TERMS``
+query words and ``SHIFT_MIN_RECENT`` recent memories, the query is about
+something else and a note says what the recent work was about.  A lexical
+stand-in for contextgraph's embedding divergence: a prompt that continues the
+work almost always names a file, function or topic the recent actions named
+(the tests hold realistic same-topic and new-topic cases).
+"""
+
+import math
+import re
+import time
+from collections import Counter
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from toolscript.search import terms, tokenize
+
+if TYPE_CHECKING:  # helper S's module; only needed for the hints
+    from toolscript.memory import Memory
+
+__all__ = [
+    "relative_date", "estimate_tokens", "activity_shift", "render_inject", "render_brief", "inject", "brief",
+]
+
+# A related memory needs at least this store score (0..1) to be shown at all.
+# To count as "recent related work" it must be at most RECENT_DAYS old and
+# strong: at least STRONG_FLOOR and at least STRONG_RELATIVE of the best
+# score.  Relative because the store's score is mostly the share of the query's
+# words a memory has: for a seven-word prompt, a memory naming the two words
+# that matter (file and feature) scores about 0.25 while the best hit scores
+# 0.8; an absolute bar would call the first "weak".
+MIN_SCORE = 0.15
+STRONG_FLOOR = 0.2
+STRONG_RELATIVE = 0.3
+RECENT_DAYS = 7
+MAX_RECENT_BULLETS = 5
+MAX_POTENTIAL_BULLETS = 3
+MAX_BRIEF_BULLETS = 3
+BRIEF_MAX_TOKENS = 200
+# One bullet's text, before its date: long enough for a command and its outcome.
+BULLET_CHARS = 180
+
+# How many of the session's newest memories the activity shift compares against.
+SHIFT_LOOKBACK = 10
+SHIFT_OVERLAP = 0.2
+SHIFT_MIN_QUERY_TERMS = 2
+SHIFT_MIN_RECENT = 3
+# The query words inject passes to the store's search (a long prompt is mostly filler).
+QUERY_WORDS = 24  # the store searches at most 24 words anyway
+
+# Tools whose repeated uses on the same file are one piece of work ("Edited x.py (5 times)").
+EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+
+# Prompt filler: words that say nothing about what a prompt is about.  Left
+# out of the query inject sends to the store, so "make the parser strict"
+# does not match every "make release" memory.
+_FILLER = frozenset(
+    terms(
+        """now let lets please can could want need make use look also just like thing things fix sure thanks okay
+        yes no one two new get got see next first last again still more some any all set up about what why should
+        would go do does did done"""
+    )
+)
+# Words that say nothing about a topic in activity-shift terms: the filler,
+# the verbs every captured action line uses, and file-type suffixes.
+_GENERIC = _FILLER | frozenset(
+    terms(
+        """ran run running edited edit edits wrote write created create read called call calls searched search
+        listed fetched delegated file files line lines ok exit code status times time change changes changed
+        output result results tool tools bash command commands args work working py md js ts json txt yaml yml
+        toml sh rs go via mcp src lib tmp home usr"""
+    )
+)
+
+
+# -- dates and sizes ---------------------------------------------------------
+
+
+def relative_date(ts: float, now: float) -> str:
+    """How long ago ``ts`` was, as a person says it, by local calendar days.
+
+    "Just now" (under 2 minutes, or in the future: clock skew), "Today",
+    "Yesterday", "3 days ago", "1 week ago", "2 weeks ago", "3 months ago",
+    "2 years ago".  Days count calendar boundaries in local time, so 23:50
+    yesterday is "Yesterday" at 00:10 today.
+    """
+    try:
+        delta = float(now) - float(ts)
+        if delta != delta or delta < 120:  # NaN or skew
+            return "Just now"
+        then, today = datetime.fromtimestamp(ts).date(), datetime.fromtimestamp(now).date()
+    except (OverflowError, OSError, ValueError, TypeError):
+        return "Just now"
+    days = (today - then).days
+    if days <= 0:
+        return "Today"
+    if days == 1:
+        return "Yesterday"
+    if days < 7:
+        return "%d days ago" % days
+    if days < 31:
+        weeks = days // 7
+        return "1 week ago" if weeks == 1 else "%d weeks ago" % weeks
+    if days < 365:
+        months = max(1, days // 30)
+        return "1 month ago" if months == 1 else "%d months ago" % months
+    years = days // 365
+    return "1 year ago" if years == 1 else "%d years ago" % years
+
+
+def estimate_tokens(text: str) -> int:
+    """About 4 characters per token (English and code), rounded up; 0 for ""."""
+    return int(math.ceil(len(text) / 4.0))
+
+
+# -- text helpers ------------------------------------------------------------
+
+
+def _one_line(text: str, limit: int) -> str:
+    """``text`` on one line, at most ``limit`` chars, cut at a word boundary with an ellipsis."""
+    flat = " ".join(str(text).split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:-") + "…"
+
+
+def _content_terms(text: str, surface: Optional[Dict[str, str]] = None) -> List[str]:
+    """Topic words of ``text``: stemmed, no stopwords, no generic action words, no bare numbers."""
+    return [t for t in terms(text, surface) if t not in _GENERIC and not t.isdigit()]
+
+
+def _memory_terms(memory: "Memory", surface: Optional[Dict[str, str]] = None) -> List[str]:
+    words = _content_terms(str(memory.content or ""), surface)
+    for path in memory.files or ():
+        words.extend(_content_terms(" ".join(tokenize(str(path))), surface))
+    if memory.tool:
+        words.extend(_content_terms(str(memory.tool).replace("__", " "), surface))
+    return words
+
+
+def _topic_words(text: str) -> List[str]:
+    """The words of ``text`` as written ("GitHub", not "git hub") that carry a topic, each once, in order."""
+    out: Dict[str, str] = {}
+    for chunk in re.findall(r"[A-Za-z0-9]+", text):
+        if _content_terms(chunk):
+            out.setdefault(chunk.lower(), chunk)
+    return list(out.values())
+
+
+def _basename(path: str) -> str:
+    return str(path).rstrip("/").rsplit("/", 1)[-1] or str(path)
+
+
+# -- activity shift ----------------------------------------------------------
+
+
+def _shift(query: str, recent: Sequence["Memory"]) -> Optional[Tuple[str, str]]:
+    """The two lines of the activity-shift note, or None (see the module docstring)."""
+    recent = [m for m in recent if m.kind != "summary"][:SHIFT_LOOKBACK]
+    if len(recent) < SHIFT_MIN_RECENT:
+        return None
+    query_terms = list(dict.fromkeys(_content_terms(query or "")))
+    if len(query_terms) < SHIFT_MIN_QUERY_TERMS:
+        return None
+    recent_surface: Dict[str, str] = {}
+    recent_counts: Counter = Counter()
+    first_seen: Dict[str, int] = {}
+    for memory in recent:  # newest first: ties in frequency go to the newer word
+        for term in _memory_terms(memory, recent_surface):
+            recent_counts[term] += 1
+            first_seen.setdefault(term, len(first_seen))
+    if not recent_counts:
+        return None
+    overlap = sum(1 for t in query_terms if t in recent_counts) / float(len(query_terms))
+    if overlap >= SHIFT_OVERLAP:
+        return None
+    recent_words: Dict[str, str] = {}
+    for word, stem in recent_surface.items():  # insertion order: the first spelling seen names the stem
+        recent_words.setdefault(stem, word)
+    about = ", ".join(_topic_words(query)[:3])
+    top = sorted(recent_counts, key=lambda t: (-recent_counts[t], first_seen[t]))[:3]
+    on = ", ".join(recent_words.get(t, t) for t in top)
+    files: Counter = Counter()
+    order: Dict[str, int] = {}
+    for memory in recent:
+        for path in memory.files or ():
+            name = _basename(path)
+            files[name] += 1
+            order.setdefault(name, len(order))
+    if files:
+        context = ", ".join(sorted(files, key=lambda f: (-files[f], order[f]))[:3])
+    else:
+        context = _one_line(recent[0].content, 100)
+    first = 'Your current query about "%s" has low similarity to recent work on "%s".' % (
+        _one_line(about, 60), _one_line(on, 60))
+    return first, "Recent context: %s" % _one_line(context, 120)
+
+
+def activity_shift(query: str, recent: Sequence["Memory"]) -> Optional[str]:
+    """The body of "### Note: Activity Shift Detected", or None when the query continues the recent work.
+
+    ``recent``: the session's memories, newest first (the first
+    ``SHIFT_LOOKBACK`` are used).  Too little to judge (fewer than
+    ``SHIFT_MIN_RECENT`` memories, fewer than ``SHIFT_MIN_QUERY_TERMS`` topic
+    words in the query, as in "yes" or "go on") is no shift.
+    """
+    lines = _shift(query, recent)
+    return None if lines is None else "\n".join(lines)
+
+
+# -- bullets -----------------------------------------------------------------
+
+
+class _Item(object):
+    """One bullet: possibly several near-identical memories folded together."""
+
+    __slots__ = ("text", "files", "count", "created", "score", "ident")
+
+    def __init__(self, text: str, files: Sequence[str], created: float, score: float, ident: Any) -> None:
+        self.text, self.files, self.count = text, list(files), 1
+        self.created, self.score, self.ident = created, score, ident
+
+
+# Durations and decimals differ between runs of the same command ("12 passed in 0.31s").
+_VOLATILE_NUMBERS = re.compile(r"\d+(?:\.\d+)?\s*(?:ms|s|sec|seconds)\b|\d+\.\d+")
+
+
+def _fold_key(memory: "Memory") -> Tuple[Any, ...]:
+    """Memories with the same key are one bullet: edits of the same file, or the same line again."""
+    files = tuple(str(f) for f in (memory.files or ()))
+    if memory.tool in EDIT_TOOLS and files:
+        return ("edit",) + files
+    # Same words up to timings and spacing ("12 passed in 0.31s" vs "12 passed in 0.29s").
+    text = " ".join(str(memory.content).lower().split())
+    return ("text", memory.kind, memory.tool, _VOLATILE_NUMBERS.sub("#", text))
+
+
+def _fold(scored: Iterable[Tuple["Memory", float]]) -> List[_Item]:
+    items: Dict[Tuple[Any, ...], _Item] = {}
+    for memory, raw_score in scored:
+        text = _first_line(str(memory.content or ""))
+        if not text:
+            continue  # nothing to show
+        key = _fold_key(memory)
+        created, score = _score(memory.created), _score(raw_score)
+        item = items.get(key)
+        if item is None:
+            items[key] = _Item(text, memory.files or (), created, score, memory.id)
+            continue
+        item.count += 1
+        item.score = max(item.score, score)
+        if created > item.created or (created == item.created and str(memory.id) > str(item.ident)):
+            item.created, item.ident, item.text = created, memory.id, text  # the newest wording
+    for key, item in items.items():
+        if key[0] == "edit" and item.count > 1:
+            item.text = "Edited %s" % ", ".join(key[1:4])
+    return list(items.values())
+
+
+def _first_line(text: str) -> str:
+    for line in str(text).splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _bullet_text(item: _Item) -> str:
+    text = _one_line(item.text, BULLET_CHARS)
+    if item.count > 1:
+        text += " (%d times)" % item.count
+    names = [_basename(f) for f in item.files[:3]]
+    # Files help when the line does not already name them.
+    if names and not any(name in text for name in names):
+        text += " (%s)" % ", ".join(names)
+    return text
+
+
+def _is_recent(item: _Item, now: float, strong: float) -> bool:
+    return item.score >= strong and now - item.created <= RECENT_DAYS * 86400
+
+
+def _fits(lines: List[str], budget: int) -> bool:
+    return estimate_tokens("\n".join(lines)) <= budget
+
+
+# -- render ------------------------------------------------------------------
+
+
+def render_inject(query: str, related: Sequence[Tuple["Memory", float]], recent: Sequence["Memory"], *,
+                  now: float, budget_tokens: int = 600) -> str:
+    """REQ-P6-03 markdown for ``query``, or "" when nothing is worth saying.
+
+    ``related``: (memory, score 0..1) from the store's search, best first;
+    memories under ``MIN_SCORE`` are ignored.  ``recent``: the session's own
+    newest memories (for the activity shift only).  Priority when the budget
+    is short: recent related work, then the shift note, then older or weaker
+    matches.
+    """
+    items = _fold((m, s) for m, s in related if _score(s) >= MIN_SCORE)
+    strong = max(STRONG_FLOOR, STRONG_RELATIVE * max([i.score for i in items] or [0.0]))
+    recent_items = sorted((i for i in items if _is_recent(i, now, strong)),
+                          key=lambda i: (-i.created, -i.score, str(i.ident)))[:MAX_RECENT_BULLETS]
+    potential = sorted((i for i in items if not _is_recent(i, now, strong)),
+                       key=lambda i: (-i.score, -i.created, str(i.ident)))[:MAX_POTENTIAL_BULLETS]
+    recent_lines = ["- %s: %s" % (relative_date(i.created, now), _bullet_text(i)) for i in recent_items]
+    potential_lines = ["- %s (%s)" % (_bullet_text(i), _lower_first(relative_date(i.created, now)))
+                       for i in potential]
+    note = _shift(query, recent)
+
+    # Greedy by priority: each candidate is kept only if the whole output still fits.
+    kept_recent: List[str] = []
+    kept_potential: List[str] = []
+    kept_note: List[str] = []
+
+    def render() -> List[str]:
+        out = ["## Relevant Context"]
+        if kept_recent:
+            out += ["", "### Recent Related Work"] + kept_recent
+        if kept_potential:
+            out += ["", "### Potentially Related"] + kept_potential
+        if kept_note:
+            out += ["", "### Note: Activity Shift Detected"] + kept_note
+        return out
+
+    budget = max(0, int(budget_tokens))
+    # Lower priorities only get in when everything above them fitted.
+    for wanted, kept in ((recent_lines, kept_recent), (list(note or ()), kept_note),
+                         (potential_lines, kept_potential)):
+        for line in wanted:
+            kept.append(line)
+            if not _fits(render(), budget):
+                kept.pop()
+                break
+        if len(kept) < len(wanted):
+            break
+    if not (kept_recent or kept_potential or kept_note):
+        return ""
+    return "\n".join(render())
+
+
+def _lower_first(text: str) -> str:
+    # "Yesterday" at the start of a bullet, "(yesterday)" at its end.
+    return text[:1].lower() + text[1:]
+
+
+def _score(value: Any) -> float:
+    try:
+        score = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return score if score == score else 0.0
+
+
+def render_brief(query: str, related: Sequence[Tuple["Memory", float]], *, now: float,
+                 budget_tokens: int = BRIEF_MAX_TOKENS) -> str:
+    """1-3 bullets of earlier related work, at most ``budget_tokens`` (never over 200), or "".
+
+    For PostToolUse ``additionalContext``: Claude Code's PreToolUse cannot add
+    context, so the spec's "brief" lands after the tool ran.
+    """
+    budget = min(BRIEF_MAX_TOKENS, max(0, int(budget_tokens)))
+    items = sorted(_fold((m, s) for m, s in related if _score(s) >= MIN_SCORE),
+                   key=lambda i: (-i.score, -i.created, str(i.ident)))[:MAX_BRIEF_BULLETS]
+    lines = ["Related earlier work (toolscript memory):"]
+    for item in items:
+        lines.append("- %s: %s" % (relative_date(item.created, now), _bullet_text(item)))
+        if not _fits(lines, budget):
+            lines.pop()
+            break
+    return "\n".join(lines) if len(lines) > 1 else ""
+
+
+# -- glue --------------------------------------------------------------------
+
+
+def _query_words(query: str) -> str:
+    """What the store searches for: the distinct content words of ``query`` without filler, at most QUERY_WORDS.
+
+    The store scores by the share of query words a memory has, so filler
+    would only dilute it.  A word goes as its stem when the stem is a prefix
+    of it ("installing" -> "install"), since the store matches prefixes and
+    the stem then also finds "installed"; else as written ("queries").
+    """
+    surface: Dict[str, str] = {}
+    stems = list(dict.fromkeys(t for t in terms(query or "", surface) if t not in _FILLER))
+    by_stem: Dict[str, str] = {}
+    for word, stem in surface.items():
+        by_stem.setdefault(stem, stem if len(stem) >= 3 and word.startswith(stem) else word)
+    return " ".join(by_stem.get(s, s) for s in stems[:QUERY_WORDS])
+
+
+def inject(store: Any, query: str, *, project: str, session: str, budget_tokens: int = 600,
+           now: Optional[float] = None) -> str:
+    """The inject markdown for ``query`` in ``project`` (see ``render_inject``), from ``store``.
+
+    Related memories come from other sessions: this session's own actions
+    are already in Claude's context.  An empty query (SessionStart) shows the
+    project's newest work from earlier sessions instead.
+    """
+    now = time.time() if now is None else now
+    words = _query_words(query)
+    if words:
+        found = store.search(words, project=project, limit=20)
+        related = [(m, s) for m, s in found if not session or m.session != session]
+    else:
+        related = [(m, 1.0) for m in store.recent(project=project, limit=MAX_RECENT_BULLETS * 2,
+                                                  exclude_session=session or None)]
+    recent = store.recent(project=project, session=session, limit=SHIFT_LOOKBACK) if session and words else []
+    return render_inject(query, related, recent, now=now, budget_tokens=budget_tokens)
+
+
+def brief(store: Any, query: str, *, project: str, session: str, budget_tokens: int = BRIEF_MAX_TOKENS,
+          now: Optional[float] = None) -> str:
+    """The brief for ``query`` (a tool's input: a command, a file path) from ``store``, or ""."""
+    now = time.time() if now is None else now
+    words = _query_words(query)
+    if not words:
+        return ""
+    found = store.search(words, project=project, limit=10)
+    related = [(m, s) for m, s in found if not session or m.session != session]
+    return render_brief(query, related, now=now, budget_tokens=budget_tokens)
