@@ -557,3 +557,15 @@ def test_real_claude_runs_the_hooks_setup_registered(tmp_path, pyz):
     while scene.state_files() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not scene.state_files(), "SessionEnd did not stop the gateway\n" + explain
+
+
+def test_warns_when_the_plugin_is_enabled_too(tmp_path):
+    project = _project(tmp_path, {"enabledPlugins": {"toolscript@toolscript": True}})
+    proc = _setup(project)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: the plugin toolscript@toolscript is enabled for this project too" in proc.stderr
+    assert "claude plugin disable toolscript@toolscript" in proc.stderr
+    _assert_registered(_load(project), project)
+    (tmp_path / "other").mkdir()
+    quiet = _project(tmp_path / "other", {"enabledPlugins": {"toolscript@toolscript": False}})
+    assert _setup(quiet).stderr == ""

@@ -126,6 +126,11 @@ def run(args: argparse.Namespace) -> int:
         report = undo(project, dry_run=args.dry_run)
     else:
         report = setup(project, force=args.force, dry_run=args.dry_run)
+    plugin = None if args.undo else _enabled_plugin(project)
+    if plugin:
+        # Both would run every hook twice (two SessionStart hooks for one session's gateway).
+        print(f"toolscript: warning: the plugin {plugin} is enabled for this project too, so its hooks and these "
+              f"both run: 'claude plugin disable {plugin}' or 'toolscript setup --undo'", file=sys.stderr)
     if args.json:
         from toolscript.output import print_json
 
@@ -133,6 +138,15 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_report(report)
     return 0
+
+
+def _enabled_plugin(project: str) -> Optional[str]:
+    """The ``toolscript@...`` plugin id enabledPlugins turns on for ``project`` (user, project or local settings)."""
+    from toolscript.paths import claude_config_dir
+    from toolscript.skills import enabled_plugins
+
+    enabled = enabled_plugins(claude_config_dir(os.environ), project, None, lambda message: None)
+    return next((plugin_id for plugin_id, on in enabled.items() if on and plugin_id.split("@", 1)[0] == "toolscript"), None)
 
 
 # --- the settings document ------------------------------------------------------------------
