@@ -55,6 +55,8 @@ Running it again changes nothing; --force rewrites toolscript's own entries
 (and replaces a settings.json that is not valid JSON, after backing it up).
 --undo removes exactly what setup added -- our hook entries, event lists it
 left empty, the scripts, the copy of the zipapp -- and keeps the backups.
+A warning says so when the toolscript plugin is enabled for the project too
+(both would run every hook).
 
 examples:
   toolscript setup                        set up the project in this directory
