@@ -44,6 +44,7 @@ COMMANDS = {
     "skills": ("toolscript.commands.skills", "the Claude Code skills a session here would see"),
     "context": ("toolscript.commands.context", "skills and MCP tools that fit a prompt (the prompt hook)"),
     "hook": ("toolscript.commands.hook", "run a Claude Code hook (used by the plugin)"),
+    "setup": ("toolscript.commands.setup", "add toolscript's hooks to a project (no plugin)"),
 }
 
 EPILOG = """\
