@@ -71,6 +71,10 @@ bench: venv peers peer-proxy
 	$(VPY) bench/gateway.py
 	$(VPY) bench/codemode.py
 	$(VPY) bench/exec_isolation.py
+	$(VPY) bench/suggest_hook.py
+	$(VPY) bench/suggest_eval.py
+	$(VPY) bench/skills_scan.py
+	$(VPY) bench/model_backends.py
 	$(VPY) bench/hostile.py
 	$(VPY) bench/load.py
 	$(VPY) bench/upstream_limits.py

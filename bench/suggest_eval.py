@@ -199,7 +199,7 @@ def model_rows(prompts: List[Dict[str, Any]]) -> Dict[str, AnswerFn]:
     ``api_fake_oracle``: the fake replies with the labels, fenced in chatty
     prose (what parsing and validation lose: should equal the oracle row);
     ``api_fake_hallucinating``: the labels plus two made-up skills and a
-    blank query (what validation must drop); ``api_fake_failing``: HTTP 529
+    blank query (what validation must drop); ``api_fake_failing``: HTTP 401
     every time, so the local ranker answers (should equal the local row).
     """
     sys.path.insert(0, os.path.join(ROOT, "tests"))
@@ -207,12 +207,17 @@ def model_rows(prompts: List[Dict[str, Any]]) -> Dict[str, AnswerFn]:
 
     labels = {entry["prompt"]: entry for entry in prompts}
 
+    api = FakeAnthropic([{"text": "{}"}])
+    api.__enter__()  # one fake for the run (stopped at exit); each prompt gets its own scripted reply
+    import atexit
+
+    atexit.register(api.__exit__, None, None, None)
+    env = {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "eval", "PATH": os.environ.get("PATH", "")}
+
     def through_api(reply_for):
         def answer(prompt: str, skills: Sequence[Any]) -> Dict[str, List[str]]:
-            with FakeAnthropic([reply_for(labels[prompt])], sequential=True) as api:
-                env = {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "eval", "PATH": os.environ.get("PATH", "")}
-                found = list(skills)
-                got = suggest._ask_model(prompt, found, "api", None, 5.0, env, [])
+            api.script = [api._normalise(reply_for(labels[prompt]))]
+            got = suggest._ask_model(prompt, list(skills), "api", None, 5.0, env, [])
             return got if got is not None else suggest_local.suggest(prompt, skills)
         return answer
 
@@ -223,8 +228,8 @@ def model_rows(prompts: List[Dict[str, Any]]) -> Dict[str, AnswerFn]:
     def hallucinating(entry):
         return {"text": json.dumps({"skills": entry["skills"] + ["made-up-skill", "plugin:nope"], "toolQueries": entry["tools"] + [" "]})}
 
-    def failing(entry):
-        return {"status": 529, "error_type": "overloaded_error", "error_message": "overloaded"}
+    def failing(entry):  # not retried (a 529 would be, for seconds per prompt): the fallback is what is measured
+        return {"status": 401, "error_type": "authentication_error", "error_message": "invalid x-api-key"}
 
     return {"api_fake_oracle": through_api(oracle), "api_fake_hallucinating": through_api(hallucinating),
             "api_fake_failing": through_api(failing)}

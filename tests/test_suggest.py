@@ -317,3 +317,29 @@ def test_the_hook_uses_the_sessions_gateway(scene, run_cli):
         proc = run_cli("hook", "user-prompt-submit", env=env, input=event)
     context = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "builtin__time.now" in context and "toolscript get-types" in context
+
+
+# -- the evaluation set, through the api backend's whole path -----------------------------------------------------
+
+
+def test_the_api_path_loses_nothing_of_a_perfect_answer_and_falls_back_to_local():
+    """bench/suggest_eval.py's model rows on the held-out half: parsing a fenced reply and validating it keep exactly
+    what an oracle says (made-up skills dropped); a failing API gives exactly the local ranker's figures."""
+    import importlib.util
+
+    from conftest import REPO_ROOT
+
+    spec = importlib.util.spec_from_file_location("suggest_eval_for_api", os.path.join(REPO_ROOT, "bench", "suggest_eval.py"))
+    harness = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(harness)
+    skills, prompts = harness.load_skills(), harness.load_prompts()
+    rows = harness.model_rows(prompts)
+
+    def figures(answer_fn):
+        result = harness.evaluate(answer_fn, "heldout", skills=skills, prompts=prompts)
+        return result["skills"], result["tools"], result["fp_rate"]
+
+    oracle = figures(harness.oracle_answer_fn(prompts))
+    assert figures(rows["api_fake_oracle"]) == oracle
+    assert figures(rows["api_fake_hallucinating"]) == oracle
+    assert figures(rows["api_fake_failing"]) == figures(harness.suggest_local.suggest)
