@@ -41,8 +41,11 @@ def test_manifests_and_versions_agree():
 def test_hooks_json_runs_our_one_line_scripts():
     with open(os.path.join(PLUGIN, "hooks", "hooks.json")) as f:
         hooks = json.load(f)["hooks"]
-    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "SessionEnd"}
-    for event, script in (("SessionStart", "session-start.sh"), ("UserPromptSubmit", "user-prompt-submit.sh"), ("SessionEnd", "session-end.sh")):
+    scripts = {"SessionStart": "session-start.sh", "UserPromptSubmit": "user-prompt-submit.sh", "PostToolUse": "post-tool-use.sh",
+               "Stop": "stop.sh", "SessionEnd": "session-end.sh"}
+    assert set(hooks) == set(scripts)
+    assert hooks["PostToolUse"][0]["matcher"] == "*"  # memory records every tool's action
+    for event, script in scripts.items():
         [group] = hooks[event]
         [hook] = group["hooks"]
         assert hook["type"] == "command" and script in hook["command"] and "${CLAUDE_PLUGIN_ROOT}" in hook["command"]

@@ -47,7 +47,7 @@ DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 
 DEFAULT_PATHS = list(configkeys.DEFAULT_PATHS)
 
-_TOP_LEVEL_KEYS = ["mcpServers", "builtinTools", "workspaceRoots", "mcpToolNames", "maxMessageBytes", "requireIsolation", "suggestions", "$schema"]
+_TOP_LEVEL_KEYS = ["mcpServers", "builtinTools", "workspaceRoots", "mcpToolNames", "maxMessageBytes", "requireIsolation", "suggestions", "memory", "$schema"]
 _SERVER_KEYS = [
     "type",
     "command",
@@ -153,6 +153,8 @@ class Config:
     require_isolation: bool = False
     # "suggestions": the per-prompt suggestion hook's settings, defaults filled in (configkeys.SUGGESTION_DEFAULTS).
     suggestions: Dict[str, Any] = field(default_factory=lambda: dict(configkeys.SUGGESTION_DEFAULTS))
+    # "memory": the memory hooks' settings, defaults filled in (configkeys.MEMORY_DEFAULTS).
+    memory: Dict[str, Any] = field(default_factory=lambda: dict(configkeys.MEMORY_DEFAULTS))
 
     def enabled_servers(self) -> List[ServerConfig]:
         return [server for server in self.servers.values() if not server.disabled]
@@ -207,6 +209,7 @@ def load_config(
     problems: List[str] = []
     settings: Dict[str, Any] = {}
     suggestions = dict(configkeys.SUGGESTION_DEFAULTS)  # merged per key: a later file overrides only what it sets
+    memory = dict(configkeys.MEMORY_DEFAULTS)
     for path in selected:
         try:
             with open(path, "rb") as f:
@@ -229,6 +232,7 @@ def load_config(
             continue
         file_servers, file_warnings, file_problems, file_settings = _parse(text, path, environ)
         suggestions.update(file_settings.pop("suggestions", {}))
+        memory.update(file_settings.pop("memory", {}))
         settings.update(file_settings)  # later files win per setting, as per server
         warnings.extend(file_warnings)
         problems.extend(file_problems)
@@ -242,7 +246,7 @@ def load_config(
         for server in servers.values():
             if "maxMessageBytes" not in server.raw:
                 server.max_message_bytes = default_max
-    return Config(servers=servers, files=files, warnings=warnings, suggestions=suggestions, **settings)
+    return Config(servers=servers, files=files, warnings=warnings, suggestions=suggestions, memory=memory, **settings)
 
 
 def masked_view(config: Config) -> Dict[str, Any]:
@@ -293,6 +297,7 @@ def masked_view(config: Config) -> Dict[str, Any]:
         "maxMessageBytes": config.max_message_bytes,
         "requireIsolation": config.require_isolation,
         "suggestions": dict(config.suggestions),
+        "memory": dict(config.memory),
         "warnings": list(config.warnings),
     }
 
@@ -361,7 +366,7 @@ def _parse(
 
 
 def _parse_settings(document: Dict[str, Any], source: str, environ: Mapping[str, str], settings: Dict[str, Any], problems: List[str]) -> None:
-    """The top-level keys: ``builtinTools``, ``mcpToolNames``, ``workspaceRoots``, ``maxMessageBytes``, ``requireIsolation``, ``suggestions``."""
+    """The top-level keys: ``builtinTools``, ``mcpToolNames``, ``workspaceRoots``, ``maxMessageBytes``, ``requireIsolation``, ``suggestions``, ``memory``."""
     max_message_bytes = _max_message_bytes(document, "maxMessageBytes", source, problems)
     if max_message_bytes is not None:
         settings["max_message_bytes"] = max_message_bytes
@@ -383,10 +388,11 @@ def _parse_settings(document: Dict[str, Any], source: str, environ: Mapping[str,
             settings["require_isolation"] = value
         else:
             problems.append(f"{source}: requireIsolation: expected true or false, got {_json_type(value)}")
-    if configkeys.SUGGESTIONS_KEY in document:
-        given, trouble = configkeys.parse_suggestions(document[configkeys.SUGGESTIONS_KEY], source)
-        problems.extend(trouble)
-        settings.setdefault("suggestions", {}).update(given)
+    for section in (configkeys.SUGGESTIONS_KEY, configkeys.MEMORY_KEY):
+        if section in document:
+            given, trouble = configkeys.parse_section(section, document[section], source)
+            problems.extend(trouble)
+            settings.setdefault(section, {}).update(given)
     if "workspaceRoots" in document:
         value = document["workspaceRoots"]
         if isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value):

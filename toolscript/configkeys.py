@@ -10,7 +10,7 @@ same functions, so ``config validate`` and the hot path never disagree.
 
 import json
 import os
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from toolscript.errors import UserError
 
@@ -27,6 +27,16 @@ SUGGESTION_DEFAULTS: Dict[str, Any] = {
     "timeout": 5.0,  # seconds for the whole suggestion, model included (spec 000: 5 s)
     "minInterval": 5.0,  # seconds between two model calls of one session; sooner -> the local ranker answers
     "maxTools": 5,
+}
+MEMORY_KEY = "memory"
+# "memory": capture and injection across sessions (the memory hooks and commands).
+MEMORY_DEFAULTS: Dict[str, Any] = {
+    "enabled": True,  # false: the hooks neither record nor inject (TOOLSCRIPT_MEMORY=0 does the same)
+    "dataDir": None,  # None: TOOLSCRIPT_DATA_DIR, else ~/.toolscript
+    "captureReadOnly": False,  # also record Read/Grep/Glob/LS calls
+    "injectBudget": 600,  # tokens of related memories added at SessionStart and per prompt
+    "briefBudget": 200,  # tokens of the brief added after an Edit/Write/Bash (PostToolUse)
+    "briefInterval": 60.0,  # seconds between two briefs of one session
 }
 
 
@@ -108,63 +118,115 @@ def _json_type(value: Any) -> str:
     return "an object"
 
 
-def parse_suggestions(value: Any, source: str) -> Tuple[Dict[str, Any], List[str]]:
-    """The ``suggestions`` settings one file gives (only the keys it sets), and its problems (one line each)."""
-    where = f"{source}: {SUGGESTIONS_KEY}"
+def _shown(value: Any) -> str:
+    return json.dumps(value) if not isinstance(value, (dict, list)) else _json_type(value)
+
+
+def _boolean(item: Any) -> Tuple[bool, Any, str]:
+    return isinstance(item, bool), item, "true or false"
+
+
+def _seconds(low: float, high: float, zero_ok: bool) -> Callable[[Any], Tuple[bool, Any, str]]:
+    def check(item: Any) -> Tuple[bool, Any, str]:
+        ok = isinstance(item, (int, float)) and not isinstance(item, bool) and low <= item <= high and (zero_ok or item > 0)
+        return ok, float(item) if ok else None, f"seconds, {'0' if zero_ok else 'more than 0'} to {high:g}"
+    return check
+
+
+def _whole(low: int, high: int) -> Callable[[Any], Tuple[bool, Any, str]]:
+    def check(item: Any) -> Tuple[bool, Any, str]:
+        ok = isinstance(item, int) and not isinstance(item, bool) and low <= item <= high
+        return ok, item, f"a whole number from {low} to {high}"
+    return check
+
+
+def _one_of(choices: Sequence[str]) -> Callable[[Any], Tuple[bool, Any, str]]:
+    def check(item: Any) -> Tuple[bool, Any, str]:
+        return item in choices, item, "one of " + ", ".join(choices)
+    return check
+
+
+def _name_or_null(example: str) -> Callable[[Any], Tuple[bool, Any, str]]:
+    def check(item: Any) -> Tuple[bool, Any, str]:
+        ok = item is None or (isinstance(item, str) and bool(item.strip()))
+        return ok, item.strip() if isinstance(item, str) else None, example
+    return check
+
+
+# Each section's keys: name -> check(value) -> (ok, value to keep, what was expected).
+_SECTIONS: Dict[str, Dict[str, Callable[[Any], Tuple[bool, Any, str]]]] = {
+    SUGGESTIONS_KEY: {
+        "enabled": _boolean,
+        "backend": _one_of(SUGGESTION_BACKENDS),
+        "model": _name_or_null('a model name (e.g. "claude-haiku-4-5")'),
+        "timeout": _seconds(0, 60, zero_ok=False),
+        "minInterval": _seconds(0, 60, zero_ok=True),
+        "maxTools": _whole(0, 10),
+    },
+    MEMORY_KEY: {
+        "enabled": _boolean,
+        "dataDir": _name_or_null('a directory (e.g. "~/.toolscript")'),
+        "captureReadOnly": _boolean,
+        "injectBudget": _whole(0, 4000),
+        "briefBudget": _whole(0, 1000),
+        "briefInterval": _seconds(0, 3600, zero_ok=True),
+    },
+}
+_DEFAULTS = {SUGGESTIONS_KEY: SUGGESTION_DEFAULTS, MEMORY_KEY: MEMORY_DEFAULTS}
+
+
+def parse_section(key: str, value: Any, source: str) -> Tuple[Dict[str, Any], List[str]]:
+    """The settings one file gives in section ``key`` (only the keys it sets), and its problems (one line each)."""
+    where = f"{source}: {key}"
     if isinstance(value, bool):
         return {"enabled": value}, []
     if not isinstance(value, dict):
         return {}, [f"{where}: expected an object (or true/false), got {_json_type(value)}"]
+    rules = _SECTIONS[key]
     settings: Dict[str, Any] = {}
     problems: List[str] = []
     for name, item in value.items():
-        if name == "enabled":
-            if isinstance(item, bool):
-                settings[name] = item
-            else:
-                problems.append(f"{where}.enabled: expected true or false, got {_json_type(item)}")
-        elif name == "backend":
-            if item in SUGGESTION_BACKENDS:
-                settings[name] = item
-            else:
-                problems.append(f"{where}.backend: expected one of {', '.join(SUGGESTION_BACKENDS)}, got {json.dumps(item)}")
-        elif name == "model":
-            if item is None or (isinstance(item, str) and item.strip()):
-                settings[name] = item.strip() if isinstance(item, str) else None
-            else:
-                problems.append(f"{where}.model: expected a model name (e.g. \"claude-haiku-4-5\"), got {_json_type(item)}")
-        elif name in ("timeout", "minInterval"):
-            if isinstance(item, (int, float)) and not isinstance(item, bool) and 0 <= item <= 60 and (item > 0 or name == "minInterval"):
-                settings[name] = float(item)
-            else:
-                low = "0" if name == "minInterval" else "more than 0"
-                problems.append(f"{where}.{name}: expected seconds, {low} to 60, got {json.dumps(item) if not isinstance(item, (dict, list)) else _json_type(item)}")
-        elif name == "maxTools":
-            if isinstance(item, int) and not isinstance(item, bool) and 0 <= item <= 10:
-                settings[name] = item
-            else:
-                problems.append(f"{where}.maxTools: expected a whole number from 0 to 10, got {json.dumps(item) if not isinstance(item, (dict, list)) else _json_type(item)}")
+        check = rules.get(name)
+        if check is None:
+            problems.append(f"{where}: unknown key {json.dumps(name)} (known: {', '.join(rules)})")
+            continue
+        ok, kept, expected = check(item)
+        if ok:
+            settings[name] = kept
         else:
-            known = ", ".join(SUGGESTION_DEFAULTS)
-            problems.append(f"{where}: unknown key {json.dumps(name)} (known: {known})")
+            problems.append(f"{where}.{name}: expected {expected}, got {_shown(item)}")
+    return settings, problems
+
+
+def parse_suggestions(value: Any, source: str) -> Tuple[Dict[str, Any], List[str]]:
+    return parse_section(SUGGESTIONS_KEY, value, source)
+
+
+def section_settings(key: str, named: Optional[List[str]] = None, cwd: Optional[str] = None,
+                     environ: Optional[Mapping[str, str]] = None) -> Tuple[Dict[str, Any], List[str]]:
+    """Section ``key``'s merged settings (defaults, then each file, later wins per key) and every problem found.
+
+    A bad value is reported and ignored (the default stays): a hook must
+    still answer, and ``config validate`` fails on the same problems.
+    """
+    settings = dict(_DEFAULTS[key])
+    problems: List[str] = []
+    try:
+        found = read_key(key, named, cwd, environ)
+    except UserError as exc:
+        return settings, [str(exc)]
+    for path, value in found:
+        given, trouble = parse_section(key, value, path)
+        settings.update(given)
+        problems += trouble
     return settings, problems
 
 
 def suggestion_settings(named: Optional[List[str]] = None, cwd: Optional[str] = None,
                         environ: Optional[Mapping[str, str]] = None) -> Tuple[Dict[str, Any], List[str]]:
-    """The merged ``suggestions`` settings (defaults, then each file, later wins) and every problem found.
+    return section_settings(SUGGESTIONS_KEY, named, cwd, environ)
 
-    A bad value is reported and ignored (the default stays): the hook must
-    still answer, and ``config validate`` fails on the same problems.
-    """
-    settings = dict(SUGGESTION_DEFAULTS)
-    problems: List[str] = []
-    try:
-        found = read_key(SUGGESTIONS_KEY, named, cwd, environ)
-    except UserError as exc:
-        return settings, [str(exc)]
-    for path, value in found:
-        given, trouble = parse_suggestions(value, path)
-        settings.update(given)
-        problems += trouble
-    return settings, problems
+
+def memory_settings(named: Optional[List[str]] = None, cwd: Optional[str] = None,
+                    environ: Optional[Mapping[str, str]] = None) -> Tuple[Dict[str, Any], List[str]]:
+    return section_settings(MEMORY_KEY, named, cwd, environ)

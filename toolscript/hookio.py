@@ -18,7 +18,7 @@ import logging
 import os
 import sys
 import time
-from typing import Any, Callable, Dict, Mapping, Optional, TextIO
+from typing import Any, Callable, Dict, List, Mapping, Optional, TextIO, Tuple
 
 DISABLE_VAR = "TOOLSCRIPT_HOOKS_DISABLED"
 MAX_EVENT_BYTES = 8 * 1024 * 1024
@@ -102,12 +102,16 @@ def run(event_name: str, handler: Callable[[Event], Optional[Dict[str, Any]]], *
 CONTEXT_EVENTS = ("SessionStart",)
 
 
-def _tell_failure(event_name: str, exc: BaseException, stdout: TextIO) -> None:
-    """A failed hook is not silent: one context line says what happened and what to do."""
-    text = (
+def _failure_text(event_name: str, exc: BaseException) -> str:
+    return (
         f"toolscript: the {event_name} hook failed ({type(exc).__name__}; details in {LOG_NAME} in toolscript's state "
         "directory), so this session may have no gateway. Check with: toolscript gateway status"
     )
+
+
+def _tell_failure(event_name: str, exc: BaseException, stdout: TextIO) -> None:
+    """A failed hook is not silent: one context line says what happened and what to do."""
+    text = _failure_text(event_name, exc)
     try:
         stdout.write(json.dumps(additional_context(event_name, text)) + "\n")
         stdout.flush()
@@ -145,27 +149,74 @@ def logger() -> logging.Logger:
 
 # -- which code answers which event -----------------------------------------------------------------
 
-EVENTS = {  # ``toolscript hook NAME``: (Claude Code's event name, module, function(event) -> answer or None)
-    "session-start": ("SessionStart", "toolscript.session", "session_start"),
-    "session-end": ("SessionEnd", "toolscript.session", "session_end"),
-    "user-prompt-submit": ("UserPromptSubmit", "toolscript.suggest", "prompt_hook"),
+# ``toolscript hook NAME``: Claude Code's event name and the handlers, in order, each ``function(event)`` returning a
+# hook answer (a dict), a context text, or None.  Their texts are merged into the ONE JSON object Claude Code reads.
+EVENTS: Dict[str, Tuple[str, Tuple[Tuple[str, str], ...]]] = {
+    "session-start": ("SessionStart", (("toolscript.session", "session_start"), ("toolscript.memory.hooks", "session_start"))),
+    "user-prompt-submit": ("UserPromptSubmit", (("toolscript.memory.hooks", "prompt"), ("toolscript.suggest", "prompt_hook"))),
+    "post-tool-use": ("PostToolUse", (("toolscript.memory.hooks", "post_tool_use"),)),
+    "stop": ("Stop", (("toolscript.memory.hooks", "stop"),)),
+    "session-end": ("SessionEnd", (("toolscript.session", "session_end"), ("toolscript.memory.hooks", "session_end"))),
 }
+SEPARATOR = "\n\n"
+
+
+def context_of(answer: Any) -> str:
+    """The ``additionalContext`` text of a handler's answer (a hook answer dict or a plain text), or ""."""
+    if isinstance(answer, str):
+        return answer.strip()
+    if isinstance(answer, dict):
+        specific = answer.get("hookSpecificOutput")
+        if isinstance(specific, dict) and isinstance(specific.get("additionalContext"), str):
+            return specific["additionalContext"].strip()
+    return ""
 
 
 def run_event(name: str) -> int:
-    """Run the hook ``name`` (``session-start``, ...): always 0; an unknown name (a newer plugin) is a logged no-op."""
+    """Run the hook ``name`` (``session-start``, ...): always 0; an unknown name (a newer plugin) is a logged no-op.
+
+    Each handler runs on its own (one failing leaves the others' answers
+    intact); their texts are merged.  On SIGTERM (Claude Code's timeout) the
+    texts ready so far are printed and the process ends (spec 003 EC-P6-02).
+    """
     import importlib
+    import signal
 
     if name not in EVENTS:
         logger().warning("unknown hook event %r ignored (known: %s)", name, ", ".join(sorted(EVENTS)))
         return 0
-    event_name, module, function = EVENTS[name]
+    event_name, handlers = EVENTS[name]
+    ready: List[str] = []
+    started = time.monotonic()
 
-    def handler(event: Event) -> Optional[Dict[str, Any]]:
-        # Imported inside the hook's guard: even an import failure must end as exit 0 and a log line.
-        return getattr(importlib.import_module(module), function)(event)
+    def on_term(signum: int, frame: Any) -> None:
+        logger().warning("%s: timeout after %d ms, returning partial results", event_name, (time.monotonic() - started) * 1000)
+        if ready:
+            try:
+                sys.stdout.write(json.dumps(additional_context(event_name, SEPARATOR.join(ready)), ensure_ascii=False) + "\n")
+                sys.stdout.flush()
+            except Exception:  # noqa: BLE001 - nothing may escape, not even a closed stdout
+                pass
+        os._exit(0)
 
-    return run(event_name, handler)
+    try:
+        signal.signal(signal.SIGTERM, on_term)
+    except (ValueError, OSError):  # not the main thread (tests): no partial answer on SIGTERM
+        pass
+
+    def merged(event: Event) -> Optional[Dict[str, Any]]:
+        for module, function in handlers:
+            try:
+                # Imported inside the guard: even an import failure must end as exit 0 and a log line.
+                text = context_of(getattr(importlib.import_module(module), function)(event))
+            except Exception as exc:  # noqa: BLE001 - one handler's failure must not cost the others' answers
+                logger().exception("%s: %s.%s failed", event_name, module, function)
+                text = _failure_text(event_name, exc) if (module, function) == handlers[0] and event_name in CONTEXT_EVENTS else ""
+            if text:
+                ready.append(text)
+        return additional_context(event_name, SEPARATOR.join(ready)) if ready else None
+
+    return run(event_name, merged)
 
 
 def main_fast(name: str) -> None:
