@@ -326,13 +326,18 @@ _MAX_TERMS = 24
 
 
 def query_terms(query: str) -> List[str]:
-    """The words of ``query`` worth searching for: lower-cased, unique, stopwords dropped (unless that leaves none)."""
+    """The words of ``query`` worth searching for: lower-cased, unique, no stopwords.
+
+    Single characters are dropped too unless nothing else is left ("x" alone
+    is a search; "x" in a sentence is noise).  Only stopwords -> no terms: a
+    prompt like "do it" is related to nothing in particular.
+    """
     words: List[str] = []
     for word in _WORD.findall((query or "").lower()):
-        if word not in words:
+        if word not in words and word not in _STOPWORDS:
             words.append(word)
-    useful = [w for w in words if w not in _STOPWORDS and len(w) > 1]
-    return (useful or words)[:_MAX_TERMS]
+    longer = [w for w in words if len(w) > 1]
+    return (longer or words)[:_MAX_TERMS]
 
 
 def fts_query(terms: Sequence[str]) -> str:
