@@ -21,7 +21,7 @@ import pytest
 
 from toolscript.memory import Memory, Session, project_root
 from toolscript.memory import store as store_mod
-from toolscript.memory.store import MAX_CONTENT, SCHEMA_VERSION, StoreError, data_dir, fts_query, open_store, query_terms
+from toolscript.memory.store import MAX_CONTENT, SCHEMA_VERSION, StoreError, data_dir, fts_phrase, open_store, query_terms
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -235,8 +235,9 @@ def test_search_finds_and_ranks_in_both_modes(tmp_path, mode):
         assert [s for _, s in results] == sorted((s for _, s in results), reverse=True)
         assert results[0][1] > 0.7  # every word matched
         assert all(m.project == "/p" for m, _ in results)
-        # prefix: "pars" finds parser.ts in content and in files
-        assert {m.id for m, _ in store.search("pars", project="/p")} >= {ids[2], ids[4]}
+        # "parsers" finds parser.ts in content and in files (a stem with FTS5, a substring with LIKE)
+        assert {m.id for m, _ in store.search("parsers" if mode == "fts5" else "parser", project="/p")} == {ids[2], ids[4]}
+        assert {m.id for m, _ in store.search("tests", project="/p")} >= {ids[1]}
         # file paths are searchable
         assert ids[3] in [m.id for m, _ in store.search("deploy.md", project="/p")]
         # tool names are searchable
@@ -306,8 +307,8 @@ def test_query_building():
     assert query_terms("the") == [] and query_terms("do it") == []
     assert query_terms("x") == ["x"] and query_terms("x marks") == ["marks"]
     assert query_terms("x_y-z") == ["x", "y", "z"]  # "a" is a stopword
-    assert fts_query(["login", "go"]) == '"login"* OR "go"'
-    assert len(query_terms(" ".join(f"w{i}" for i in range(100)))) == 24
+    assert fts_phrase('say "hi"') == '"say ""hi"""'
+    assert len(query_terms(" ".join(f"w{i}" for i in range(100)))) == 16
 
 
 def test_like_fallback_forced_by_environment(tmp_path):
@@ -716,3 +717,19 @@ def test_project_root(tmp_path):
     link = tmp_path / "link"
     link.symlink_to(plain)
     assert project_root(str(link)) == os.path.realpath(str(plain))
+
+
+def test_rare_words_weigh_more_and_old_rare_memories_are_still_found(tmp_path, mode):
+    """A common word's newest uses are candidates; a rare word is searched in full (CANDIDATES_PER_TERM)."""
+    with _open(tmp_path / "m.db", mode) as store:
+        old = store.add(session="s0", project="/p", kind="note", content="zeppelin hangar common words", created=1.0)
+        store.conn.execute("BEGIN")
+        for i in range(store_mod.CANDIDATES_PER_TERM + 200):
+            store.add(session="s1", project="/p", kind="note", content=f"common words filler {i}", created=10.0 + i)
+        store.conn.execute("COMMIT")
+        assert [m.id for m, _ in store.search("zeppelin", project="/p")] == [old]
+        top, score = store.search("common zeppelin", project="/p")[0]
+        assert top.id == old and score == 1.0
+        hits = store.search("common zeppelin", project="/p", limit=5)
+        assert [s for _, s in hits][1:] == [hits[1][1]] * 4 and hits[1][1] < 0.5  # the common word alone weighs little
+        assert [m.created for m, _ in hits[1:]] == sorted((m.created for m, _ in hits[1:]), reverse=True)  # newest first

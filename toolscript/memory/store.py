@@ -23,12 +23,13 @@ Why it looks like this:
 import functools
 import hashlib
 import json
+import math
 import os
 import re
 import sqlite3
 import threading
 import time
-from typing import IO, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from toolscript.errors import UserError
 from toolscript.memory import Memory, Session
@@ -51,7 +52,7 @@ class StoreError(UserError):
 
 _FTS_TABLE = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5("
-    "content, tool, files, content='memories', content_rowid='id', tokenize='unicode61 remove_diacritics 2')"
+    "content, tool, files, content='memories', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2')"
 )
 _FTS_TRIGGERS = (
     "CREATE TRIGGER IF NOT EXISTS memories_fts_insert AFTER INSERT ON memories BEGIN "
@@ -322,7 +323,12 @@ _STOPWORDS = frozenset(
     "no not of on or our please so than that the their them then there these this to us was we were what when "
     "where which who why will with would you your".split()
 )
-_MAX_TERMS = 24
+_MAX_TERMS = 16
+# Per query word, the newest this-many memories containing it are candidates.  A
+# word rarer than that is searched in full; a common one ("test", "fix") only in
+# its newest uses: that bounds a search's work at ~16 x 1000 rows however large
+# the database grows (bm25 over every match took 70-230 ms at 100k memories).
+CANDIDATES_PER_TERM = 1000
 
 
 def query_terms(query: str) -> List[str]:
@@ -340,16 +346,9 @@ def query_terms(query: str) -> List[str]:
     return (longer or words)[:_MAX_TERMS]
 
 
-def fts_query(terms: Sequence[str]) -> str:
-    """An FTS5 MATCH expression that cannot fail to parse: every term quoted; OR so any word may match.
-
-    Terms of 3+ characters match as prefixes ("auth" finds "authentication").
-    """
-    parts = []
-    for term in terms:
-        quoted = '"' + term.replace('"', '""') + '"'
-        parts.append(quoted + "*" if len(term) >= 3 else quoted)
-    return " OR ".join(parts)
+def fts_phrase(term: str) -> str:
+    """One term as an FTS5 MATCH expression that cannot fail to parse: quoted, quotes doubled."""
+    return '"' + term.replace('"', '""') + '"'
 
 
 def _like_pattern(term: str) -> str:
@@ -357,16 +356,28 @@ def _like_pattern(term: str) -> str:
     return "%" + escaped + "%"
 
 
-def _coverage(memory: Memory, terms: Sequence[str]) -> float:
-    """Fraction of ``terms`` some word of the memory starts with (the same rule as the FTS prefix query)."""
-    if not terms:
-        return 0.0
-    words = set(_WORD.findall((memory.content + " " + memory.tool + " " + " ".join(memory.files)).lower()))
-    hits = 0
-    for term in terms:
-        if term in words or (len(term) >= 3 and any(w.startswith(term) for w in words)):
-            hits += 1
-    return hits / len(terms)
+def _idf(df: int, total: int) -> float:
+    """BM25's inverse document frequency, never negative: rare words weigh more."""
+    return math.log(1.0 + (max(total, df) - df + 0.5) / (df + 0.5))
+
+
+def _ranked(matched: Dict[int, int], dfs: Sequence[int], total: int) -> Iterator[Tuple[int, float]]:
+    """(rowid, score) best first: the idf-weighted share of the query's words a memory has; newest first on ties.
+
+    ``matched`` maps a rowid to the bit mask of the terms it contains.  Rows
+    are grouped by mask so only the groups actually read get sorted.
+    """
+    weights = [_idf(df, total) for df in dfs]
+    whole = sum(weights) or 1.0
+    groups: Dict[int, List[int]] = {}
+    for rowid, mask in matched.items():
+        groups.setdefault(mask, []).append(rowid)
+    scored = sorted(
+        ((sum(w for i, w in enumerate(weights) if mask >> i & 1) / whole, mask) for mask in groups), reverse=True
+    )
+    for score, mask in scored:
+        for rowid in sorted(groups[mask], reverse=True):
+            yield rowid, round(min(1.0, score), 4)
 
 
 # --- the store ----------------------------------------------------------------
@@ -547,54 +558,108 @@ class Store:
         kinds: Optional[Sequence[str]] = None,
         limit: int = 10,
     ) -> List[Tuple[Memory, float]]:
-        """Memories matching any word of ``query``, best first, each with a score in 0..1.
+        """Memories containing any word of ``query``, best first, each with a score in 0..1.
 
-        The score is mostly coverage (the share of the query's words the memory
-        has) plus a fifth for rank (bm25 with FTS5, the number of matching words
-        with LIKE) relative to the best hit, so both modes score alike.
+        The score is the share of the query's words a memory has, each word
+        weighted by its rarity (BM25's idf); ties go to the newest.  FTS5
+        matches words by their stem (porter: "tests" finds "test"); the LIKE
+        fallback matches substrings.  See CANDIDATES_PER_TERM for the bound.
         """
         terms = query_terms(query)
         if not terms or limit <= 0:
             return []
         where, params = _filters(project, session, kinds)
-        pool = max(50, limit * 5)
+        total = int(self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM memories").fetchone()[0])
+        matched: Dict[int, int] = {}
         if self.fts:
             try:
-                rows = self.conn.execute(
-                    f"SELECT {', '.join('m.' + c for c in _COLUMNS.split(', '))}, -bm25(memories_fts, 4.0, 1.0, 2.0) AS rank "
-                    "FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid "
-                    "WHERE memories_fts MATCH ?" + (" AND " + where if where else "") + " ORDER BY rank DESC LIMIT ?",
-                    [fts_query(terms)] + params + [pool],
-                ).fetchall()
+                dfs = self._candidates(terms, self._fts_rows, matched)
             except sqlite3.OperationalError:
-                rows = self._like_rows(terms, where, params, pool)  # belt and braces: a query FTS5 rejects still searches
+                matched.clear()  # belt and braces: a term FTS5 rejects still gets searched
+                dfs = self._candidates(terms, functools.partial(self._like_rows, where, params), matched)
         else:
-            rows = self._like_rows(terms, where, params, pool)
-        if not rows:
+            dfs = self._candidates(terms, functools.partial(self._like_rows, where, params), matched)
+        if not matched:
             return []
-        best = max(float(r[8]) for r in rows) or 1.0
-        scored = []
-        for row in rows:
-            memory = _row_memory(row)
-            score = 0.8 * _coverage(memory, terms) + 0.2 * max(0.0, float(row[8])) / best
-            scored.append((memory, round(min(1.0, score), 4)))
-        scored.sort(key=lambda pair: (-pair[1], -pair[0].created, -pair[0].id))
-        return scored[:limit]
+        return self._materialize(_ranked(matched, dfs, total), where, params, limit)
 
-    def _like_rows(self, terms: Sequence[str], where: str, params: List[Any], pool: int) -> List[Any]:
-        """The fallback: a row per memory containing any term (case-insensitive substring), with how many it has."""
-        hits = " + ".join(
-            "(m.content LIKE ? ESCAPE '\\' OR m.tool LIKE ? ESCAPE '\\' OR m.files LIKE ? ESCAPE '\\')" for _ in terms
-        )
-        hit_params: List[Any] = []
-        for term in terms:
-            hit_params.extend([_like_pattern(term)] * 3)
-        return self.conn.execute(
-            f"SELECT * FROM (SELECT {', '.join('m.' + c for c in _COLUMNS.split(', '))}, ({hits}) AS hits FROM memories m"
-            + (" WHERE " + where if where else "")
-            + ") WHERE hits > 0 ORDER BY hits DESC, created DESC LIMIT ?",
-            hit_params + params + [pool],
-        ).fetchall()
+    def _fts_rows(self, term: str, ids: Optional[Sequence[int]] = None) -> List[int]:
+        """Rowids whose content, tool or files have ``term`` (stemmed): the newest CANDIDATES_PER_TERM + 1, or among ``ids``."""
+        if ids is None:
+            sql, params = "ORDER BY rowid DESC LIMIT ?", [CANDIDATES_PER_TERM + 1]  # type: str, List[Any]
+        else:
+            sql, params = f"AND rowid IN ({','.join('?' * len(ids))})", list(ids)
+        rows = self.conn.execute(f"SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? {sql}", [fts_phrase(term)] + params)
+        return [int(r[0]) for r in rows]
+
+    def _like_rows(self, where: str, params: List[Any], term: str, ids: Optional[Sequence[int]] = None) -> List[int]:
+        """The fallback's ``_fts_rows``: a case-insensitive substring of content, tool or files (filters applied here)."""
+        pattern = _like_pattern(term)
+        clauses = ["(m.content LIKE ? ESCAPE '\\' OR m.tool LIKE ? ESCAPE '\\' OR m.files LIKE ? ESCAPE '\\')"]
+        values: List[Any] = [pattern] * 3
+        if where:
+            clauses.append(where)
+            values.extend(params)
+        if ids is None:
+            tail, values = " ORDER BY m.id DESC LIMIT ?", values + [CANDIDATES_PER_TERM + 1]
+        else:
+            clauses.append(f"m.id IN ({','.join('?' * len(ids))})")
+            values, tail = values + list(ids), ""
+        rows = self.conn.execute("SELECT m.id FROM memories m WHERE " + " AND ".join(clauses) + tail, values)
+        return [int(r[0]) for r in rows]
+
+    def _candidates(self, terms: Sequence[str], rows_for: Callable[..., List[int]], matched: Dict[int, int]) -> List[int]:
+        """Fill ``matched`` (rowid -> mask of the terms it has) with each term's newest rows; return each term's count.
+
+        A count above CANDIDATES_PER_TERM means "at least".  Then the rows a
+        rare word found are asked about the common words past their cut, so an
+        old memory with every word of the query still scores 1.0.
+        """
+        dfs = []
+        for bit, term in enumerate(terms):
+            rowids = rows_for(term)
+            dfs.append(len(rowids))
+            for rowid in rowids[:CANDIDATES_PER_TERM]:
+                matched[rowid] = matched.get(rowid, 0) | 1 << bit
+        capped = [i for i, df in enumerate(dfs) if df > CANDIDATES_PER_TERM]
+        rare_bits = sum(1 << i for i, df in enumerate(dfs) if 0 < df <= CANDIDATES_PER_TERM)
+        if capped and rare_bits:
+            found_by_rare = sorted((rowid for rowid, mask in matched.items() if mask & rare_bits), reverse=True)[:2000]
+            for i in capped:
+                unknown = [rowid for rowid in found_by_rare if not matched[rowid] >> i & 1]
+                for start in range(0, len(unknown), 500):
+                    for rowid in rows_for(terms[i], unknown[start : start + 500]):
+                        matched[rowid] |= 1 << i
+        return dfs
+
+    def _materialize(
+        self, ranked: Iterator[Tuple[int, float]], where: str, params: List[Any], limit: int
+    ) -> List[Tuple[Memory, float]]:
+        """The first ``limit`` ranked rowids that pass the filters, as memories; read in chunks, stop when full."""
+        found: List[Tuple[Memory, float]] = []
+        chunk: List[Tuple[int, float]] = []
+        size = max(100, limit * 2)
+
+        def flush() -> None:
+            ids = [rowid for rowid, _ in chunk]
+            rows = self.conn.execute(
+                f"SELECT {', '.join('m.' + c for c in _COLUMNS.split(', '))} FROM memories m WHERE m.id IN ({','.join('?' * len(ids))})"
+                + (" AND " + where if where else ""),
+                ids + params,
+            ).fetchall()
+            by_id = {int(r[0]): r for r in rows}
+            found.extend((_row_memory(by_id[rowid]), score) for rowid, score in chunk if rowid in by_id)
+            chunk.clear()
+
+        for item in ranked:
+            chunk.append(item)
+            if len(chunk) >= size:
+                flush()
+                if len(found) >= limit:
+                    break
+        if chunk and len(found) < limit:
+            flush()
+        return found[:limit]
 
     @_guarded
     def recent(
