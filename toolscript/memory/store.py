@@ -583,16 +583,15 @@ class Store:
             return []
         return self._materialize(_ranked(matched, dfs, total), where, params, limit)
 
-    def _fts_rows(self, term: str, ids: Optional[Sequence[int]] = None) -> List[int]:
-        """Rowids whose content, tool or files have ``term`` (stemmed): the newest CANDIDATES_PER_TERM + 1, or among ``ids``."""
-        if ids is None:
-            sql, params = "ORDER BY rowid DESC LIMIT ?", [CANDIDATES_PER_TERM + 1]  # type: str, List[Any]
-        else:
-            sql, params = f"AND rowid IN ({','.join('?' * len(ids))})", list(ids)
-        rows = self.conn.execute(f"SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? {sql}", [fts_phrase(term)] + params)
+    def _fts_rows(self, term: str) -> List[int]:
+        """The newest CANDIDATES_PER_TERM + 1 rowids whose content, tool or files have ``term`` (stemmed)."""
+        rows = self.conn.execute(
+            "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+            (fts_phrase(term), CANDIDATES_PER_TERM + 1),
+        )
         return [int(r[0]) for r in rows]
 
-    def _like_rows(self, where: str, params: List[Any], term: str, ids: Optional[Sequence[int]] = None) -> List[int]:
+    def _like_rows(self, where: str, params: List[Any], term: str) -> List[int]:
         """The fallback's ``_fts_rows``: a case-insensitive substring of content, tool or files (filters applied here)."""
         pattern = _like_pattern(term)
         clauses = ["(m.content LIKE ? ESCAPE '\\' OR m.tool LIKE ? ESCAPE '\\' OR m.files LIKE ? ESCAPE '\\')"]
@@ -600,20 +599,19 @@ class Store:
         if where:
             clauses.append(where)
             values.extend(params)
-        if ids is None:
-            tail, values = " ORDER BY m.id DESC LIMIT ?", values + [CANDIDATES_PER_TERM + 1]
-        else:
-            clauses.append(f"m.id IN ({','.join('?' * len(ids))})")
-            values, tail = values + list(ids), ""
-        rows = self.conn.execute("SELECT m.id FROM memories m WHERE " + " AND ".join(clauses) + tail, values)
+        rows = self.conn.execute(
+            "SELECT m.id FROM memories m WHERE " + " AND ".join(clauses) + " ORDER BY m.id DESC LIMIT ?",
+            values + [CANDIDATES_PER_TERM + 1],
+        )
         return [int(r[0]) for r in rows]
 
     def _candidates(self, terms: Sequence[str], rows_for: Callable[..., List[int]], matched: Dict[int, int]) -> List[int]:
         """Fill ``matched`` (rowid -> mask of the terms it has) with each term's newest rows; return each term's count.
 
-        A count above CANDIDATES_PER_TERM means "at least".  Then the rows a
-        rare word found are asked about the common words past their cut, so an
-        old memory with every word of the query still scores 1.0.
+        A count above CANDIDATES_PER_TERM means "at least".  An old memory
+        found by a rare word is not asked about the common words past their cut
+        (FTS5 answers ``rowid IN (...)`` at ~90 us a row): it scores a little
+        under 1.0, which the common words' small weight keeps from mattering.
         """
         dfs = []
         for bit, term in enumerate(terms):
@@ -621,15 +619,6 @@ class Store:
             dfs.append(len(rowids))
             for rowid in rowids[:CANDIDATES_PER_TERM]:
                 matched[rowid] = matched.get(rowid, 0) | 1 << bit
-        capped = [i for i, df in enumerate(dfs) if df > CANDIDATES_PER_TERM]
-        rare_bits = sum(1 << i for i, df in enumerate(dfs) if 0 < df <= CANDIDATES_PER_TERM)
-        if capped and rare_bits:
-            found_by_rare = sorted((rowid for rowid, mask in matched.items() if mask & rare_bits), reverse=True)[:2000]
-            for i in capped:
-                unknown = [rowid for rowid in found_by_rare if not matched[rowid] >> i & 1]
-                for start in range(0, len(unknown), 500):
-                    for rowid in rows_for(terms[i], unknown[start : start + 500]):
-                        matched[rowid] |= 1 << i
         return dfs
 
     def _materialize(
