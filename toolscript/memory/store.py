@@ -546,7 +546,7 @@ class Store:
             "INSERT INTO memories(session, project, kind, tool, files, content, created, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (session or "", project, kind, tool, json.dumps(paths, ensure_ascii=False) if paths else "", text, when, digest),
         )
-        return int(cursor.lastrowid)
+        return int(cursor.lastrowid or 0)
 
     @_guarded
     def search(
