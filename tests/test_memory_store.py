@@ -733,3 +733,30 @@ def test_rare_words_weigh_more_and_old_rare_memories_are_still_found(tmp_path, m
         hits = store.search("common zeppelin", project="/p", limit=5)
         assert [s for _, s in hits][1:] == [hits[1][1]] * 4 and hits[1][1] < 0.5  # the common word alone weighs little
         assert [m.created for m, _ in hits[1:]] == sorted((m.created for m, _ in hits[1:]), reverse=True)  # newest first
+
+
+def test_disk_full_is_a_clear_error_and_nothing_is_lost(tmp_path):
+    """SQLITE_FULL for real: cap the file at its current page count (PRAGMA max_page_count)."""
+    with open_store(str(tmp_path / "m.db")) as store:
+        _fill(store)
+        pages = store.conn.execute("PRAGMA page_count").fetchone()[0]
+        store.conn.execute(f"PRAGMA max_page_count = {pages}")
+        with pytest.raises(StoreError) as info:
+            store.conn.execute("BEGIN")
+            for i in range(2000):
+                store.add(session="", project="/p", kind="note", content=f"filling the disk {i} " + "y" * 500)
+        assert str(info.value) == f"the disk holding the memory database {store.path} is full; free some space and retry"
+        assert not store.conn.in_transaction  # rolled back, the connection is usable
+        assert store.stats()["memories"] == len(CONTENTS)
+    with open_store(str(tmp_path / "m.db")) as store:
+        assert store.stats()["memories"] == len(CONTENTS)
+
+
+def test_first_use_is_logged(tmp_path, caplog):
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="toolscript.memory"):
+        open_store(str(tmp_path / "m.db")).close()
+        open_store(str(tmp_path / "m.db")).close()
+    created = [r.getMessage() for r in caplog.records if "initializing the memory database" in r.getMessage()]
+    assert created == [f"initializing the memory database at {tmp_path / 'm.db'}"]

@@ -23,6 +23,7 @@ Why it looks like this:
 import functools
 import hashlib
 import json
+import logging
 import math
 import os
 import re
@@ -42,6 +43,8 @@ ELLIPSIS = "\u2026"
 KINDS = ("action", "response", "summary", "note")
 
 _FTS_OFF_VALUES = ("0", "off", "false", "no", "like")
+
+logger = logging.getLogger("toolscript.memory")
 
 
 class StoreError(UserError):
@@ -196,6 +199,7 @@ def _create_file(path: str) -> None:
             "the directory is read-only: make it writable or set TOOLSCRIPT_DATA_DIR to a writable directory"
         ) from exc
     os.close(fd)
+    logger.info("initializing the memory database at %s", path)  # spec 003 EC-P6-06
 
 
 def _fts5_available(conn: sqlite3.Connection) -> bool:
