@@ -760,3 +760,16 @@ def test_first_use_is_logged(tmp_path, caplog):
         open_store(str(tmp_path / "m.db")).close()
     created = [r.getMessage() for r in caplog.records if "initializing the memory database" in r.getMessage()]
     assert created == [f"initializing the memory database at {tmp_path / 'm.db'}"]
+
+
+def test_search_cut_is_per_project_and_project_words_do_not_match(tmp_path, mode):
+    """A big other project does not push this project's rows past CANDIDATES_PER_TERM; a project path is not content."""
+    with _open(tmp_path / "m.db", mode) as store:
+        mine = store.add(session="s", project="/home/me/shop", kind="note", content="fixed the checkout flow", created=1.0)
+        store.conn.execute("BEGIN")
+        for i in range(store_mod.CANDIDATES_PER_TERM + 100):
+            store.add(session="o", project="/home/me/other", kind="note", content=f"checkout flow {i}", created=10.0 + i)
+        store.conn.execute("COMMIT")
+        assert [m.id for m, _ in store.search("checkout flow", project="/home/me/shop")] == [mine]
+        assert store.search("shop", project="/home/me/shop") == []  # the path's words are not the memory's
+        assert store.search("checkout", project="/home/me") == []  # nested paths are told apart

@@ -55,18 +55,20 @@ class StoreError(UserError):
 
 _FTS_TABLE = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5("
-    "content, tool, files, content='memories', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2')"
+    "content, tool, files, project_key, content='memories', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2')"
 )
 _FTS_TRIGGERS = (
     "CREATE TRIGGER IF NOT EXISTS memories_fts_insert AFTER INSERT ON memories BEGIN "
-    "INSERT INTO memories_fts(rowid, content, tool, files) VALUES (new.id, new.content, new.tool, new.files); END",
+    "INSERT INTO memories_fts(rowid, content, tool, files, project_key) "
+    "VALUES (new.id, new.content, new.tool, new.files, new.project_key); END",
     "CREATE TRIGGER IF NOT EXISTS memories_fts_delete AFTER DELETE ON memories BEGIN "
-    "INSERT INTO memories_fts(memories_fts, rowid, content, tool, files) "
-    "VALUES ('delete', old.id, old.content, old.tool, old.files); END",
+    "INSERT INTO memories_fts(memories_fts, rowid, content, tool, files, project_key) "
+    "VALUES ('delete', old.id, old.content, old.tool, old.files, old.project_key); END",
     "CREATE TRIGGER IF NOT EXISTS memories_fts_update AFTER UPDATE ON memories BEGIN "
-    "INSERT INTO memories_fts(memories_fts, rowid, content, tool, files) "
-    "VALUES ('delete', old.id, old.content, old.tool, old.files); "
-    "INSERT INTO memories_fts(rowid, content, tool, files) VALUES (new.id, new.content, new.tool, new.files); END",
+    "INSERT INTO memories_fts(memories_fts, rowid, content, tool, files, project_key) "
+    "VALUES ('delete', old.id, old.content, old.tool, old.files, old.project_key); "
+    "INSERT INTO memories_fts(rowid, content, tool, files, project_key) "
+    "VALUES (new.id, new.content, new.tool, new.files, new.project_key); END",
 )
 _FTS_TRIGGER_NAMES = ("memories_fts_insert", "memories_fts_delete", "memories_fts_update")
 
@@ -81,7 +83,7 @@ def _migrate_v1(conn: sqlite3.Connection, fts: bool) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS memories (id INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL DEFAULT '', "
         "project TEXT NOT NULL, kind TEXT NOT NULL, tool TEXT NOT NULL DEFAULT '', files TEXT NOT NULL DEFAULT '', "
-        "content TEXT NOT NULL, created REAL NOT NULL, digest TEXT NOT NULL)"
+        "content TEXT NOT NULL, created REAL NOT NULL, digest TEXT NOT NULL, project_key TEXT NOT NULL DEFAULT '')"
     )
     conn.execute("CREATE INDEX IF NOT EXISTS memories_project_created ON memories(project, created)")
     conn.execute("CREATE INDEX IF NOT EXISTS memories_session_created ON memories(session, created)")
@@ -355,6 +357,11 @@ def fts_phrase(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
+def project_key(project: str) -> str:
+    """The project as one index token (a path's words would need a slow phrase match and match nested paths)."""
+    return "p" + hashlib.sha1(project.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
 def _like_pattern(term: str) -> str:
     escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return "%" + escaped + "%"
@@ -547,8 +554,9 @@ class Store:
         when = time.time() if created is None else float(created)
         digest = _digest(session or "", project, kind, tool, paths, text, when)
         cursor = self.conn.execute(
-            "INSERT INTO memories(session, project, kind, tool, files, content, created, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (session or "", project, kind, tool, json.dumps(paths, ensure_ascii=False) if paths else "", text, when, digest),
+            "INSERT INTO memories(session, project, kind, tool, files, content, created, digest, project_key) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (session or "", project, kind, tool, json.dumps(paths, ensure_ascii=False) if paths else "", text, when, digest, project_key(project)),
         )
         return int(cursor.lastrowid or 0)
 
@@ -577,7 +585,7 @@ class Store:
         matched: Dict[int, int] = {}
         if self.fts:
             try:
-                dfs = self._candidates(terms, self._fts_rows, matched)
+                dfs = self._candidates(terms, functools.partial(self._fts_rows, project), matched)
             except sqlite3.OperationalError:
                 matched.clear()  # belt and braces: a term FTS5 rejects still gets searched
                 dfs = self._candidates(terms, functools.partial(self._like_rows, where, params), matched)
@@ -587,11 +595,19 @@ class Store:
             return []
         return self._materialize(_ranked(matched, dfs, total), where, params, limit)
 
-    def _fts_rows(self, term: str) -> List[int]:
-        """The newest CANDIDATES_PER_TERM + 1 rowids whose content, tool or files have ``term`` (stemmed)."""
+    def _fts_rows(self, project: Optional[str], term: str) -> List[int]:
+        """The newest CANDIDATES_PER_TERM + 1 rowids whose content, tool or files have ``term`` (stemmed).
+
+        The project is indexed too (as one token, ``project_key``), so the cut
+        is taken within the project: a big other project cannot push this
+        one's rows past it.
+        """
+        expression = "{content tool files} : " + fts_phrase(term)
+        if project is not None:
+            expression += " AND project_key : " + fts_phrase(project_key(project))
         rows = self.conn.execute(
             "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
-            (fts_phrase(term), CANDIDATES_PER_TERM + 1),
+            (expression, CANDIDATES_PER_TERM + 1),
         )
         return [int(r[0]) for r in rows]
 
@@ -773,7 +789,8 @@ class Store:
             if self.conn.execute("SELECT 1 FROM memories WHERE digest = ?", (digest,)).fetchone():
                 continue
             self.conn.execute(
-                "INSERT INTO memories(session, project, kind, tool, files, content, created, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO memories(session, project, kind, tool, files, content, created, digest, project_key) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     record["session"],
                     record["project"],
@@ -783,6 +800,7 @@ class Store:
                     text,
                     record["created"],
                     digest,
+                    project_key(record["project"]),
                 ),
             )
             imported += 1
