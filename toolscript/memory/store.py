@@ -10,7 +10,13 @@ Why it looks like this:
   migrations, applied under ``BEGIN IMMEDIATE`` so two first-time processes
   cannot both create it.
 * Full-text search uses an FTS5 external-content table kept in sync by
-  triggers, ranked by bm25.  Some Python builds ship an SQLite without FTS5:
+  triggers (porter stems; the project as one hashed token).  Ranking is not
+  FTS5's bm25: that scores every matching row, 70-230 ms a query at 100k
+  memories.  Instead each query word contributes its newest
+  CANDIDATES_PER_TERM rows in the project (a rare word: all of them) and a
+  memory scores the idf-weighted share of the query's words it has (0..1),
+  newest first on ties: bounded work at any size (inject p99 ~37 ms at 100k,
+  bench/memory_store.py).  Some Python builds ship an SQLite without FTS5:
   that is detected at open (a probe table in ``temp``) and search falls back
   to ``LIKE`` over the query's words; ``stats()["fts"]`` says which is in use.
   ``TOOLSCRIPT_MEMORY_FTS=0`` (or ``open_store(fts=False)``) forces the fallback.
