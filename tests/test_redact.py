@@ -168,6 +168,12 @@ def test_private_stray_close_is_dropped():
     assert strip_private("a</private>b") == "ab"
 
 
+def test_other_tags_starting_with_private_are_not_private_tags():
+    text = "<private-notes>kept</private-notes> <privateKey>also kept</privateKey>"
+    assert strip_private(text) == text
+    assert strip_private("a <private >x</private > b") == "a  b"
+
+
 def test_private_many_tags():
     rng = random.Random(SEED)
     parts, kept = [], []

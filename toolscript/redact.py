@@ -87,7 +87,8 @@ _NOT_A_SECRET = re.compile(
     re.IGNORECASE,
 )
 
-_PRIVATE_TAG = re.compile(r"<(/?)private\b[^>]{0,200}>", re.IGNORECASE)
+# <private>, </private>, <private reason="...">; not <private-notes> or <privateKey> (other markup).
+_PRIVATE_TAG = re.compile(r"<(/?)private(?:\s[^>]{0,200})?\s*>", re.IGNORECASE)
 
 
 def redact(text: str) -> str:
