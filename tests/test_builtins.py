@@ -307,7 +307,7 @@ def test_to_mcp():
 
 def test_builtin_specs_order_and_timeouts():
     specs = builtin_specs()
-    assert list(specs) == ["time.now", "tools.echo", "shell.pwd", "fs.list_dir", "fs.read_file"]
+    assert list(specs) == ["time.now", "tools.echo", "shell.pwd", "fs.list_dir", "fs.read_file", "memory.search", "memory.timeline", "memory.get"]
     assert DEFAULT_TIMEOUT == 8.0
     assert all(s.timeout == 8.0 and s.name == name for name, s in specs.items())
 
@@ -726,7 +726,7 @@ def test_select_unknown_name():
         select_builtins(["time.now", "fs.write_file"])
     assert str(info.value) == (
         'unknown built-in tool "fs.write_file"; known built-in tools: '
-        "time.now, tools.echo, shell.pwd, fs.list_dir, fs.read_file"
+        "time.now, tools.echo, shell.pwd, fs.list_dir, fs.read_file, memory.search, memory.timeline, memory.get"
     )
     with pytest.raises(UserError) as info:
         select_builtins(["a", "b"])

@@ -1,26 +1,17 @@
 """What memory records from hook events: one line per action, Claude's answer, the session summary."""
 
 import random
-from typing import List, NamedTuple
+from typing import List
 
 import pytest
+
+from toolscript.memory import Memory
 
 from toolscript.memory.capture import (
     MAX_ACTION, MAX_CONTENT, MAX_RESPONSE, MAX_SUMMARY, Captured, from_response, from_tool_use, session_summary,
 )
 
 
-# TEMPORARY: the Memory NamedTuple exactly as contracts11.md gives it, until helper S's
-# toolscript/memory/__init__.py lands (then: from toolscript.memory import Memory).
-class Memory(NamedTuple):
-    id: int
-    session: str
-    project: str
-    kind: str
-    tool: str
-    files: List[str]
-    content: str
-    created: float
 
 
 CWD = "/home/dev/proj"

@@ -3,26 +3,17 @@
 import random
 import re
 import time
-from typing import List, NamedTuple
+from typing import List
 
 import pytest
+
+from toolscript.memory import Memory
 
 from toolscript.memory.context import (
     activity_shift, brief, estimate_tokens, inject, relative_date, render_brief, render_inject,
 )
 
 
-# TEMPORARY: the Memory NamedTuple exactly as contracts11.md gives it, until helper S's
-# toolscript/memory/__init__.py lands (then: from toolscript.memory import Memory).
-class Memory(NamedTuple):
-    id: int
-    session: str
-    project: str
-    kind: str
-    tool: str
-    files: List[str]
-    content: str
-    created: float
 
 
 DAY = 86400.0

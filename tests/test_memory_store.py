@@ -752,13 +752,25 @@ def test_disk_full_is_a_clear_error_and_nothing_is_lost(tmp_path):
         assert store.stats()["memories"] == len(CONTENTS)
 
 
-def test_first_use_is_logged(tmp_path, caplog):
+def test_first_use_is_logged(tmp_path):
     import logging
 
-    with caplog.at_level(logging.INFO, logger="toolscript.memory"):
+    # A handler on the logger itself, not caplog's on the root: an in-process CLI test on the same worker may have
+    # set the "toolscript" logger not to propagate (log.setup does).
+    records = []
+    handler = logging.Handler(logging.INFO)
+    handler.emit = records.append
+    target = logging.getLogger("toolscript.memory")
+    old_level = target.level
+    target.addHandler(handler)
+    target.setLevel(logging.INFO)
+    try:
         open_store(str(tmp_path / "m.db")).close()
         open_store(str(tmp_path / "m.db")).close()
-    created = [r.getMessage() for r in caplog.records if "initializing the memory database" in r.getMessage()]
+    finally:
+        target.removeHandler(handler)
+        target.setLevel(old_level)
+    created = [r.getMessage() for r in records if "initializing the memory database" in r.getMessage()]
     assert created == [f"initializing the memory database at {tmp_path / 'm.db'}"]
 
 

@@ -1,4 +1,7 @@
-"""The five built-in tools: time.now, tools.echo, shell.pwd, fs.list_dir, fs.read_file.
+"""The built-in tools: time.now, tools.echo, shell.pwd, fs.list_dir, fs.read_file, and memory's three.
+
+``memory.search``, ``memory.timeline`` and ``memory.get`` live in
+``toolscript/memory/tools.py`` (they read the memory database, read-only).
 
 They need no server and exist so the tool path (CLI, gateway, MCP endpoint)
 can be exercised and so a model can look at the workspace.  The file tools are
@@ -32,7 +35,7 @@ _log = log.get("builtins")
 
 
 def builtin_specs() -> Dict[str, ToolSpec]:
-    """All five built-in tools by name, in a fixed order; fresh objects on every call."""
+    """All built-in tools by name, in a fixed order; fresh objects on every call."""
     specs = [
         ToolSpec(
             name="time.now",
@@ -161,6 +164,9 @@ def builtin_specs() -> Dict[str, ToolSpec]:
             ),
         ),
     ]
+    from toolscript.memory.tools import memory_specs  # here: builtins loads for every gateway; memory's code only runs on a call
+
+    specs += memory_specs()
     return {spec.name: spec for spec in specs}
 
 

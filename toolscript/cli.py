@@ -42,6 +42,8 @@ COMMANDS = {
     "config": ("toolscript.commands.config", "show or validate the merged configuration"),
     "doctor": ("toolscript.commands.doctor", "check the installation, config, servers and gateway"),
     "skills": ("toolscript.commands.skills", "the Claude Code skills a session here would see"),
+    "memory": ("toolscript.commands.memory", "what toolscript remembers across sessions"),
+    "status": ("toolscript.commands.status", "memory, sessions and this session's gateway at a glance"),
     "context": ("toolscript.commands.context", "skills and MCP tools that fit a prompt (the prompt hook)"),
     "hook": ("toolscript.commands.hook", "run a Claude Code hook (used by the plugin)"),
     "setup": ("toolscript.commands.setup", "add toolscript's hooks to a project (no plugin)"),

@@ -1,7 +1,6 @@
 """``toolscript memory ...``: the cross-session memory by hand (the hooks do the same on their own)."""
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -14,7 +13,7 @@ from toolscript.output import format_table, print_json
 
 logger = log.get("memory")
 
-SUMMARY = "what toolscript remembers across sessions: search, list, inject, capture, forget"
+SUMMARY = "what toolscript remembers across sessions"
 DESCRIPTION = """\
 The plugin's hooks record each session's work (one line per tool action, the
 answers, a summary at the end) in a SQLite database under the data directory
@@ -29,7 +28,7 @@ examples:
   toolscript memory list --limit 10
   toolscript memory show 42
   toolscript memory inject --query "fix the clustering bug"
-  toolscript memory forget --session 3f1c... --yes
+  toolscript memory forget --from-session 3f1c... --yes
   toolscript memory export --output memories.jsonl
 """
 
@@ -81,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
 
     listing = add_action(actions, "list", common, "the newest memories", _LIST_HELP, _list)
     listing.add_argument("--limit", type=int, default=20)
-    listing.add_argument("--session", metavar="ID", dest="only_session", help="only this session's")
+    listing.add_argument("--from-session", metavar="ID", dest="only_session", help="only this session's")
     _inherit(listing, scope)
 
     show = add_action(actions, "show", common, "memories in full, by id", _SHOW_HELP, _show)
@@ -94,7 +93,7 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
 
     forget = add_action(actions, "forget", common, "delete memories by id, session or project", _FORGET_HELP, _forget)
     forget.add_argument("ids", nargs="*", type=int, metavar="ID")
-    forget.add_argument("--session", metavar="ID", dest="only_session", help="every memory of this session")
+    forget.add_argument("--from-session", metavar="ID", dest="only_session", help="every memory of this session")
     forget.add_argument("--project", metavar="DIR", help="every memory of this project")
     forget.add_argument("--yes", action="store_true", help="really delete (without it: say how many would go, exit 1)")
 
@@ -152,7 +151,7 @@ examples:
 _LIST_HELP = """\
 examples:
   toolscript memory list
-  toolscript memory list --session 3f1c... --json
+  toolscript memory list --from-session 3f1c... --json
 """
 _SHOW_HELP = """\
 examples:
@@ -167,7 +166,7 @@ Without --yes it only counts what would be deleted (exit 1).
 
 examples:
   toolscript memory forget 42 43 --yes
-  toolscript memory forget --session 3f1c... --yes
+  toolscript memory forget --from-session 3f1c... --yes
   toolscript memory forget --project . --yes
 """
 _EXPORT_HELP = """\
@@ -507,6 +506,3 @@ def _import(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:  # pragma: no cover - every action has its own handler
     raise UserError("say what to do: toolscript memory search|list|show|inject|capture|forget|export|import|session (see --help)", exit_code=2)
 
-
-def _unused() -> None:  # keeps json imported for -m pdb sessions; nothing else
-    json.dumps({})

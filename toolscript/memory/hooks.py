@@ -50,12 +50,20 @@ def _settings(event: Mapping[str, Any]) -> Tuple[Dict[str, Any], bool]:
     return settings, bool(settings.get("enabled", True)) or flag in ("1", "true", "yes", "on")
 
 
-def _open(settings: Mapping[str, Any]):
+HOOK_BUSY_TIMEOUT_MS = 2000  # a hook waits this long for another writer, well inside its own timeout
+
+
+def open_configured(settings: Mapping[str, Any], busy_timeout_ms: int = 5000):
+    """The memory store the settings name (``dataDir``), else ``TOOLSCRIPT_DATA_DIR``, else ``~/.toolscript``."""
     from toolscript.memory import store
 
     data = settings.get("dataDir")
     path = os.path.join(os.path.expanduser(data), "memory.db") if data else None
-    return store.open_store(path)
+    return store.open_store(path, busy_timeout_ms=busy_timeout_ms)
+
+
+def _open(settings: Mapping[str, Any]):
+    return open_configured(settings, HOOK_BUSY_TIMEOUT_MS)
 
 
 def _ids(event: Mapping[str, Any]) -> Tuple[str, str, str]:
@@ -63,7 +71,8 @@ def _ids(event: Mapping[str, Any]) -> Tuple[str, str, str]:
     from toolscript.memory import project_root
 
     session = event.get("session_id") or os.environ.get("CLAUDE_SESSION_ID") or ""
-    cwd = event.get("cwd") if isinstance(event.get("cwd"), str) and event.get("cwd") else os.getcwd()
+    given = event.get("cwd")
+    cwd = given if isinstance(given, str) and given else os.getcwd()
     return str(session), project_root(cwd), cwd
 
 

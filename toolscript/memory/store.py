@@ -384,7 +384,9 @@ def _ranked(matched: Dict[int, int], dfs: Sequence[int], total: int) -> Iterator
     ``matched`` maps a rowid to the bit mask of the terms it contains.  Rows
     are grouped by mask so only the groups actually read get sorted.
     """
-    weights = [_idf(df, total) for df in dfs]
+    # A word no memory contains (df 0) says nothing about which memory fits: it stays out of the whole, or a prompt's
+    # new words ("improve the clustering", where only "clustering" was ever stored) would sink every score.
+    weights = [_idf(df, total) if df else 0.0 for df in dfs]
     whole = sum(weights) or 1.0
     groups: Dict[int, List[int]] = {}
     for rowid, mask in matched.items():

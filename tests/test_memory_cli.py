@@ -1,0 +1,230 @@
+"""Memory end to end through its commands and hooks, as processes (issue 11; spec 003's TC-P6-01..08).
+
+Every run has its own HOME, state dir and data dir (``TOOLSCRIPT_DATA_DIR``);
+the hooks get their event on stdin as Claude Code sends it.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO_ROOT, wait_for
+from toolscript import cli
+
+try:
+    from fake_anthropic import FakeAnthropic
+except ImportError:  # tests/ turned into a package
+    from tests.fake_anthropic import FakeAnthropic  # type: ignore[no-redef]
+
+
+@pytest.fixture
+def world(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    (project / ".git").mkdir()  # the project root is the git root
+    (project / "src").mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOOLSCRIPT_", "ANTHROPIC_", "CLAUDE_"))}
+    env.update(HOME=str(home), TOOLSCRIPT_STATE_DIR=str(tmp_path / "state"), TOOLSCRIPT_DATA_DIR=str(tmp_path / "data"),
+               TOOLSCRIPT_SUGGEST_BACKEND="local", PYTHONPATH=REPO_ROOT)
+
+    class World:
+        root, data = tmp_path, tmp_path / "data"
+
+        def __init__(self):
+            self.env, self.project = env, project
+
+        def cli(self, *args, input=None, env=None, cwd=None):
+            return subprocess.run([sys.executable, "-m", "toolscript", *map(str, args)], input=input, capture_output=True,
+                                  text=True, timeout=60, env=dict(self.env, **(env or {})), cwd=str(cwd or project))
+
+        def hook(self, name, event, env=None):
+            event = dict({"session_id": "s1", "cwd": str(project)}, **event)
+            proc = self.cli("hook", name, input=json.dumps(event), env=env)
+            assert proc.returncode == 0 and proc.stderr == "", proc
+            return json.loads(proc.stdout) if proc.stdout.strip() else None
+
+        def memories(self, *extra):
+            proc = self.cli("--json", "memory", "list", "--limit", "100", *extra)
+            assert proc.returncode == 0, proc.stderr
+            return json.loads(proc.stdout)
+
+    return World()
+
+
+def context(answer):
+    return answer["hookSpecificOutput"]["additionalContext"] if answer else ""
+
+
+BASH = {"tool_name": "Bash", "tool_input": {"command": "pytest tests/test_cluster.py", "description": "Run the clustering tests"},
+        "tool_response": {"stdout": "5 passed in 0.3s", "stderr": "", "interrupted": False}}
+EDIT = {"tool_name": "Edit", "tool_input": {"file_path": "", "old_string": "eps = 0.1", "new_string": "eps = 0.5"},
+        "tool_response": {"filePath": ""}}
+
+
+def edit_event(world, name="cluster.py"):
+    path = str(world.project / "src" / name)
+    return dict(EDIT, tool_input=dict(EDIT["tool_input"], file_path=path), tool_response={"filePath": path})
+
+
+def test_every_memory_action_parses():  # TC-P6-01
+    for argv in (["memory", "session", "start"], ["memory", "session", "end"], ["memory", "inject", "--query", "test"],
+                 ["memory", "capture", "--content", "test"], ["memory", "capture-response", "--content", "x"],
+                 ["memory", "brief", "--query", "q"], ["memory", "search", "x"], ["memory", "list"], ["memory", "show", "1"],
+                 ["memory", "timeline", "1"], ["memory", "forget", "1"], ["memory", "export"], ["memory", "import", "-"],
+                 ["status"], ["setup"]):
+        args = cli.build_parser(argv).parse_args(argv)
+        assert callable(args.handler), argv
+
+
+def test_a_session_by_hand_keeps_its_memories_together(world):  # TC-P6-04
+    sid = world.cli("memory", "session", "start").stdout.strip()
+    assert len(sid) == 36
+    for text in ("Implemented HDBSCAN clustering", "Fixed embedding dimension validation", "Added BIRCH integration"):
+        assert world.cli("memory", "capture", "--content", text, "--kind", "action").returncode == 0
+    ended = json.loads(world.cli("--json", "memory", "session", "end").stdout)
+    assert ended["ended"] is True and "3 actions" in (ended["summary"] or "") or ended["summary"]
+    rows = world.memories()
+    assert {r["session"] for r in rows} == {sid} and sorted(r["kind"] for r in rows) == ["action"] * 3 + ["summary"]
+    again = world.cli("memory", "session", "end", "--session-id", sid)  # EC-P6-03: idempotent, a warning, exit 0
+    assert again.returncode == 0 and "No active session to end" in again.stderr
+
+
+def test_inject_prints_the_spec_markdown_and_reads_user_prompt(world):  # TC-P6-03, TC-P6-07
+    world.cli("memory", "capture", "--content", "Implemented HDBSCAN clustering in multi_space.rs", "--session-id", "old", "--kind", "action")
+    world.cli("memory", "capture", "--content", "Tuned the clustering distance threshold", "--session-id", "old", "--kind", "action")
+    out = world.cli("memory", "inject", "--query", "improve the clustering", "--session-id", "new").stdout
+    assert out.startswith("## Relevant Context\n") and "\n- " in out and "HDBSCAN" in out
+    from_env = world.cli("memory", "inject", "--session-id", "new", env={"USER_PROMPT": "clustering threshold"}).stdout
+    assert "threshold" in from_env
+    assert world.cli("memory", "inject", "--query", "quantum chromodynamics", "--session-id", "new").stdout == ""  # ERR-P6-04
+
+
+def test_the_whole_hook_lifecycle_records_and_brings_back(world):  # TC-P6-08
+    world.hook("session-start", {"source": "startup"})  # also starts this session's gateway; session-end stops it
+    world.hook("user-prompt-submit", {"prompt": "tune the clustering of embeddings"})
+    for event in (BASH, edit_event(world), dict(BASH, tool_input={"command": "git diff --stat", "description": "diff"})):
+        world.hook("post-tool-use", event)
+    world.hook("post-tool-use", {"tool_name": "Read", "tool_input": {"file_path": "x"}, "tool_response": {}})  # read-only: skipped
+    world.hook("stop", {"last_assistant_message": "Raised eps to 0.5; the clustering tests pass.", "stop_hook_active": False})
+    world.hook("stop", {"last_assistant_message": "again", "stop_hook_active": True})  # a stop hook's loop: not recorded
+    world.hook("session-end", {"reason": "exit"})
+    rows = world.memories()
+    kinds = sorted(r["kind"] for r in rows)
+    assert kinds == ["action", "action", "action", "response", "summary"], rows
+    assert all(r["session"] == "s1" for r in rows) and {r["project"] for r in rows} == {str(world.project)}
+    status = json.loads(world.cli("--json", "status").stdout)
+    assert status["memory"]["memories"] == 5 and status["memory"]["sessions"] == {"active": 0, "completed": 1}
+    # The next session gets it back: at SessionStart (recent work), and with a related prompt.
+    started = context(world.hook("session-start", {"session_id": "s2", "source": "startup"}))
+    assert "## Relevant Context" in started and "cluster" in started
+    related = context(world.hook("user-prompt-submit", {"session_id": "s2", "prompt": "the clustering tests fail again"}))
+    world.hook("session-end", {"session_id": "s2", "reason": "exit"})
+    assert "## Relevant Context" in related and "pytest tests/test_cluster.py" in related
+    assert not list((world.root / "state" / "gateways").glob("*.json"))  # both sessions' gateways stopped
+
+
+def test_one_json_object_carries_memory_and_suggestions(world):
+    skill = world.root / "home" / ".claude" / "skills" / "clustering"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: clustering\ndescription: Use when tuning clustering of embeddings (HDBSCAN, eps).\n---\n")
+    world.cli("memory", "capture", "--content", "Tuned HDBSCAN eps for the embedding clusters", "--session-id", "old", "--kind", "action")
+    proc = world.cli("hook", "user-prompt-submit", input=json.dumps({"session_id": "s9", "cwd": str(world.project),
+                                                                     "prompt": "tune the clustering of embeddings with hdbscan"}))
+    assert proc.returncode == 0 and proc.stdout.count("\n") == 1  # one line: one JSON object
+    text = context(json.loads(proc.stdout))
+    assert "## Relevant Context" in text and 'Skill("clustering")' in text
+
+
+def test_memory_off_records_nothing(world):
+    world.hook("post-tool-use", BASH, env={"TOOLSCRIPT_MEMORY": "0"})
+    (world.project / ".toolscript.json").write_text(json.dumps({"memory": {"enabled": False}}))
+    world.hook("post-tool-use", BASH)
+    assert not (world.data / "memory.db").exists() or world.memories() == []
+
+
+def test_a_broken_database_costs_memory_only(world):
+    world.data.mkdir()
+    (world.data / "memory.db").write_bytes(os.urandom(8192))
+    answer = world.hook("user-prompt-submit", {"prompt": "turn the notes into a pptx deck"})  # suggestions still answer
+    world.hook("post-tool-use", BASH)
+    assert answer is None or "hookEventName" in answer["hookSpecificOutput"]
+    log = (world.root / "state" / "hooks.log").read_text()
+    assert "memory" in log and ("not a toolscript memory database" in log or "move it away" in log)
+    listed = world.cli("memory", "list")
+    assert listed.returncode == 1 and "move it away" in listed.stderr
+
+
+def test_secrets_and_private_parts_never_reach_the_database(world):
+    secret = "sk-ant-api03-" + "A" * 40
+    world.hook("post-tool-use", dict(BASH, tool_input={"command": f"curl -H 'x-api-key: {secret}' https://api.example.com"}))
+    world.cli("memory", "capture", "--content", "keep this <private>hide this part</private> and this")
+    raw = b"".join(p.read_bytes() for p in world.data.iterdir() if p.is_file())
+    assert secret.encode() not in raw and b"hide this part" not in raw and b"keep this" in raw
+
+
+def test_forget_counts_first_and_export_import_round_trip(world):
+    for i in range(3):
+        world.cli("memory", "capture", "--content", f"note number {i}", "--session-id", "sx")
+    ids = [r["id"] for r in world.memories()]
+    dry = world.cli("memory", "forget", "--from-session", "sx")
+    assert dry.returncode == 1 and "3 memories would be deleted" in dry.stderr and len(world.memories()) == 3
+    dump = world.root / "dump.jsonl"
+    assert world.cli("memory", "export", "--output", dump).returncode == 0 and len(dump.read_text().splitlines()) == 3
+    assert json.loads(world.cli("--json", "memory", "forget", str(ids[0]), "--yes").stdout) == {"deleted": 1}
+    assert json.loads(world.cli("--json", "memory", "forget", "--from-session", "sx", "--yes").stdout) == {"deleted": 2}
+    assert world.memories() == []
+    assert json.loads(world.cli("--json", "memory", "import", dump).stdout) == {"imported": 3}
+    assert json.loads(world.cli("--json", "memory", "import", dump).stdout) == {"imported": 0}  # duplicates skipped
+    shown = world.cli("memory", "show", "999999")
+    assert shown.returncode == 1 and "no memory with id 999999" in shown.stderr
+
+
+def test_memory_tools_give_ids_then_full_text(world):
+    world.cli("memory", "capture", "--content", "Raised the HDBSCAN eps to 0.5 after the tests failed", "--kind", "action")
+    found = json.loads(world.cli("tools", "invoke", "builtin__memory.search", "--args", '{"query": "hdbscan eps"}').stdout)
+    assert found["ok"] is True, found
+    [hit] = found["data"]["results"] if "data" in found else found["result"]["structuredContent"]["results"]
+    full = json.loads(world.cli("tools", "invoke", "builtin__memory.get", "--args", json.dumps({"ids": [hit["id"]]})).stdout)
+    body = full["data"] if "data" in full else full["result"]["structuredContent"]
+    assert body["memories"][0]["content"].startswith("Raised the HDBSCAN eps") and body["missing"] == []
+
+
+@pytest.mark.timeout(120)
+def test_a_timed_out_hook_prints_what_is_ready(world):  # EC-P6-02
+    world.cli("memory", "capture", "--content", "Tuned HDBSCAN eps for the embedding clusters", "--session-id", "old", "--kind", "action")
+    with FakeAnthropic([{"delay": 60, "text": "{}"}]) as api:
+        env = dict(world.env, TOOLSCRIPT_SUGGEST_BACKEND="api", ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="k")
+        event = json.dumps({"session_id": "s3", "cwd": str(world.project), "prompt": "tune the clustering of embeddings, slowly"})
+        proc = subprocess.Popen([sys.executable, "-m", "toolscript", "hook", "user-prompt-submit"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(world.project))
+        proc.stdin.write(event)
+        proc.stdin.close()
+        assert wait_for(lambda: api.count("/v1/messages") >= 1, timeout=30), "the suggestion never asked the model"
+        proc.send_signal(signal.SIGTERM)  # what Claude Code does at the hook's timeout
+        assert proc.wait(timeout=30) is not None
+        out, err = proc.stdout.read(), proc.stderr.read()
+    assert proc.returncode == 0 and err == ""
+    answer = json.loads(out)
+    assert "## Relevant Context" in context(answer) and "HDBSCAN" in context(answer)
+    assert "returning partial results" in (world.root / "state" / "hooks.log").read_text()
+
+
+def test_concurrent_hooks_lose_nothing(world):
+    events = [json.dumps({"session_id": f"c{i % 3}", "cwd": str(world.project), "tool_name": "Bash",
+                          "tool_input": {"command": f"echo job {i}"}, "tool_response": {"stdout": f"job {i}"}}) for i in range(24)]
+    procs = [subprocess.Popen([sys.executable, "-m", "toolscript", "hook", "post-tool-use"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=world.env, cwd=str(world.project))
+             for _ in events]
+    for proc, event in zip(procs, events):
+        proc.stdin.write(event)
+        proc.stdin.close()
+    for proc in procs:
+        assert proc.wait(timeout=60) == 0 and proc.stderr.read() == ""
+    contents = {r["content"] for r in world.memories("--all-projects")}
+    assert all(any(f"echo job {i}" in c for c in contents) for i in range(24)), contents

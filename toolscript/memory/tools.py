@@ -1,0 +1,126 @@
+"""Memory as built-in tools: ``memory.search``, ``memory.timeline``, ``memory.get``.
+
+Progressive disclosure, as claude-mem does it: search gives ids and one-line
+summaries, timeline what happened around one of them, get the full text of
+the few worth reading.  An agent reaches them like any tool: ``toolscript
+search "memory"``, then ``tools.builtin.memory_search(query=...)`` from
+``exec``.  They read the project of the gateway's workspace (its git root),
+from the database the config names (``memory.dataDir``), and never write.
+"""
+
+import os
+import time
+from typing import Any, Dict, List
+
+from toolscript.tools import ToolContext, ToolFailure, ToolSpec
+
+SUMMARY_CHARS = 160
+
+
+def memory_specs() -> List[ToolSpec]:
+    return [
+        ToolSpec(
+            name="memory.search",
+            description=(
+                "Search what earlier Claude Code sessions in this project did and said (tool actions, answers, session "
+                "summaries): ids with one-line summaries, best match first. Read the full text with memory.get."
+            ),
+            input_schema=_schema({
+                "query": {"type": "string", "minLength": 1, "description": "Words to look for, e.g. 'flaky login test'."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "description": "How many results (default 10)."},
+                "allProjects": {"type": "boolean", "description": "Search every project's memories, not only this one's."},
+            }, ["query"]),
+            handler=_search,
+        ),
+        ToolSpec(
+            name="memory.timeline",
+            description="What happened in this project just before and after one memory (by id from memory.search), oldest first.",
+            input_schema=_schema({
+                "id": {"type": "integer", "minimum": 1, "description": "A memory id."},
+                "before": {"type": "integer", "minimum": 0, "maximum": 20, "description": "Memories before it (default 5)."},
+                "after": {"type": "integer", "minimum": 0, "maximum": 20, "description": "Memories after it (default 5)."},
+            }, ["id"]),
+            handler=_timeline,
+        ),
+        ToolSpec(
+            name="memory.get",
+            description="The full text of memories by id (from memory.search or memory.timeline): content, files, tool, session, time.",
+            input_schema=_schema({
+                "ids": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1, "maxItems": 20,
+                        "description": "Memory ids."},
+            }, ["ids"]),
+            handler=_get,
+        ),
+    ]
+
+
+def _schema(properties: Dict[str, Any], required: List[str]) -> Dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def _open(context: ToolContext):
+    """The memory database read-only, or None when there is none yet."""
+    from toolscript import configkeys
+    from toolscript.memory import store
+
+    workspace = context.workspace_roots[0] if context.workspace_roots else os.getcwd()
+    settings, _ = configkeys.memory_settings(None, workspace)
+    data = settings.get("dataDir")
+    path = os.path.join(os.path.expanduser(data), "memory.db") if data else store.default_path()
+    if not os.path.exists(path):
+        return None
+    try:
+        return store.open_store(path, readonly=True)
+    except store.StoreError as exc:
+        raise ToolFailure(str(exc)) from exc
+
+
+def _project(context: ToolContext) -> str:
+    from toolscript.memory import project_root
+
+    return project_root(context.workspace_roots[0] if context.workspace_roots else os.getcwd())
+
+
+def _line(memory: Any) -> Dict[str, Any]:
+    from toolscript.memory.context import relative_date
+
+    text = " ".join(memory.content.split())
+    return {"id": memory.id, "when": relative_date(memory.created, time.time()), "kind": memory.kind,
+            "summary": text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"}
+
+
+def _search(args: Dict[str, Any], context: ToolContext) -> Dict[str, Any]:
+    db = _open(context)
+    if db is None:
+        return {"results": [], "note": "no memories yet: toolscript's hooks record them as sessions work"}
+    with db:
+        found = db.search(args["query"], project=None if args.get("allProjects") else _project(context),
+                          limit=int(args.get("limit", 10)))
+    results = [dict(_line(m), score=round(score, 3)) for m, score in found]
+    return {"results": results, "note": "memory.get with ids gives the full text; memory.timeline what happened around one"}
+
+
+def _timeline(args: Dict[str, Any], context: ToolContext) -> Dict[str, Any]:
+    db = _open(context)
+    if db is None:
+        raise ToolFailure(f"no memory with id {args['id']}: there are no memories yet")
+    with db:
+        if not db.get([args["id"]]):
+            raise ToolFailure(f"no memory with id {args['id']}; find ids with memory.search")
+        memories = db.timeline(args["id"], before=int(args.get("before", 5)), after=int(args.get("after", 5)))
+    return {"memories": [_line(m) for m in memories]}
+
+
+def _get(args: Dict[str, Any], context: ToolContext) -> Dict[str, Any]:
+    db = _open(context)
+    if db is None:
+        return {"memories": [], "missing": list(args["ids"])}
+    with db:
+        memories = db.get(args["ids"])
+    found = {m.id for m in memories}
+    return {
+        "memories": [{"id": m.id, "session": m.session, "kind": m.kind, "tool": m.tool, "files": list(m.files),
+                      "content": m.content, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(m.created))}
+                     for m in memories],
+        "missing": [i for i in args["ids"] if i not in found],
+    }
