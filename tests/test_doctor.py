@@ -20,7 +20,7 @@ from toolscript.config import ServerConfig
 # Variables that would point doctor at the real user's gateway, session or Claude config.
 _OUTSIDE_VARS = ("CLAUDE_CODE_SESSION_ID", "TOOLSCRIPT_GATEWAY_URL", "CLAUDE_CONFIG_DIR", "XDG_STATE_HOME", "TOOLSCRIPT_STATE_DIR")
 ZERO_CONFIG_STATUSES = {
-    "python": "ok", "config": "ok", "servers": "ok", "gateway": "warn", "claude": "warn", "plugin": "warn", "state": "ok",
+    "python": "ok", "config": "ok", "servers": "ok", "gateway": "warn", "claude": "warn", "plugin": "warn", "state": "ok", "memory": "ok",
 }
 
 
@@ -129,10 +129,10 @@ def test_healthy_setup_is_all_ok(run_cli, scratch, gateway):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     status = exec_status()  # ok with Landlock; without it the exec line warns, with its fix
-    assert lines[-1] == ("all 8 checks passed" if status == "ok" else "1 warning (of 8 checks)"), proc.stdout
+    assert lines[-1] == ("all 9 checks passed" if status == "ok" else "1 warning (of 9 checks)"), proc.stdout
     assert [line.split()[:2] for line in lines[:-1] if not line.startswith("      fix: ")] == [
         ["ok", "python"], ["ok", "config"], ["ok", "server:fixture"], ["ok", "gateway"],
-        ["ok", "claude"], ["ok", "plugin"], ["ok", "state"], [status, "exec"],
+        ["ok", "claude"], ["ok", "plugin"], ["ok", "state"], [status, "exec"], ["ok", "memory"],
     ]
     assert proc.stdout.count("fix:") == (0 if status == "ok" else 1)
     assert "MCP servers: fixture ready" in proc.stdout
@@ -498,7 +498,7 @@ def test_a_check_that_raises_becomes_a_fail_line(tmp_path, monkeypatch):
     results = doctor.run_checks(environ=env, cwd=str(tmp_path), servers=False)
     claude = [r for r in results if r.check == "claude"]
     assert len(claude) == 1 and claude[0].status == "fail" and "RuntimeError: kaboom" in claude[0].detail
-    assert [r.check for r in results] == ["python", "config", "servers", "gateway", "claude", "plugin", "state", "exec"]
+    assert [r.check for r in results] == ["python", "config", "servers", "gateway", "claude", "plugin", "state", "exec", "memory"]
     assert doctor.exit_code(results) == 1
 
 
@@ -535,3 +535,24 @@ def test_render_and_exit_code():
     assert doctor.exit_code(results) == 1
     assert doctor.exit_code(results[:2]) == 0
     assert doctor.render([results[0], results[0]])[-1] == "all 2 checks passed"
+
+
+def test_memory_line_names_the_database_and_its_search(tmp_path):
+    from toolscript import doctor
+    from toolscript.memory import store
+
+    env = {"HOME": str(tmp_path), "TOOLSCRIPT_DATA_DIR": str(tmp_path / "data")}
+    fresh = doctor.check_memory(None, str(tmp_path), env)
+    assert fresh.status == "ok" and "no memories yet" in fresh.detail and "FTS5" in fresh.detail
+    with store.open_store(str(tmp_path / "data" / "memory.db")) as db:
+        db.add(session="s", project=str(tmp_path), kind="note", content="a note")
+    filled = doctor.check_memory(None, str(tmp_path), env)
+    assert filled.status == "ok" and filled.detail.startswith("1 memories in ")
+    (tmp_path / "data" / "memory.db").write_bytes(b"not a database at all" * 100)
+    for suffix in ("-wal", "-shm"):
+        try:
+            os.unlink(str(tmp_path / "data" / "memory.db") + suffix)
+        except OSError:
+            pass
+    broken = doctor.check_memory(None, str(tmp_path), env)
+    assert broken.status == "fail" and "move" in broken.fix

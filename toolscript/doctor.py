@@ -96,6 +96,7 @@ def run_checks(
         ("plugin", lambda: [check_plugin(env, cwd)]),
         ("state", lambda: state),
         ("exec", lambda: [check_exec_isolation(loaded)]),
+        ("memory", lambda: [check_memory(config_paths, cwd, env)]),
     ]
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         futures = [pool.submit(guarded, name, job) for name, job in jobs]
@@ -546,3 +547,39 @@ def check_exec_isolation(loaded: _Loaded, report: Optional[Dict[str, Any]] = Non
     if required:
         return Check("exec", FAIL, f"{detail}; requireIsolation is set, so every exec refuses to run", isolation_fix(), data)
     return Check("exec", WARN, f"{detail}: a guardrail, not a boundary (exec --require-isolation would refuse to run)", isolation_fix(), data)
+
+
+# -- 9. memory ------------------------------------------------------------------------------------
+
+
+def check_memory(config_paths: Optional[List[str]], cwd: str, env: Mapping[str, str]) -> Check:
+    """The memory database: where, how many memories, and whether this SQLite has FTS5 (else the slower LIKE search)."""
+    import sqlite3
+
+    from toolscript import configkeys
+    from toolscript.memory import store
+
+    settings, problems = configkeys.memory_settings(config_paths, cwd, env)
+    data = settings.get("dataDir")
+    path = os.path.join(os.path.expanduser(data), "memory.db") if data else store.default_path(env)
+    probe = sqlite3.connect(":memory:")
+    try:
+        fts = store._fts5_available(probe)  # the store's own probe: the answer it acts on
+    finally:
+        probe.close()
+    search = "FTS5 full-text search" if fts else f"no FTS5 in this Python's SQLite {sqlite3.sqlite_version}: search falls back to LIKE (slower past ~10,000 memories)"
+    off = env.get("TOOLSCRIPT_MEMORY", "").strip().lower() in ("0", "false", "no", "off") or not settings.get("enabled", True)
+    if problems:
+        return Check("memory", FAIL, "; ".join(problems), "fix the config's \"memory\" key (toolscript config validate)")
+    if off:
+        return Check("memory", OK, f"turned off; {search}")
+    if not os.path.exists(path):
+        return Check("memory", OK if fts else WARN, f"no memories yet ({path} is created on first use); {search}",
+                     "" if fts else "use a Python whose SQLite has FTS5 (most do)")
+    try:
+        with store.open_store(path, readonly=True) as db:
+            stats = db.stats()
+    except store.StoreError as exc:
+        return Check("memory", FAIL, str(exc), f"move {shlex.quote(path)} away: a new one is created on next use")
+    detail = f"{stats['memories']} memories in {path}; {search}"
+    return Check("memory", OK if fts else WARN, detail, "" if fts else "use a Python whose SQLite has FTS5 (most do)")

@@ -186,6 +186,7 @@ def run_event(name: str) -> int:
         logger().warning("unknown hook event %r ignored (known: %s)", name, ", ".join(sorted(EVENTS)))
         return 0
     event_name, handlers = EVENTS[name]
+    _route_package_logs()
     ready: List[str] = []
     started = time.monotonic()
 
@@ -217,6 +218,17 @@ def run_event(name: str) -> int:
         return additional_context(event_name, SEPARATOR.join(ready)) if ready else None
 
     return run(event_name, merged)
+
+
+def _route_package_logs() -> None:
+    """Every toolscript logger's lines (the gateway launch, memory, suggestions) go to the hooks log, never to stderr."""
+    hooks = logger()
+    package = logging.getLogger("toolscript")
+    package.propagate = False  # else Python's last-resort handler prints warnings on the hook's stderr
+    package.setLevel(hooks.level)
+    for handler in hooks.handlers:
+        if handler not in package.handlers:
+            package.addHandler(handler)
 
 
 def main_fast(name: str) -> None:

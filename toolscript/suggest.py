@@ -507,13 +507,7 @@ def prompt_hook(event: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """``toolscript hook user-prompt-submit``: the suggestion for the event's prompt, as the hook's answer (or None)."""
     from toolscript import configkeys, hookio
 
-    log = hookio.logger()
-    ours = logging.getLogger("toolscript.suggest")  # the pipeline's own lines go to the hooks log, never to stderr
-    ours.propagate = False
-    for handler in log.handlers:
-        if handler not in ours.handlers:
-            ours.addHandler(handler)
-    ours.setLevel(log.level)
+    log = hookio.logger()  # the pipeline's own lines reach the same file: hookio.run_event routes every toolscript logger
     env = os.environ
     prompt = event.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
