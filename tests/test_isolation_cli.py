@@ -267,12 +267,13 @@ def test_doctor_exec_line_for_an_unavailable_forced_layer(monkeypatch):
     assert line.status == "fail" and "bwrap is not installed" in line.detail and "TOOLSCRIPT_EXEC_LAYER" in line.fix
 
 
-def test_doctor_runs_the_exec_check_last_with_the_config_it_loaded(monkeypatch, tmp_path):
+def test_doctor_runs_the_exec_check_with_the_config_it_loaded(monkeypatch, tmp_path):
     monkeypatch.setattr(sandbox, "isolation_report", lambda gateway=True: report("guard", "guard"), raising=False)
     path = write(tmp_path / "c.json", {"requireIsolation": True, "mcpServers": {}})
     env = {"HOME": str(tmp_path), "PATH": str(tmp_path), "TOOLSCRIPT_STATE_DIR": str(tmp_path / "state")}
     results = doctor.run_checks(config_paths=[path], environ=env, cwd=str(tmp_path), servers=False)
-    assert results[-1].check == "exec" and results[-1].status == "fail"
+    (line,) = [r for r in results if r.check == "exec"]
+    assert line.status == "fail"
     assert doctor.exit_code(results) == 1
 
 
