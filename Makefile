@@ -75,6 +75,8 @@ bench: venv peers peer-proxy
 	$(VPY) bench/suggest_eval.py
 	$(VPY) bench/skills_scan.py
 	$(VPY) bench/model_backends.py
+	$(VPY) bench/memory_store.py
+	$(VPY) bench/memory_hooks.py
 	$(VPY) bench/hostile.py
 	$(VPY) bench/load.py
 	$(VPY) bench/upstream_limits.py
