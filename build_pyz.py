@@ -33,8 +33,8 @@ FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 PACKAGE_DATA = (".ts",)
 MAIN = b'''\
 # Entry point of toolscript.pyz (written by build_pyz.py).
-from toolscript.cli import exit_main
-exit_main()
+from toolscript.__main__ import main
+main()
 '''
 
 
