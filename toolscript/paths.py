@@ -71,11 +71,16 @@ def ensure_private_dir(path: str) -> str:
     return path
 
 
-def write_private(path: str, data: Union[str, bytes]) -> None:
-    """Write ``data`` to ``path`` atomically with mode 0600."""
+def write_private(path: str, data: Union[str, bytes], mode: Optional[int] = None, follow_links: bool = False) -> None:
+    """Write ``data`` to ``path`` atomically (a temp file beside it, fsync, rename): mode 0600 unless ``mode`` is given.
+
+    A symbolic link at ``path`` is replaced by the file, unless ``follow_links`` (a user's settings file they
+    linked on purpose): then its target is what is written.
+    """
     if isinstance(data, str):
         data = data.encode("utf-8")
-    directory = os.path.dirname(os.path.abspath(path))
+    target = os.path.realpath(path) if follow_links else path
+    directory = os.path.dirname(os.path.abspath(target))
     import tempfile  # here: it costs a few ms to import, and most commands never write a file
 
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)  # mkstemp creates 0600
@@ -84,7 +89,9 @@ def write_private(path: str, data: Union[str, bytes]) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, target)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -126,3 +133,28 @@ def claude_config_dir(env: Mapping[str, str]) -> str:
     if explicit:
         return os.path.expanduser(explicit)
     return os.path.join(env.get("HOME") or os.path.expanduser("~"), ".claude")
+
+
+def seconds_since_mark(path: Optional[str]) -> Optional[float]:
+    """Seconds since :func:`mark` last touched ``path`` (its mtime), or None when it never did (or cannot tell)."""
+    if not path:
+        return None
+    try:
+        import time
+
+        return time.time() - os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
+def mark(path: Optional[str]) -> None:
+    """Record "now" in ``path``'s mtime (creating it and its 0700 directory): per-session rate limits use it."""
+    if not path:
+        return
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        with open(path, "a"):
+            pass
+        os.utime(path, None)
+    except OSError:
+        pass

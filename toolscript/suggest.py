@@ -349,33 +349,22 @@ def _session_file(session: str) -> Optional[str]:
     return _state_file(RATE_DIR, paths.safe_name(session))
 
 
-def rate_limited(session: Optional[str], min_interval: float, now: Optional[float] = None) -> bool:
+def rate_limited(session: Optional[str], min_interval: float) -> bool:
     """True when this session asked a model less than ``min_interval`` seconds ago."""
     if not session or min_interval <= 0:
         return False
-    path = _session_file(session)
-    try:
-        last = os.stat(path).st_mtime if path else None
-    except OSError:
-        return False
-    now = time.time() if now is None else now
-    return last is not None and 0 <= now - last < min_interval
+    from toolscript import paths
+
+    elapsed = paths.seconds_since_mark(_session_file(session))
+    return elapsed is not None and 0 <= elapsed < min_interval
 
 
 def note_model_call(session: Optional[str]) -> None:
     """Record that ``session`` asked a model now (the file's mtime is the record)."""
-    if not session:
-        return
-    path = _session_file(session)
-    if path is None:
-        return
-    try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        with open(path, "a"):
-            pass
-        os.utime(path, None)
-    except OSError as exc:
-        logger.debug("suggest: rate-limit record not written (%s)", exc)
+    if session:
+        from toolscript import paths
+
+        paths.mark(_session_file(session))
 
 
 # -- the pipeline -----------------------------------------------------------------------------------

@@ -356,26 +356,21 @@ def _budget(args: argparse.Namespace, key: str) -> int:
 
 
 def _inject(args: argparse.Namespace) -> int:
-    from toolscript.memory import context, project_root
-
-    query = args.query if args.query is not None else os.environ.get("USER_PROMPT", "")
-    with _open(args) as db:
-        text = context.inject(db, query, project=project_root(_cwd(args)), session=_session_id(args),
-                              budget_tokens=_budget(args, "injectBudget"))
-    if args.json:
-        print_json({"context": text})
-    elif text:
-        print(text)
-    return 0
+    return _context(args, "inject", "USER_PROMPT", "injectBudget")
 
 
 def _brief(args: argparse.Namespace) -> int:
+    return _context(args, "brief", "TOOL_DESCRIPTION", "briefBudget")
+
+
+def _context(args: argparse.Namespace, kind: str, variable: str, budget_key: str) -> int:
+    """``memory inject`` / ``memory brief``: the query from --query, else spec 003's environment variable."""
     from toolscript.memory import context, project_root
 
-    query = args.query if args.query is not None else os.environ.get("TOOL_DESCRIPTION", "")
+    query = args.query if args.query is not None else os.environ.get(variable, "")
     with _open(args) as db:
-        text = context.brief(db, query, project=project_root(_cwd(args)), session=_session_id(args),
-                             budget_tokens=_budget(args, "briefBudget"))
+        text = getattr(context, kind)(db, query, project=project_root(_cwd(args)), session=_session_id(args),
+                                      budget_tokens=_budget(args, budget_key))
     if args.json:
         print_json({"context": text})
     elif text:

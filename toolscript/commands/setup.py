@@ -17,10 +17,10 @@ import json
 import os
 import re
 import sys
-import tempfile
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from toolscript import paths
 from toolscript.errors import UserError
 
 SUMMARY = "add toolscript's hooks to a project (no plugin)"
@@ -278,22 +278,7 @@ def _serialise(document: Dict[str, Any], old_text: Optional[str]) -> str:
 
 def _write_atomic(path: str, data: bytes, mode: int) -> None:
     """Write ``path`` through a temporary file in the same directory and a rename (a symlink's target is written)."""
-    target = os.path.realpath(path)
-    directory = os.path.dirname(target)
-    fd, tmp = tempfile.mkstemp(prefix=".toolscript-", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    paths.write_private(path, data, mode=mode, follow_links=True)
 
 
 def _backup(path: str) -> str:

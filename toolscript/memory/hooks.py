@@ -27,7 +27,6 @@ reads.  The event comes as stdin JSON (``session_id``, ``cwd``, ``prompt``,
 
 import logging
 import os
-import time
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 logger = logging.getLogger("toolscript.memory")
@@ -90,6 +89,11 @@ def _env_json(name: str) -> Any:
         return raw
 
 
+def _record(db: Any, session: str, project: str, captured: Any) -> None:
+    db.add(session=session, project=project, kind=captured.kind, content=captured.content, tool=captured.tool,
+           files=captured.files)
+
+
 def session_start(event: Dict[str, Any]) -> Optional[str]:
     settings, on = _settings(event)
     if not on:
@@ -135,8 +139,7 @@ def post_tool_use(event: Dict[str, Any]) -> Optional[str]:
     if captured is None:
         return None
     with _open(settings) as db:
-        db.add(session=session, project=project, kind=captured.kind, content=captured.content, tool=captured.tool,
-               files=captured.files)
+        _record(db, session, project, captured)
         if tool not in BRIEF_TOOLS or not _brief_due(session, float(settings["briefInterval"])):
             return None
         text = context.brief(db, captured.content, project=project, session=session, budget_tokens=int(settings["briefBudget"]))
@@ -157,8 +160,7 @@ def stop(event: Dict[str, Any]) -> Optional[str]:
         return None
     session, project, _ = _ids(event)
     with _open(settings) as db:
-        db.add(session=session, project=project, kind=captured.kind, content=captured.content, tool=captured.tool,
-               files=captured.files)
+        _record(db, session, project, captured)
     return None
 
 
@@ -195,23 +197,14 @@ def _brief_file(session: str) -> Optional[str]:
 
 
 def _brief_due(session: str, interval: float) -> bool:
+    from toolscript import paths
+
     path = _brief_file(session)
-    if path is None:
-        return False
-    try:
-        return time.time() - os.stat(path).st_mtime >= interval
-    except OSError:
-        return True
+    elapsed = paths.seconds_since_mark(path)
+    return path is not None and (elapsed is None or elapsed >= interval)
 
 
 def _note_brief(session: str) -> None:
-    path = _brief_file(session)
-    if path is None:
-        return
-    try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        with open(path, "a"):
-            pass
-        os.utime(path, None)
-    except OSError:
-        pass
+    from toolscript import paths
+
+    paths.mark(_brief_file(session))
