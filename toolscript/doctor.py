@@ -39,7 +39,7 @@ from toolscript.gateway.state import DEFAULT_SESSION
 from toolscript.output import format_table
 from toolscript.paths import state_dir_path
 from toolscript.servers import HIDDEN_BY_CONFIG, describe_count
-from toolscript.skills import claude_config_dir, plugin_entries  # shared with skill discovery
+from toolscript.skills import claude_config_dir, install_applies, plugin_entries  # shared with skill discovery
 
 logger = log.get("doctor")
 
@@ -405,18 +405,6 @@ def _install_fix(market: Optional[str] = None) -> str:
     return f"claude plugin marketplace add {shlex.quote(source) if not source.startswith('<') else source} && claude plugin install {PLUGIN_NAME}@{market}"
 
 
-def _applies_here(entry: Dict[str, Any], cwd: str) -> bool:
-    """A user-scope install applies everywhere; project/local ones inside their project."""
-    scope = entry.get("scope") or "user"
-    if scope == "user":
-        return True
-    project = entry.get("projectPath")
-    if not isinstance(project, str) or not project:
-        return False
-    here, there = os.path.realpath(cwd), os.path.realpath(project)
-    return here == there or here.startswith(there.rstrip(os.sep) + os.sep)
-
-
 def check_plugin(env: Mapping[str, str], cwd: Optional[str] = None) -> Check:
     cwd = os.getcwd() if cwd is None else cwd
     path = os.path.join(claude_config_dir(env), "plugins", "installed_plugins.json")
@@ -453,7 +441,7 @@ def check_plugin(env: Mapping[str, str], cwd: Optional[str] = None) -> Check:
             versions.add(str(version) if version is not None else "unknown")
             where = f" {entry['projectPath']}" if scope != "user" and isinstance(entry.get("projectPath"), str) else ""
             described.append(f"{plugin_id} {version if version is not None else '(version unknown)'} ({scope}{where})")
-            if _applies_here(entry, cwd):
+            if install_applies(entry, cwd):
                 here.append((plugin_id, entry))
     detail = "installed: " + "; ".join(described)
     first_id = next(iter(ours))

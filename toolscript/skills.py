@@ -855,7 +855,7 @@ def enabled_plugins(config_dir: str, project: str, git_root: Optional[str], warn
     return merged
 
 
-def _applies_to(entry: Dict[str, Any], project: str) -> bool:
+def install_applies(entry: Dict[str, Any], project: str) -> bool:
     """Whether an install entry is this project's own (user scope: every project's)."""
     scope = entry.get("scope") or "user"
     if scope == "user":
@@ -878,7 +878,7 @@ def _install_path(entries: List[Dict[str, Any]], project: str) -> Optional[str]:
     session; it added a user-scope entry to installed_plugins.json, which later sessions
     (and ``discover()``) then use.
     """
-    usable = [entry for entry in entries if isinstance(entry.get("installPath"), str) and entry["installPath"] and _applies_to(entry, project)]
+    usable = [entry for entry in entries if isinstance(entry.get("installPath"), str) and entry["installPath"] and install_applies(entry, project)]
     if not usable:
         return None
     return str(min(usable, key=lambda entry: _SCOPE_RANK.get(str(entry.get("scope") or "user"), 3))["installPath"])
