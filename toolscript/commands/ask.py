@@ -164,7 +164,7 @@ def _run_api(args: argparse.Namespace, question: str, allow: List[str], session_
 
     tools = _tools(args) if args.with_tools else None
     db = ask.open_db() if session_name else None
-    session = ask.Session(db, session_name) if db is not None else None
+    session = ask.Session(db, session_name) if db is not None and session_name else None
     try:
         result = ask.run_api(
             question,
@@ -187,8 +187,11 @@ def _run_api(args: argparse.Namespace, question: str, allow: List[str], session_
 def _run_claude(args: argparse.Namespace, question: str, allow: List[str]) -> Any:
     from toolscript.gateway.client import GatewayUnavailable, connect
 
+    import importlib
+
     try:
-        from toolscript import ask_claude
+        # By name: helper B's module may be absent from a build (and then this is a clear error, not a crash).
+        ask_claude: Any = importlib.import_module("toolscript.ask_claude")
     except ImportError:
         raise UserError("the claude backend is not available in this build: use --backend api with ANTHROPIC_API_KEY") from None
     if getattr(args, "session", None):
