@@ -560,8 +560,9 @@ def _run_tools(
     blocks = []
     for use, entry, outcome in zip(uses, entries, outcomes):
         outcome = outcome or _failure("execution_error", "the tool gave no result")
-        ms = 0 if entry["cached"] else int((time.monotonic() - entry["started"]) * 1000)
-        ms = int(outcome.get("meta", {}).get("durationMs", ms)) if not entry["cached"] and isinstance(outcome.get("meta"), dict) else ms
+        meta: Dict[str, Any] = outcome["meta"] if isinstance(outcome.get("meta"), dict) else {}
+        # The executor's own duration when it gave one (the tool's time, not our thread's wait).
+        ms = 0 if entry["cached"] else int(meta.get("durationMs", (time.monotonic() - entry["started"]) * 1000))
         record: Dict[str, Any] = {"id": entry["id"], "tool": entry["tool"], "ok": bool(outcome.get("ok"))}
         if outcome.get("ok"):
             record["data"] = outcome.get("data")

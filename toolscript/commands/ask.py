@@ -162,10 +162,11 @@ def _tools(args: argparse.Namespace) -> Any:
 def _run_api(args: argparse.Namespace, question: str, allow: List[str], session_name: Optional[str], trace: Any) -> Any:
     from toolscript import ask
 
-    tools = _tools(args) if args.with_tools else None
     db = ask.open_db() if session_name else None
     session = ask.Session(db, session_name) if db is not None and session_name else None
     try:
+        # Ctrl-C inside the loop is handled there; this catches one that lands before it starts.
+        tools = _tools(args) if args.with_tools else None
         result = ask.run_api(
             question,
             tools=tools,
@@ -178,6 +179,8 @@ def _run_api(args: argparse.Namespace, question: str, allow: List[str], session_
             session=session,
             on_event=trace,
         )
+    except KeyboardInterrupt:
+        result = ask.AskResult("", [], [], 0, {"input_tokens": 0, "output_tokens": 0}, ask.STOP_INTERRUPTED, "interrupted")
     finally:
         if db is not None:
             db.close()
