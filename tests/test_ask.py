@@ -275,6 +275,26 @@ def test_a_session_reuses_a_cached_read_only_result_and_keeps_the_conversation(t
 
 
 @pytest.mark.timeout(60)
+def test_a_tool_use_cut_short_is_not_kept_in_the_session(tmp_path):
+    env = {"TOOLSCRIPT_DATA_DIR": str(tmp_path / "data")}
+    db = ask.open_db(env)
+    try:
+        session = ask.Session(db, "cut")
+        cut = {"text": "let me look", "tool": "builtin__shell_pwd", "stop_reason": "max_tokens"}
+        with FakeAnthropic([cut], sequential=True) as api:
+            first = ask.run_api("where?", tools=local_tools(tmp_path), env=api_env(api), session=session)
+        with FakeAnthropic([{"text": ""}], sequential=True) as api:
+            ask.run_api("again", tools=local_tools(tmp_path), env=api_env(api), session=session)
+        history = session.history()
+    finally:
+        db.close()
+    assert first.stopped == "answered" and first.tool_calls == []
+    blocks = [b for m in history for b in m["content"]]
+    assert not [b for b in blocks if b["type"] == "tool_use"]  # the API refuses a tool_use with no result
+    assert all(b.get("text") for b in blocks if b["type"] == "text")  # and empty text blocks
+
+
+@pytest.mark.timeout(60)
 def test_time_now_is_never_cached(tmp_path):
     calls = []
     specs = builtin_specs()

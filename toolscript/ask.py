@@ -486,12 +486,17 @@ def run_api(
             content = [b for b in (reply.get("content") or []) if isinstance(b, dict)]
             answer = "".join(str(b.get("text") or "") for b in content if b.get("type") == "text")
             uses = [b for b in content if b.get("type") == "tool_use"]
-            new.append({"role": "assistant", "content": content})
             if not uses or reply.get("stop_reason") != "tool_use":
+                # A tool_use cut short (max_tokens) never runs; kept without its result it would
+                # make the session's conversation one the API refuses.
+                # (Empty text blocks are refused too.)
+                kept = [b for b in content if b.get("type") != "tool_use" and not (b.get("type") == "text" and not b.get("text"))]
+                new.append({"role": "assistant", "content": kept or [{"type": "text", "text": "(no answer)"}]})
                 save()
                 if reply.get("stop_reason") == "refusal":
                     return finish(answer, STOP_ERROR, "the model declined to answer (stop_reason refusal)")
                 return finish(answer, STOP_ANSWERED, None)
+            new.append({"role": "assistant", "content": content})
             results = _run_tools(uses, names, tools, allow, read_only, deadline, tool_timeout, session, cache, tool_calls, tool_results, emit)
             new.append({"role": "user", "content": results})
             save()
