@@ -289,9 +289,29 @@ def test_a_tool_use_cut_short_is_not_kept_in_the_session(tmp_path):
     finally:
         db.close()
     assert first.stopped == "answered" and first.tool_calls == []
+    assert "let me look" in [b.get("text") for m in history for b in m["content"]]
     blocks = [b for m in history for b in m["content"]]
     assert not [b for b in blocks if b["type"] == "tool_use"]  # the API refuses a tool_use with no result
     assert all(b.get("text") for b in blocks if b["type"] == "text")  # and empty text blocks
+
+
+@pytest.mark.timeout(60)
+def test_a_session_with_tool_calls_continues_without_tools_as_text(tmp_path):
+    env = {"TOOLSCRIPT_DATA_DIR": str(tmp_path / "data")}
+    db = ask.open_db(env)
+    try:
+        session = ask.Session(db, "flat")
+        with FakeAnthropic([{"tool": "builtin__tools_echo", "input": {"said": "hi"}}, {"text": "echoed"}], sequential=True) as api:
+            ask.run_api("echo", tools=local_tools(tmp_path), env=api_env(api), session=session)
+        with FakeAnthropic([{"text": "no tools now"}], sequential=True) as api:
+            result = ask.run_api("and now?", tools=None, env=api_env(api), session=session)
+            body = api.message_requests()[0]["body"]
+    finally:
+        db.close()
+    assert result.stopped == "answered" and "tools" not in body
+    blocks = [b for m in body["messages"] for b in m["content"]]
+    assert {b["type"] for b in blocks} == {"text"}
+    assert any('[tool result: {"said": "hi"}]' == b["text"] for b in blocks)
 
 
 @pytest.mark.timeout(60)

@@ -400,6 +400,25 @@ def merge_turns(messages: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return merged
 
 
+def flatten_tool_blocks(messages: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Tool blocks of a kept conversation as text, for a run with no tools (the API refuses tool blocks without tools)."""
+    flat = []
+    for message in messages:
+        blocks = []
+        for block in message["content"] if isinstance(message["content"], list) else []:
+            if block.get("type") == "tool_use":
+                args = json.dumps(block.get("input"), ensure_ascii=False)
+                blocks.append({"type": "text", "text": cap(f"[called tool {block.get('name')} with {args}]", 2048)})
+            elif block.get("type") == "tool_result":
+                content = block.get("content")
+                text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+                blocks.append({"type": "text", "text": cap(f"[tool result{' (error)' if block.get('is_error') else ''}: {text}]", 4096)})
+            else:
+                blocks.append(block)
+        flat.append({"role": message["role"], "content": blocks or message["content"]})
+    return flat
+
+
 def _cache_key(tool_id: str, args: Any) -> str:
     return tool_id + " " + json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
@@ -471,7 +490,7 @@ def run_api(
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return finish(answer, STOP_ERROR, f"no answer within --timeout {timeout:g} s: raise it, or ask something narrower")
-            body["messages"] = merge_turns(history + new)
+            body["messages"] = merge_turns(history + new if visible else flatten_tool_blocks(history + new))
             started = time.monotonic()
             try:
                 reply = models.messages(body, timeout=remaining, env=env)
