@@ -176,6 +176,17 @@ def test_a_429_mid_loop_is_retried_and_the_loop_finishes(tmp_path):
 
 
 @pytest.mark.timeout(60)
+def test_the_overall_budget_ends_a_slow_run(tmp_path):
+    with FakeAnthropic([{"tool": "builtin__time_now"}, {"text": "late", "delay": 30}], sequential=True) as api:
+        started = time.monotonic()
+        result = ask.run_api("t", tools=local_tools(tmp_path), env=api_env(api), timeout=1.0)
+        elapsed = time.monotonic() - started
+    assert result.stopped == "error" and "within --timeout 1 s" in result.error
+    assert result.steps == 1 and result.tool_results[0]["ok"] is True
+    assert elapsed < 10  # the 1 s budget fired (the model alone would take 30 s)
+
+
+@pytest.mark.timeout(60)
 def test_a_model_error_ends_the_run_with_exit_1(ask_env, workdir):
     script = [{"tool": "builtin__time_now"}, {"status": 400, "error_message": "bad model"}]
     with FakeAnthropic(script, sequential=True) as api:

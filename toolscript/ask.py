@@ -482,6 +482,7 @@ def run_api(
             session.append(new[saved:])
             saved = len(new)
 
+    out_of_time = f"no answer within --timeout {timeout:g} s: raise it, or ask something narrower"
     answer = ""
     try:
         while True:
@@ -489,12 +490,15 @@ def run_api(
                 return finish(answer, STOP_MAX_STEPS, f"the model did not answer within --max-steps {max_steps}: raise it, or ask something narrower")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return finish(answer, STOP_ERROR, f"no answer within --timeout {timeout:g} s: raise it, or ask something narrower")
+                return finish(answer, STOP_ERROR, out_of_time)
             body["messages"] = merge_turns(history + new if visible else flatten_tool_blocks(history + new))
             started = time.monotonic()
             try:
                 reply = models.messages(body, timeout=remaining, env=env)
             except models.ModelError as exc:
+                if exc.kind == "timeout" and time.monotonic() >= deadline - 0.05:
+                    # The budget ran out inside the call: say which budget, not the call's leftover seconds.
+                    return finish(answer, STOP_ERROR, out_of_time)
                 return finish(answer, STOP_ERROR, str(exc))
             steps += 1
             emit("model", {"ms": (time.monotonic() - started) * 1000, "step": steps})
