@@ -243,6 +243,10 @@ def test_allow_patterns():
     assert not ask.allowed("builtin__time.now", ["fs.*"])
     assert not ask.allowed("evil__fs.read_file", ["fs.*"])  # bare names are for built-ins only
     assert ask.allowed("anything__x", [])
+    assert ask.is_read_only("github__get_issue", {"readOnlyHint": True})
+    assert not ask.is_read_only("github__create_issue", {"readOnlyHint": False})
+    assert ask.is_read_only("builtin__memory.search") and ask.is_read_only("builtin__fs.list_dir")
+    assert not ask.is_read_only("builtin__time.now") and not ask.is_read_only("builtin__tools.echo")
     assert ask.provider_names(["a.b", "a_b", "x" * 80]) == {"a_b": "a.b", "a_b_2": "a_b", "x" * 64: "x" * 80}
 
 
