@@ -140,10 +140,9 @@ def _unknown_tool(name: str, tools, client) -> UserError:
 
 
 def run_invoke(args: argparse.Namespace) -> int:
+    from toolscript.ask import allowed, parse_allow, refusal_message
     from toolscript.gateway.client import GatewayUnavailable, connect, redact
     from toolscript.tools import ERROR_TOOL_NOT_FOUND
-
-    from toolscript.ask import allowed, parse_allow, refusal_message
 
     arguments = _parse_arguments(args.args)
     payload = {"tool": _canonical(args.name), "arguments": arguments, "source": "cli"}
