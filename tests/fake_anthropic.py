@@ -25,7 +25,9 @@ turn).  A turn is a dict:
 * ``{"text": "..."}``: a text answer, ``stop_reason: end_turn``;
 * ``{"bash": "COMMAND", "description": "..."}``: a ``tool_use`` of the ``Bash``
   tool with ``{"command": COMMAND, "description": ...}``, ``stop_reason: tool_use``;
-* ``{"tool": "NAME", "input": {...}}``: a ``tool_use`` of any tool.
+* ``{"tool": "NAME", "input": {...}}``: a ``tool_use`` of any tool;
+* ``{"tools": [{"tool": "NAME", "input": {...}}, ...]}``: several ``tool_use``
+  blocks in one turn (parallel tool calls).
 
 A tool turn may also carry ``"text"``, sent as a text block before the tool_use.
 A bare string is short for ``{"text": STRING}``.  Any turn may also carry:
@@ -86,7 +88,7 @@ MESSAGES_PATH = "/v1/messages"
 COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
 REQUESTS_PATH = "/_requests"
 DEFAULT_MODEL = "claude-haiku-5-5"
-TURN_KEYS = {"text", "bash", "tool", "status", "thinking", "stop_reason", "drop"}
+TURN_KEYS = {"text", "bash", "tool", "tools", "status", "thinking", "stop_reason", "drop"}
 ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -303,6 +305,10 @@ class FakeAnthropic:
         elif "tool" in turn:
             content.append(
                 {"type": "tool_use", "id": f"toolu_fake{n:04d}", "name": str(turn["tool"]), "input": dict(turn.get("input") or {})}
+            )
+        for k, use in enumerate(turn.get("tools") or []):
+            content.append(
+                {"type": "tool_use", "id": f"toolu_fake{n:04d}_{k}", "name": str(use["tool"]), "input": dict(use.get("input") or {})}
             )
         if not content:
             content.append({"type": "text", "text": ""})

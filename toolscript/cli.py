@@ -38,6 +38,7 @@ COMMANDS = {
     "list-servers": ("toolscript.commands.list_servers", "the gateway's servers and their state"),
     "list-tools": ("toolscript.commands.list_tools", "one server's tools, via the gateway"),
     "tools": ("toolscript.commands.tools", "list, describe or invoke tools"),
+    "ask": ("toolscript.commands.ask", "ask a model a question it may answer with tools"),
     "servers": ("toolscript.commands.servers", "check that configured MCP servers connect"),
     "config": ("toolscript.commands.config", "show or validate the merged configuration"),
     "doctor": ("toolscript.commands.doctor", "check the installation, config, servers and gateway"),

@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
         "examples:\n  toolscript tools list\n  toolscript tools list --tool-allow time.now,shell.pwd --json\n",
         run_list,
     )
-    listing.add_argument("--tool-allow", metavar="A,B", help="only these tools (ids or built-in names)")
+    listing.add_argument("--tool-allow", metavar="A,B", help="only these tools (ids, built-in names, * globs)")
     info = add_action(
         actions, "info", common, "one tool's schema and runtime details",
         "Print one tool's description, input schema and runtime details as JSON.\n\n"
@@ -58,11 +58,14 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
         "Exit 0 when the result is ok, 1 otherwise.\n\n"
         "examples:\n  toolscript tools invoke time.now\n"
         "  toolscript tools invoke fs.read_file --args '{\"path\": \"README.md\", \"maxBytes\": 10000}'\n"
-        "  echo '{\"message\": \"hi\"}' | toolscript tools invoke everything__echo --args -\n",
+        "  echo '{\"message\": \"hi\"}' | toolscript tools invoke everything__echo --args -\n"
+        "  toolscript tools invoke fs.read_file --tool-allow 'fs.*' --args '{\"path\": \"README.md\"}'\n",
         run_invoke,
     )
     invoke.add_argument("name", help="tool id (server__tool) or built-in name")
     invoke.add_argument("--args", default="{}", metavar="JSON", help="arguments as a JSON object (default {}); - reads stdin")
+    invoke.add_argument("--tool-allow", metavar="A,B",
+                        help="refuse (tool_not_found) any tool not in this list (ids, built-in names, * globs)")
     invoke.add_argument("--timeout", type=float, help="seconds to wait for the tool (default: the server's timeout)")
 
 
@@ -97,10 +100,11 @@ def _builtin_descriptions(args):
 
 
 def run_list(args: argparse.Namespace) -> int:
+    from toolscript.ask import allowed, parse_allow
+
     tools, client = _all_tools(args)
-    if args.tool_allow:
-        allowed = {part.strip() for part in args.tool_allow.split(",") if part.strip()}
-        tools = [t for t in tools if t["id"] in allowed or (t["server"] == "builtin" and t["name"] in allowed)]
+    patterns = parse_allow(args.tool_allow)
+    tools = [t for t in tools if allowed(t["id"], patterns)]
     if args.json:
         print_json([{"name": t["id"], "description": t.get("description", ""), "inputSchema": t.get("inputSchema", {})} for t in tools])
         return 0
@@ -136,11 +140,18 @@ def _unknown_tool(name: str, tools, client) -> UserError:
 
 
 def run_invoke(args: argparse.Namespace) -> int:
+    from toolscript.ask import allowed, parse_allow, refusal_message
     from toolscript.gateway.client import GatewayUnavailable, connect, redact
     from toolscript.tools import ERROR_TOOL_NOT_FOUND
 
     arguments = _parse_arguments(args.args)
     payload = {"tool": _canonical(args.name), "arguments": arguments, "source": "cli"}
+    patterns = parse_allow(args.tool_allow)
+    if not allowed(payload["tool"], patterns):
+        # Refused before anything runs: the allow-list limits what can be called, not only what is listed.
+        print_json({"ok": False, "data": None, "error": {"code": ERROR_TOOL_NOT_FOUND, "message": refusal_message(payload["tool"], patterns)},
+                    "meta": {"tool": payload["tool"], "source": "cli"}})
+        return 1
     if args.timeout:
         payload["timeout"] = args.timeout
     started = time.monotonic()
