@@ -386,3 +386,17 @@ def test_is_error_result_is_an_error_line() -> None:
                 "result": "API Error: 401 bad key sk-secret-value-123\nmore"}, 1.0)
     result = ask_claude.result_of(trace, 3)
     assert result.stopped == "error" and "401" in result.error and "sk-secret" not in result.error and "\n" not in result.error
+
+
+def test_one_message_streamed_as_several_lines_is_one_step() -> None:
+    # claude prints one assistant line per content block, all with the message's id.
+    trace = Trace({"mcp__ts__builtin__time_now": "builtin__time.now"}, [])
+    usage = {"input_tokens": 10, "output_tokens": 1}
+    trace.feed({"type": "assistant", "message": {"id": "m1", "usage": usage, "content": [{"type": "text", "text": "Let me "}]}}, 1.0)
+    trace.feed({"type": "assistant", "message": {"id": "m1", "usage": usage, "content": [{"type": "text", "text": "check."}]}}, 1.0)
+    trace.feed({"type": "assistant", "message": {"id": "m1", "usage": usage, "content": [
+        {"type": "tool_use", "id": "t1", "name": TIME_NOW, "input": {}}]}}, 1.0)
+    assert trace.turns == 1 and trace.usage == usage and trace.last_text == "Let me check."
+    trace.feed({"type": "assistant", "message": {"id": "m2", "usage": usage, "content": [{"type": "text", "text": "Now."}]}}, 2.0)
+    assert trace.turns == 2 and trace.usage == {"input_tokens": 20, "output_tokens": 2} and trace.last_text == "Now."
+    assert [c["tool"] for c in trace.tool_calls] == ["builtin__time.now"]

@@ -34,7 +34,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Set
 
 from toolscript.gateway.client import GatewayClient, redact_text
 from toolscript.tools import ERROR_EXECUTION, ERROR_TOOL_NOT_FOUND
@@ -188,8 +188,10 @@ class Trace:
         self.called_at: Dict[str, float] = {}
         self.tool_of: Dict[str, str] = {}
         self.denied: Dict[str, str] = {}  # tool_use_id -> claude's tool name, for calls claude refused
-        self.texts: List[str] = []  # assistant text blocks, the answer when no result line comes
+        self.last_text = ""  # the latest assistant message's text: the answer when no result line comes
         self.turns = 0
+        self._message_ids: Set[str] = set()  # claude streams one line per content block: one message, many lines
+        self._text_of = ""  # the message id last_text belongs to
         self.usage = {"input_tokens": 0, "output_tokens": 0}
         self.result: Optional[Dict[str, Any]] = None
 
@@ -220,12 +222,14 @@ class Trace:
         message = line.get("message")
         if not isinstance(message, dict):
             return
-        self.turns += 1
-        usage = message.get("usage")
-        if isinstance(usage, dict):
-            for key in self.usage:
-                value = usage.get(key)
-                self.usage[key] += value if isinstance(value, int) else 0
+        message_id = str(message.get("id") or f"line-{len(self._message_ids)}")
+        if message_id not in self._message_ids:
+            self._message_ids.add(message_id)
+            self.turns += 1
+            usage = message.get("usage")
+            if isinstance(usage, dict):
+                for key in self.usage:
+                    self.usage[key] += _int(usage.get(key), 0)
         meta = {
             str(m.get("id")): m.get("tool_name")
             for m in line.get("tool_use_meta") or []
@@ -235,7 +239,9 @@ class Trace:
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "text" and isinstance(block.get("text"), str):
-                self.texts.append(block["text"])
+                same = self._text_of == message_id
+                self.last_text = self.last_text + block["text"] if same else block["text"]
+                self._text_of = message_id
             elif block.get("type") == "tool_use":
                 call_id = str(block.get("id"))
                 tool = self.tool_id(str(block.get("name")), meta.get(call_id))
@@ -316,18 +322,21 @@ def read_lines(stream: Any, limit: int = MAX_LINE_BYTES):
             continue
 
 
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
 def result_of(trace: Trace, max_steps: int) -> AskResult:
     """The AskResult once the stream has ended normally (with or without its result line)."""
     result = trace.result
     if result is None:
         raise ValueError("no result line")
     usage = result.get("usage")
-    if isinstance(usage, dict):
-        totals = {k: usage.get(k) if isinstance(usage.get(k), int) else 0 for k in ("input_tokens", "output_tokens")}
-    else:
-        totals = dict(trace.usage)
-    steps = result.get("num_turns") if isinstance(result.get("num_turns"), int) else trace.turns
-    text = result.get("result") if isinstance(result.get("result"), str) else ""
+    # The result line's usage is the run's total; the assistant lines' are only what streaming started with.
+    totals = {k: _int(usage.get(k), 0) for k in trace.usage} if isinstance(usage, dict) else dict(trace.usage)
+    steps = _int(result.get("num_turns"), trace.turns)
+    raw_text = result.get("result")
+    text = raw_text if isinstance(raw_text, str) else ""
     calls, results = trace.tool_calls, trace.tool_results
     if result.get("subtype") == "error_max_turns":
         message = f"stopped after {max_steps} model turns without an answer; raise --max-steps"
@@ -423,7 +432,7 @@ def run_claude(
 
 def _run(argv: List[str], question: str, env: Dict[str, str], cwd: str, timeout: float, trace: Trace, max_steps: int) -> AskResult:
     def stopped(how: str, message: str) -> AskResult:
-        answer = trace.texts[-1] if trace.texts and how != "error" else ""
+        answer = trace.last_text if how != "error" else ""
         return AskResult(answer, trace.tool_calls, trace.tool_results, trace.turns, dict(trace.usage), how, message)
 
     try:
