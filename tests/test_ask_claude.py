@@ -400,3 +400,41 @@ def test_one_message_streamed_as_several_lines_is_one_step() -> None:
     trace.feed({"type": "assistant", "message": {"id": "m2", "usage": usage, "content": [{"type": "text", "text": "Now."}]}}, 2.0)
     assert trace.turns == 2 and trace.usage == {"input_tokens": 20, "output_tokens": 2} and trace.last_text == "Now."
     assert [c["tool"] for c in trace.tool_calls] == ["builtin__time.now"]
+
+
+ARGV_CLAUDE = """\
+#!{python}
+import json, os, stat, sys
+argv = sys.argv[1:]
+config = argv[argv.index("--mcp-config") + 1]
+with open({out!r}, "w") as fh:
+    json.dump({{"argv": argv, "config": open(config).read(), "mode": stat.S_IMODE(os.stat(config).st_mode),
+               "stdin": sys.stdin.read(), "env": dict(os.environ)}}, fh)
+print(json.dumps({{"type": "result", "subtype": "success", "is_error": False, "result": "ok", "num_turns": 1}}))
+"""
+
+
+@pytest.mark.timeout(60)
+def test_the_token_reaches_claude_in_a_private_file_not_in_argv(tmp_path) -> None:
+    seen = tmp_path / "seen.json"
+    _install(tmp_path / "bin", "claude", ARGV_CLAUDE.format(python=sys.executable, out=str(seen)))
+    with running_gateway([], tmp_path) as (_gw, url):
+        token = url.rsplit("/t/", 1)[1]
+        env = dict(_fake_env(tmp_path), CLAUDECODE="1")
+        result = run_claude("the question", gateway_url=url, allow=["time.now"], model="sonnet", max_steps=7,
+                            system="be brief", timeout=60, env=env, cwd=str(tmp_path))
+    assert result.stopped == "answered" and result.answer == "ok", result
+    got = json.loads(seen.read_text())
+    argv = got["argv"]
+    assert token not in " ".join(argv)
+    assert json.loads(got["config"]) == {"mcpServers": {"ts": {"type": "http", "url": url + "/mcp"}}}
+    assert got["mode"] == 0o600 and not os.path.exists(argv[argv.index("--mcp-config") + 1])
+    assert got["stdin"] == "the question"
+    for flag, value in [("--output-format", "stream-json"), ("--model", "sonnet"), ("--tools", ""), ("--max-turns", "7"),
+                        ("--settings", '{"disableAllHooks": true}'), ("--system-prompt", "be brief"),
+                        ("--allowedTools", "mcp__ts__builtin__time_now,mcp__ts__time_now")]:
+        assert argv[argv.index(flag) + 1] == value, (flag, argv)
+    for flag in ("-p", "--verbose", "--strict-mcp-config", "--no-session-persistence", "--disallowedTools"):
+        assert flag in argv
+    assert got["env"]["TOOLSCRIPT_HOOKS_DISABLED"] == "1" and got["env"]["CLAUDE_CODE_MAX_RETRIES"] == "1"
+    assert got["env"]["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1" and "CLAUDECODE" not in got["env"]

@@ -21,8 +21,9 @@ Claude names an MCP tool ``mcp__<server>__<tool name>`` with every character out
 names are mapped back to toolscript ids with the gateway's ``GET /tools`` list.
 
 The CLI runs in its own process group, killed whole on timeout or Ctrl-C.  The
-gateway URL carries its token: it goes to claude in an argument (as the plugin's
-hooks hand it over in the environment) and is never logged or put in an error.
+gateway URL carries its token: it reaches claude in a 0600 ``--mcp-config`` file
+(never in an argument, which every local user can read), and is never logged or
+put in an error (``redact_text``).
 """
 
 import json
@@ -130,11 +131,19 @@ def _tool_by_id(tools: Sequence[Mapping[str, Any]], ident: str) -> Mapping[str, 
     return next((t for t in tools if t.get("id") == ident), {"id": ident})
 
 
+def mcp_config(gateway_url: str) -> str:
+    """The ``--mcp-config`` document: the gateway's MCP endpoint as claude's one server, ``ts``."""
+    return json.dumps({"mcpServers": {MCP_SERVER: {"type": "http", "url": gateway_url.rstrip("/") + "/mcp"}}})
+
+
 def claude_argv(
-    claude: str, gateway_url: str, flags: Sequence[str], model: Optional[str], max_steps: int, system_arg: Sequence[str]
+    claude: str, mcp_config_file: str, flags: Sequence[str], model: Optional[str], max_steps: int, system_arg: Sequence[str]
 ) -> List[str]:
-    """The argv of the ``claude -p`` run (the question goes on stdin)."""
-    mcp_config = json.dumps({"mcpServers": {MCP_SERVER: {"type": "http", "url": gateway_url.rstrip("/") + "/mcp"}}})
+    """The argv of the ``claude -p`` run (the question goes on stdin).
+
+    The MCP config goes in a file, not in an argument: its URL carries the gateway's
+    token, and any local user can read a process's arguments.
+    """
     return [
         claude,
         "-p",
@@ -144,7 +153,7 @@ def claude_argv(
         "--model",
         model or DEFAULT_MODEL,
         "--mcp-config",
-        mcp_config,
+        mcp_config_file,
         "--strict-mcp-config",
         "--tools",
         "",
@@ -409,25 +418,24 @@ def run_claude(
                          "the claude CLI is not on PATH: install Claude Code, or use --backend api with ANTHROPIC_API_KEY")
     tools = gateway_tools(gateway_url)
     trace = Trace(name_map(tools), secrets)
-    system_file = None
-    system_arg: List[str] = []
-    if system:
-        if len(system.encode("utf-8")) > MAX_ARG_BYTES:
-            fd, system_file = tempfile.mkstemp(prefix="toolscript-system-", suffix=".txt")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(system)
-            system_arg = ["--system-prompt-file", system_file]
-        else:
-            system_arg = ["--system-prompt", system]
-    argv = claude_argv(claude, gateway_url, tool_flags(tools, allow), model, max(1, int(max_steps)), system_arg)
+    scratch = tempfile.mkdtemp(prefix="toolscript-ask-")  # mkdtemp: mode 0700, ours alone
     try:
+        config_file = os.path.join(scratch, "mcp.json")
+        with open(os.open(config_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as fh:
+            fh.write(mcp_config(gateway_url))
+        system_arg: List[str] = []
+        if system:
+            if len(system.encode("utf-8")) > MAX_ARG_BYTES:
+                system_file = os.path.join(scratch, "system.txt")
+                with open(system_file, "w", encoding="utf-8") as fh:
+                    fh.write(system)
+                system_arg = ["--system-prompt-file", system_file]
+            else:
+                system_arg = ["--system-prompt", system]
+        argv = claude_argv(claude, config_file, tool_flags(tools, allow), model, max(1, int(max_steps)), system_arg)
         return _run(argv, question, claude_env(env), cwd, timeout, trace, max_steps)
     finally:
-        if system_file:
-            try:
-                os.unlink(system_file)
-            except OSError:
-                pass
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _run(argv: List[str], question: str, env: Dict[str, str], cwd: str, timeout: float, trace: Trace, max_steps: int) -> AskResult:
