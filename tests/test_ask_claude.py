@@ -431,6 +431,7 @@ def test_the_token_reaches_claude_in_a_private_file_not_in_argv(tmp_path) -> Non
     assert got["mode"] == 0o600 and not os.path.exists(argv[argv.index("--mcp-config") + 1])
     assert got["stdin"] == "the question"
     for flag, value in [("--output-format", "stream-json"), ("--model", "sonnet"), ("--tools", ""), ("--max-turns", "7"),
+                        ("--permission-mode", "dontAsk"),
                         ("--settings", '{"disableAllHooks": true}'), ("--system-prompt", "be brief"),
                         ("--allowedTools", "mcp__ts__builtin__time_now,mcp__ts__time_now")]:
         assert argv[argv.index(flag) + 1] == value, (flag, argv)

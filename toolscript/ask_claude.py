@@ -4,9 +4,10 @@ For people who log in to Claude Code with a subscription and have no API key.  T
 gateway's own MCP endpoint (``<gateway URL>/mcp``) is handed to ``claude -p`` with
 ``--mcp-config`` + ``--strict-mcp-config`` and ``--tools ""``, so the gateway's tools
 are the only ones the model sees; ``--allowedTools`` pre-approves the ones the allow
-list lets through and ``--disallowedTools`` hides the rest (a call to a hidden tool
-comes back as "No such tool available", an unapproved one as a permission denial:
-both are reported as ``tool_not_found``).  Hooks are off (``disableAllHooks`` and
+list lets through, ``--disallowedTools`` hides the rest, and ``--permission-mode
+dontAsk`` refuses whatever was not pre-approved (a call to a hidden tool comes back
+as "No such tool available", an unapproved one as a permission denial: both are
+reported as ``tool_not_found``).  Hooks are off (``disableAllHooks`` and
 ``TOOLSCRIPT_HOOKS_DISABLED``): our own plugin must not start a second gateway
 inside this run.
 
@@ -116,19 +117,16 @@ def tool_flags(tools: Sequence[Mapping[str, Any]], allow: Sequence[str]) -> List
     """``--allowedTools`` for what the allow list lets through, ``--disallowedTools`` for the rest."""
     if not allow:
         return ["--allowedTools", CLAUDE_PREFIX + "*"]
+    by_id = {str(t["id"]): t for t in tools}
     names = name_map(tools)
-    allowed = sorted(name for name, ident in names.items() if tool_allowed(_tool_by_id(tools, ident), allow))
-    denied = sorted(name for name, ident in names.items() if name not in allowed)
+    allowed = sorted(name for name, ident in names.items() if tool_allowed(by_id[ident], allow))
+    denied = sorted(set(names) - set(allowed))
     flags: List[str] = []
     if allowed:
         flags += ["--allowedTools", ",".join(allowed)]
     if denied:
         flags += ["--disallowedTools", ",".join(denied)]
     return flags
-
-
-def _tool_by_id(tools: Sequence[Mapping[str, Any]], ident: str) -> Mapping[str, Any]:
-    return next((t for t in tools if t.get("id") == ident), {"id": ident})
 
 
 def mcp_config(gateway_url: str) -> str:
@@ -158,6 +156,10 @@ def claude_argv(
         "--tools",
         "",
         *flags,
+        # Whatever the user's settings say (bypassPermissions, broad allow rules): a call
+        # that --allowedTools did not pre-approve is refused, never run.
+        "--permission-mode",
+        "dontAsk",
         "--settings",
         CLAUDE_SETTINGS,
         "--no-session-persistence",
