@@ -160,7 +160,9 @@ def test_allow_list_that_excludes_the_tool_denies_the_call(tmp_path) -> None:
     assert call["tool"] == "builtin__time.now"
     [denied] = result.tool_results
     assert denied["ok"] is False and denied["error"]["code"] == "tool_not_found", denied
-    assert "builtin__time.now" in denied["error"]["message"] and "--tool-allow" in denied["error"]["message"]
+    assert denied["error"]["message"] == (
+        'tool "builtin__time.now" is not in --tool-allow (tools.echo): add it there, or use a listed tool'
+    )
 
 
 @pytest.mark.timeout(180)
@@ -367,6 +369,8 @@ def test_claude_names_and_the_map_back() -> None:
     denied = flags[flags.index("--disallowedTools") + 1].split(",")
     assert set(allowed) == {"mcp__ts__builtin__time_now", "mcp__ts__time_now", "mcp__ts__a__get"}
     assert set(denied) == {"mcp__ts__b__get"}
+    # Only "*" is special in a pattern (as in toolscript.ask.allowed): "?" is a literal.
+    assert tool_flags(tools, ["a__g?t"]) == ["--disallowedTools", ",".join(sorted(names))]
 
 
 def test_a_permission_denial_is_tool_not_found() -> None:
@@ -378,6 +382,8 @@ def test_a_permission_denial_is_tool_not_found() -> None:
          "content": "Claude requested permissions to use mcp__ts__builtin__time_now, but you haven't granted it yet."}]}}, 1.2)
     [denied] = trace.tool_results
     assert denied["ok"] is False and denied["error"]["code"] == "tool_not_found" and denied["ms"] == 200
+    assert denied["error"]["message"] == 'unknown tool "builtin__time.now": the gateway has no such tool'
+
 
 
 def test_is_error_result_is_an_error_line() -> None:

@@ -69,7 +69,6 @@ MAX_ARG_BYTES = 100 * 1024  # a longer system prompt goes through a file (Linux 
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL for the process group
 GATEWAY_TIMEOUT = 30.0  # seconds for GET /tools
 MAX_ERROR_CHARS = 240
-NOT_ALLOWED = "is not in --tool-allow"
 
 
 def claude_tool_name(mcp_name: str) -> str:
@@ -81,17 +80,16 @@ def tool_allowed(tool: Mapping[str, Any], patterns: Sequence[str]) -> bool:
     """Whether a gateway tool (``id``, ``server``, ``name``) matches one of the allow-list patterns.
 
     A pattern is a toolscript id (``fixture__add``), a built-in's own name
-    (``time.now``), or either with ``*`` globs (``fixture__*``).  No patterns: all allowed.
+    (``time.now``), or either with ``*`` globs (``fixture__*``); nothing else is
+    special, as in ``toolscript.ask.allowed``.  No patterns: all allowed.
     """
-    import fnmatch
-
     if not patterns:
         return True
     names = [str(tool.get("id", ""))]
     if tool.get("server") == "builtin":
         names.append(str(tool.get("name", "")))
-    # fnmatchcase: tool names are case-sensitive on every platform.
-    return any(fnmatch.fnmatchcase(name, pattern) for name in names for pattern in patterns)
+    regexes = [re.compile("^" + ".*".join(re.escape(piece) for piece in p.split("*")) + "$") for p in patterns]
+    return any(regex.match(name) for regex in regexes for name in names)
 
 
 def name_map(tools: Sequence[Mapping[str, Any]]) -> Dict[str, str]:
@@ -191,8 +189,9 @@ def gateway_tools(gateway_url: str) -> List[Dict[str, Any]]:
 class Trace:
     """What the stream has said so far; ``feed`` one parsed line at a time."""
 
-    def __init__(self, names: Mapping[str, str], secrets: Sequence[str]) -> None:
+    def __init__(self, names: Mapping[str, str], secrets: Sequence[str], allow: Sequence[str] = ()) -> None:
         self.names = names
+        self.allow = list(allow)
         self.secrets = [s for s in secrets if s]
         self.tool_calls: List[Dict[str, Any]] = []
         self.tool_results: List[Dict[str, Any]] = []
@@ -289,7 +288,12 @@ class Trace:
 
     def _error(self, call_id: str, tool: str, text: str) -> Dict[str, str]:
         if call_id in self.denied or "No such tool available" in text:
-            return {"code": ERROR_TOOL_NOT_FOUND, "message": f"{tool} {NOT_ALLOWED}: the model may not call it"}
+            # The same words as the API backend (toolscript.ask) for the same refusal.
+            if self.allow:
+                message = f'tool "{tool}" is not in --tool-allow ({", ".join(self.allow)}): add it there, or use a listed tool'
+            else:
+                message = f'unknown tool "{tool}": the gateway has no such tool'
+            return {"code": ERROR_TOOL_NOT_FOUND, "message": message}
         text = re.sub(r"</?tool_use_error>", "", text)
         return {"code": ERROR_EXECUTION, "message": _one_line(text, self.secrets) or "the tool failed"}
 
@@ -419,7 +423,7 @@ def run_claude(
         return AskResult("", [], [], 0, {"input_tokens": 0, "output_tokens": 0}, "error",
                          "the claude CLI is not on PATH: install Claude Code, or use --backend api with ANTHROPIC_API_KEY")
     tools = gateway_tools(gateway_url)
-    trace = Trace(name_map(tools), secrets)
+    trace = Trace(name_map(tools), secrets, allow)
     scratch = tempfile.mkdtemp(prefix="toolscript-ask-")  # mkdtemp: mode 0700, ours alone
     try:
         config_file = os.path.join(scratch, "mcp.json")
