@@ -175,6 +175,28 @@ def test_max_steps_stops_a_model_that_never_answers(tmp_path) -> None:
     assert result.tool_calls and all(c["tool"] == "builtin__time.now" for c in result.tool_calls)
 
 
+@pytest.mark.timeout(180)
+def test_plain_mcp_tool_names_map_back_to_ids(tmp_path) -> None:
+    # mcpToolNames "plain": the endpoint lists "add", so claude's name is mcp__ts__add.
+    script = [{"tool": "mcp__ts__add", "input": {"a": 4, "b": 5}}, {"text": "9"}]
+    with running_gateway([_fixture()], tmp_path, mcp_tool_names="plain") as (_gw, url), FakeAnthropic(script) as api:
+        result = _ask(tmp_path, url, api, allow=["fixture__add"])
+        tools = _request_tools(api)
+    assert "mcp__ts__add" in tools and "mcp__ts__fixture__add" not in tools, tools
+    assert result.stopped == "answered" and result.answer == "9", result
+    assert [c["tool"] for c in result.tool_calls] == ["fixture__add"]
+    assert result.tool_results[0]["ok"] is True and result.tool_results[0]["data"] == {"sum": 9}
+
+
+@pytest.mark.timeout(180)
+def test_a_model_api_error_is_an_error_line(tmp_path) -> None:
+    script = [{"status": 401, "error_type": "authentication_error", "error_message": "invalid x-api-key"}]
+    with running_gateway([], tmp_path) as (_gw, url), FakeAnthropic(script) as api:
+        result = _ask(tmp_path, url, api)
+    assert result.stopped == "error" and result.answer == "", result
+    assert "the claude CLI failed" in result.error and "401" in result.error and "\n" not in result.error
+
+
 # --- a fake claude: processes, malformed streams, errors ---------------------------------------
 
 

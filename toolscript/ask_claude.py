@@ -358,7 +358,9 @@ def result_of(trace: Trace, max_steps: int) -> AskResult:
         return AskResult("", calls, results, steps, totals, "max_steps", message)
     if result.get("is_error"):
         said = text or "; ".join(str(e) for e in result.get("errors") or []) or str(result.get("subtype") or "")
-        message = f"the claude CLI failed: {_one_line(said, trace.secrets) or 'no reason given'}"
+        status = result.get("api_error_status")
+        where = f" (API status {status})" if isinstance(status, int) else ""
+        message = f"the claude CLI failed{where}: {_one_line(said, trace.secrets) or 'no reason given'}"
         if "not logged in" in said.lower():
             message = "the claude CLI is not logged in: run 'claude' and /login, or use --backend api with ANTHROPIC_API_KEY"
         return AskResult("", calls, results, steps, totals, "error", message)
