@@ -484,18 +484,24 @@ def _run(argv: List[str], question: str, env: Dict[str, str], cwd: str, timeout:
             pass  # claude exited (or was killed) before reading it all: the stream says why
         for line in read_lines(proc.stdout):
             trace.feed(line, time.monotonic())
-        if timed_out.is_set():
+            if trace.result is not None:
+                break  # the last line: a claude that lingers after it has nothing more to say
+        if timed_out.is_set() and trace.result is None:
             _stop(proc)
             return stopped("error", f"the claude CLI did not finish within {timeout:g} s and was stopped")
         try:
             returncode = proc.wait(timeout=KILL_GRACE)
         except subprocess.TimeoutExpired:
-            # stdout closed but claude lingers: it has said all it will.
+            # Its result is in (or stdout closed) but claude lingers: it has said all it will.
             _stop(proc)
             returncode = proc.returncode
     except KeyboardInterrupt:
         _stop(proc)
         return stopped("interrupted", "interrupted (Ctrl-C): the claude CLI was stopped")
+    except BaseException:
+        # Anything else that unwinds us (a signal handler raising, SystemExit): no orphan either.
+        _stop(proc)
+        raise
     finally:
         timer.cancel()
         try:
