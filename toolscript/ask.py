@@ -29,7 +29,6 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from toolscript.errors import UserError
 
 DEFAULT_MAX_STEPS = 8
 DEFAULT_TOOL_TIMEOUT = 8.0  # seconds per tool call (spec 004's candidate default)

@@ -36,22 +36,11 @@ import subprocess
 import tempfile
 import threading
 import time
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Set
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set
 
+from toolscript.ask import AskResult, allowed, refusal_message
 from toolscript.gateway.client import GatewayClient, redact_text
 from toolscript.tools import ERROR_EXECUTION, ERROR_TOOL_NOT_FOUND
-
-
-# The lead replaces this definition with `from toolscript.ask import AskResult` at merge
-# (helper A defines it in toolscript/ask.py; this copy is the contract's, verbatim).
-class AskResult(NamedTuple):
-    answer: str                        # the model's final text ("" when it stopped without one)
-    tool_calls: List[Dict[str, Any]]   # [{"id", "tool" (the toolscript id, e.g. "builtin__time.now"), "args"}] in call order
-    tool_results: List[Dict[str, Any]]  # [{"id", "tool", "ok", "data" | "error": {"code", "message"}, "ms", "cached": bool}]
-    steps: int                         # model turns taken
-    usage: Dict[str, int]              # input_tokens / output_tokens summed
-    stopped: str                       # "answered" | "max_steps" | "error" | "interrupted"
-    error: Optional[str]               # one line when stopped != "answered"
 
 
 DEFAULT_MODEL = "haiku"  # the CLI's alias for its current Haiku
@@ -77,19 +66,8 @@ def claude_tool_name(mcp_name: str) -> str:
 
 
 def tool_allowed(tool: Mapping[str, Any], patterns: Sequence[str]) -> bool:
-    """Whether a gateway tool (``id``, ``server``, ``name``) matches one of the allow-list patterns.
-
-    A pattern is a toolscript id (``fixture__add``), a built-in's own name
-    (``time.now``), or either with ``*`` globs (``fixture__*``); nothing else is
-    special, as in ``toolscript.ask.allowed``.  No patterns: all allowed.
-    """
-    if not patterns:
-        return True
-    names = [str(tool.get("id", ""))]
-    if tool.get("server") == "builtin":
-        names.append(str(tool.get("name", "")))
-    regexes = [re.compile("^" + ".*".join(re.escape(piece) for piece in p.split("*")) + "$") for p in patterns]
-    return any(regex.match(name) for regex in regexes for name in names)
+    """Whether a gateway tool (``id``) passes the allow-list patterns: ``toolscript.ask.allowed``'s rule."""
+    return allowed(str(tool.get("id", "")), patterns)
 
 
 def name_map(tools: Sequence[Mapping[str, Any]]) -> Dict[str, str]:
@@ -290,7 +268,7 @@ class Trace:
         if call_id in self.denied or "No such tool available" in text:
             # The same words as the API backend (toolscript.ask) for the same refusal.
             if self.allow:
-                message = f'tool "{tool}" is not in --tool-allow ({", ".join(self.allow)}): add it there, or use a listed tool'
+                message = refusal_message(tool, self.allow)
             else:
                 message = f'unknown tool "{tool}": the gateway has no such tool'
             return {"code": ERROR_TOOL_NOT_FOUND, "message": message}

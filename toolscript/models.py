@@ -583,7 +583,6 @@ def _complete_claude(
     system: str, prompt: str, model: Optional[str], timeout: float, env: Mapping[str, str]
 ) -> Tuple[str, str, Dict[str, int]]:
     import shutil
-    import subprocess
     import tempfile
 
     claude = shutil.which("claude", path=env.get("PATH"))

@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     for problem in memory.get("problems", []) + suggestions.get("problems", []):
         print(f"config:      {problem}")
     print(f"suggestions: {'backend ' + suggestions['backend'] if suggestions['enabled'] else 'turned off'}"
-          + (f" (auto)" if suggestions["configured"] == "auto" and suggestions["enabled"] else ""))
+          + (" (auto)" if suggestions["configured"] == "auto" and suggestions["enabled"] else ""))
     if gateway["running"]:
         servers = gateway.get("servers")
         count = f", {len(servers)} server(s)" if isinstance(servers, (list, dict)) else ""
