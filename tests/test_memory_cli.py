@@ -228,3 +228,22 @@ def test_concurrent_hooks_lose_nothing(world):
         assert proc.wait(timeout=60) == 0 and proc.stderr.read() == ""
     contents = {r["content"] for r in world.memories("--all-projects")}
     assert all(any(f"echo job {i}" in c for c in contents) for i in range(24)), contents
+
+
+def test_an_optional_model_summary_replaces_the_extractive_one_and_falls_back(world):
+    (world.project / ".toolscript.json").write_text(json.dumps({"memory": {"summaryBackend": "api"}}))
+    with FakeAnthropic([{"text": "Raised eps to 0.5 in src/cluster.py; the clustering tests pass."}], sequential=True) as api:
+        env = {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "k"}
+        world.hook("post-tool-use", BASH, env=env)
+        world.hook("session-end", {"reason": "exit"}, env=env)
+        sent = [r for r in api.requests if r.get("path", "").startswith("/v1/messages")]
+    summary = [r for r in world.memories() if r["kind"] == "summary"]
+    assert [r["content"] for r in summary] == ["Raised eps to 0.5 in src/cluster.py; the clustering tests pass."]
+    assert len(sent) == 1 and "pytest tests/test_cluster.py" in json.dumps(sent[0]["body"]["messages"])
+    # A failing model: the extractive summary is kept.
+    with FakeAnthropic([{"status": 401, "error_type": "authentication_error", "error_message": "bad key"}]) as api:
+        env = {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "k"}
+        world.hook("post-tool-use", dict(BASH, session_id="s2"), env=env)
+        world.hook("session-end", {"session_id": "s2", "reason": "exit"}, env=env)
+    extractive = [r for r in world.memories("--from-session", "s2") if r["kind"] == "summary"]
+    assert len(extractive) == 1 and "pytest" in extractive[0]["content"]

@@ -37,6 +37,8 @@ MEMORY_DEFAULTS: Dict[str, Any] = {
     "injectBudget": 600,  # tokens of related memories added at SessionStart and per prompt
     "briefBudget": 200,  # tokens of the brief added after an Edit/Write/Bash (PostToolUse)
     "briefInterval": 60.0,  # seconds between two briefs of one session
+    "summaryBackend": "none",  # none | auto | api | claude: a model rewrites the SessionEnd summary (optional)
+    "summaryModel": None,  # the model for it (default: the backend's haiku)
 }
 
 
@@ -170,6 +172,8 @@ _SECTIONS: Dict[str, Dict[str, Callable[[Any], Tuple[bool, Any, str]]]] = {
         "injectBudget": _whole(0, 4000),
         "briefBudget": _whole(0, 1000),
         "briefInterval": _seconds(0, 3600, zero_ok=True),
+        "summaryBackend": _one_of(("none", "auto", "api", "claude")),
+        "summaryModel": _name_or_null('a model name (e.g. "claude-haiku-4-5")'),
     },
 }
 _DEFAULTS = {SUGGESTIONS_KEY: SUGGESTION_DEFAULTS, MEMORY_KEY: MEMORY_DEFAULTS}

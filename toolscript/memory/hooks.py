@@ -174,14 +174,49 @@ def session_end(event: Dict[str, Any]) -> Optional[str]:
     with _open(settings) as db:
         if session:
             given = _text(os.environ.get("SESSION_SUMMARY"))
-            summary = capture.session_summary(db.recent(session=session, limit=500))
+            memories = db.recent(session=session, limit=500)
+            summary = capture.session_summary(memories)
             content = given or (summary.content if summary else "")
+            if content and not given and settings.get("summaryBackend", "none") != "none":
+                content = model_summary(memories, content, str(settings["summaryBackend"]), settings.get("summaryModel")) or content
             if content:
                 db.add(session=session, project=project, kind="summary", content=content,
                        files=summary.files if summary and not given else ())
             if not db.end_session(session):
                 logger.info("memory: no active session %s to end", session)
     return None
+
+
+SUMMARY_TIMEOUT = 3.0  # seconds for the optional model summary: SessionEnd's hook has 5
+SUMMARY_SYSTEM = (
+    "You write the memory a coding agent keeps of one work session. Given the session's recorded actions and an "
+    "extractive summary, write at most 5 short sentences: what was done, to which files, what was decided, what is "
+    "left. Plain text, no preamble, no markdown headers. Never include secrets, tokens or passwords."
+)
+
+
+def model_summary(memories: Any, extractive: str, backend: str, model: Any = None) -> Optional[str]:
+    """A model's summary of the session (``"memory": {"summaryBackend": "auto|api|claude"}``), or None on any failure.
+
+    Optional and never required: the extractive summary is the default and what
+    is kept when the model is slow, missing or wrong.  The store redacts the
+    result like any memory.
+    """
+    from toolscript import models
+
+    lines = [f"- {m.kind}: {' '.join(m.content.split())[:300]}" for m in reversed(list(memories)[:80])]
+    prompt = "Actions, oldest first:\n" + "\n".join(lines) + "\n\nExtractive summary:\n" + extractive
+    try:
+        chosen = models.choose_backend(backend)
+        if chosen == "local":
+            return None
+        reply = models.complete(SUMMARY_SYSTEM, prompt, backend=chosen, model=model if isinstance(model, str) else None,
+                                timeout=SUMMARY_TIMEOUT, max_tokens=300)
+    except (models.ModelError, ValueError) as exc:
+        logger.info("memory: no model summary (%s); keeping the extractive one", exc)
+        return None
+    text = reply.text.strip()
+    return text[:1500] if text else None
 
 
 # -- the brief's per-session rate limit ----------------------------------------------------------
