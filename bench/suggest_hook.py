@@ -15,7 +15,10 @@ runs it, the zipapp under ``python -I -S`` with the event on stdin, for:
 - claude: the `claude` CLI backend against the same fake (fewer rounds: it
   costs ~0.5 s a call before any model time), when the CLI is installed;
 - off: ``TOOLSCRIPT_SUGGEST=0``: the hook's own process start (read the event,
-  the config key, answer nothing), next to a bare ``python -I -S -c pass``.
+  the config key, answer nothing), next to a bare ``python -I -S -c pass``;
+- api_with_memory: the api variant with memory on (its related-work search runs
+  in the same hook): the prompt hook as shipped.  The other variants run with
+  ``TOOLSCRIPT_MEMORY=0`` so they measure the suggestion alone.
 
 The variants run in rotation so machine noise hits them alike.  Prints one
 JSON document (median/p95/n per variant, ms); progress on stderr.  Spec 002's
@@ -110,7 +113,9 @@ def main(argv=None):
         gateway.wait_ready(["fixture"], gw_started)
         with FakeAnthropic([{"text": REPLY}]) as api:
             base = {k: v for k, v in os.environ.items() if not k.startswith(("TOOLSCRIPT_", "ANTHROPIC_", "CLAUDE_"))}
+            # Memory off: these figures are the suggestion's (api_with_memory is the whole prompt hook as shipped).
             base.update(HOME=home, TOOLSCRIPT_STATE_DIR=os.path.join(scratch, "state"), TOOLSCRIPT_GATEWAY_URL=gateway.url,
+                        TOOLSCRIPT_MEMORY="0", TOOLSCRIPT_DATA_DIR=os.path.join(scratch, "data"),
                         ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="bench-key", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
             counter = [0]
 
@@ -137,6 +142,7 @@ def main(argv=None):
                 "local": lambda: hook("local")[0],
                 "api": lambda: hook("api")[0],
                 "api_cached": lambda: hook("api", prompt="cached prompt about pdf forms", session="warm")[0],
+                "api_with_memory": lambda: hook("api", extra={"TOOLSCRIPT_MEMORY": "1"})[0],
                 "off": lambda: hook("local", extra={"TOOLSCRIPT_SUGGEST": "0"})[0],
                 "bare_python_I_S": lambda: _bare(),
             }
