@@ -785,3 +785,15 @@ def test_search_cut_is_per_project_and_project_words_do_not_match(tmp_path, mode
         assert [m.id for m, _ in store.search("checkout flow", project="/home/me/shop")] == [mine]
         assert store.search("shop", project="/home/me/shop") == []  # the path's words are not the memory's
         assert store.search("checkout", project="/home/me") == []  # nested paths are told apart
+
+
+def test_paths_with_uri_characters_open(tmp_path):
+    """The database path goes into an SQLite URI: %, ? and # in it must not change which file opens."""
+    for name in ("a%20b", "what?mode=ro", "x#y", "sp ace"):
+        folder = tmp_path / name
+        folder.mkdir()
+        with open_store(str(folder / "m.db")) as store:
+            store.add(session="s", project="/p", kind="note", content=f"in {name}")
+        assert (folder / "m.db").exists()
+        with open_store(str(folder / "m.db"), readonly=True) as store:
+            assert [m.content for m in store.recent(project="/p")] == [f"in {name}"]

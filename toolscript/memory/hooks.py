@@ -129,7 +129,7 @@ def post_tool_use(event: Dict[str, Any]) -> Optional[str]:
     settings, on = _settings(event)
     if not on:
         return None
-    from toolscript.memory import capture, context
+    from toolscript.memory import capture
 
     tool = _text(event.get("tool_name")) or _text(os.environ.get("TOOL_NAME"))
     tool_input = event.get("tool_input") if "tool_input" in event else _env_json("TOOL_INPUT")
@@ -142,6 +142,8 @@ def post_tool_use(event: Dict[str, Any]) -> Optional[str]:
         _record(db, session, project, captured)
         if tool not in BRIEF_TOOLS or not _brief_due(session, float(settings["briefInterval"])):
             return None
+        from toolscript.memory import context  # only now: most tool calls record and return
+
         text = context.brief(db, captured.content, project=project, session=session, budget_tokens=int(settings["briefBudget"]))
     if text:
         _note_brief(session)
