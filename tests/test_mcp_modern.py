@@ -379,3 +379,42 @@ def test_handshake_sessions_still_work_beside_modern_requests(served):
     # A handshake-era request without a session is still told so, not served statelessly.
     status, _, body = post(served.port, "/mcp", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, {})
     assert status == 400 and "Mcp-Session-Id" in body["error"]["message"]
+
+
+def test_mcp_param_headers_must_say_what_the_arguments_say(served):
+    schema = {
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "limit": {"type": "integer", "x-mcp-header": "Limit"},
+            "text": {"type": "string"},
+        },
+    }
+    served.endpoint.page_size = 100  # one page, so the SDK sees the annotated tool
+    served.provider.set_tools(base_tools() + [{"name": "routed", "description": "Routed by region.", "inputSchema": schema}])
+    message = request("tools/call", {"name": "routed", "arguments": {"region": "eu-west", "limit": 42}})
+
+    def call(**headers):
+        return post(served.port, "/mcp", message, modern_headers(message, **headers))
+
+    status, _, body = call(**{"Mcp-Param-Region": "eu-west", "Mcp-Param-Limit": "42.0"})  # 42.0 is the integer 42
+    assert status == 200 and body["result"]["content"][0]["text"] == "called routed"
+    status, _, body = call(**{"Mcp-Param-Region": "=?base64?ZXUtd2VzdA==?=", "Mcp-Param-Limit": "42"})
+    assert status == 200
+    status, _, body = call(**{"Mcp-Param-Region": "us-east", "Mcp-Param-Limit": "42"})
+    assert status == 400 and body["error"]["code"] == -32020 and "Mcp-Param-Region" in body["error"]["message"]
+    status, _, body = call(**{"Mcp-Param-Region": "eu-west"})  # Limit is in the body but not in the headers
+    assert status == 400 and body["error"]["code"] == -32020 and "Mcp-Param-Limit" in body["error"]["message"]
+    # No Mcp-Param-* header at all: nothing could be routed wrongly, so the call is served.
+    status, _, body = call()
+    assert status == 200
+    # The SDK's client mirrors the annotated arguments itself (base64 for non-ASCII) and is served.
+    mcp = sdk()
+
+    async def main():
+        async with mcp.Client(served.url) as client:
+            await client.list_tools()  # the client learns the annotations from the listing
+            return await client.call_tool("routed", {"region": "eü west ", "limit": 7})
+
+    result = asyncio.run(asyncio.wait_for(main(), 20))
+    assert not result.is_error and result.content[0].text == "called routed"

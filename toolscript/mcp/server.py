@@ -968,7 +968,15 @@ class McpHttpEndpoint:
         return dict(response, result=result)
 
     def _call_modern(self, handler: http.server.BaseHTTPRequestHandler, message: Dict[str, Any]) -> None:
-        meta = message["params"]["_meta"]
+        params = message["params"]
+        if any(name.lower().startswith(_PARAM_HEADER_PREFIX) for name in handler.headers.keys()):
+            # Intermediaries may route on Mcp-Param-* headers, so they must say what the body says.
+            # Without any there is nothing that could mislead one, and no tool lookup is paid.
+            mismatch = _param_header_mismatch(handler, self._input_schema(params.get("name")), params.get("arguments"))
+            if mismatch is not None:
+                _send_modern(handler, jsonrpc.error(message["id"], HEADER_MISMATCH, mismatch))
+                return
+        meta = params["_meta"]
         session = _Session("stateless", str(meta[PROTOCOL_VERSION_META_KEY]))
         session.initialized = True
         # Logs only for a request that opts in with a level (there is no logging/setLevel).
@@ -993,6 +1001,16 @@ class McpHttpEndpoint:
         finally:
             with self._lock:
                 self._stateless.remove(session)
+
+    def _input_schema(self, name: Any) -> Any:
+        """The inputSchema of tool ``name`` (None if it is unknown or listing fails: the call reports that)."""
+        try:
+            for tool in self.provider.list_tools():
+                if isinstance(tool, dict) and tool.get("name") == name:
+                    return tool.get("inputSchema")
+        except Exception:
+            logger.debug("listing tools for Mcp-Param header checks failed", exc_info=True)
+        return None
 
     def _listen(self, handler: http.server.BaseHTTPRequestHandler, request_id: Any, params: Dict[str, Any]) -> None:
         """subscriptions/listen: the 2026-07-28 replacement for the GET stream (tools/list_changed only)."""
@@ -1120,6 +1138,77 @@ def _decode_header_value(value: Optional[str]) -> Optional[str]:
         return decoded.decode("utf-8")
     except (binascii.Error, ValueError):
         return None
+
+
+_PARAM_HEADER_PREFIX = "mcp-param-"
+_HEADER_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")  # RFC 9110 field-name characters
+_DECIMAL = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
+
+
+def _param_annotations(schema: Any) -> Optional[List[Tuple[Tuple[str, ...], str, str]]]:
+    """(property path, header token, JSON type) for each ``x-mcp-header`` on a pure ``properties`` chain.
+
+    None if an annotation is invalid (not a token, not on a string/integer/
+    boolean property, or a duplicate): conforming clients drop such a tool
+    and send no headers for it, so there is nothing to hold them to.
+    """
+    found: List[Tuple[Tuple[str, ...], str, str]] = []
+    seen = set()
+    stack: List[Tuple[Tuple[str, ...], Any]] = [((), schema)]
+    while stack:
+        path, node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        if path and "x-mcp-header" in node:
+            token, kind = node["x-mcp-header"], node.get("type")
+            if not isinstance(token, str) or not _HEADER_TOKEN.match(token) or kind not in ("string", "integer", "boolean") or token.lower() in seen:
+                return None
+            seen.add(token.lower())
+            found.append((path, token, kind))
+        properties = node.get("properties")
+        if isinstance(properties, dict):
+            stack.extend(((*path, key), sub) for key, sub in properties.items())
+    return found
+
+
+def _param_header_mismatch(handler: http.server.BaseHTTPRequestHandler, schema: Any, arguments: Any) -> Optional[str]:
+    """Why the request's Mcp-Param-* headers disagree with its arguments (the spec's rules), or None."""
+    annotations = _param_annotations(schema)
+    if not annotations:
+        return None
+    for path, token, kind in annotations:
+        header = "Mcp-Param-" + token
+        values = handler.headers.get_all(header) or []
+        if len(values) > 1:
+            return f"{header} header appears more than once"
+        raw = values[0].strip() if values else None
+        value: Any = arguments if isinstance(arguments, dict) else {}
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        argument = ".".join(path)
+        if isinstance(value, bool):
+            rendered: Optional[str] = "true" if value else "false"
+        elif isinstance(value, (str, int, float)):
+            rendered = str(value)
+        else:
+            rendered = None  # absent, null, or not a scalar: a client sends no header for it
+        if rendered is None:
+            if raw is not None:
+                return f"{header} header is present but the request body's {argument!r} argument is absent or not a scalar"
+            continue
+        if raw is None:
+            return f"{header} header is missing but the request body's {argument!r} argument is present"
+        decoded = _decode_header_value(raw)
+        if decoded is None:
+            return f"{header} header carries a malformed base64 value"
+        if kind == "integer" and not isinstance(value, bool) and _DECIMAL.match(decoded) and (isinstance(value, int) or (isinstance(value, float) and value.is_integer())):
+            whole, _, fraction = decoded.partition(".")
+            if not fraction.strip("0") and int(whole) == int(value):
+                continue  # 42 and 42.0 are the same integer
+        elif decoded == rendered:
+            continue
+        return f"{header} header does not match the request body's {argument!r} argument"
+    return None
 
 
 def _modern_rejection(handler: http.server.BaseHTTPRequestHandler, message: Dict[str, Any]) -> Optional[Tuple[int, str, Any]]:
