@@ -331,7 +331,7 @@ def sdk():
 
 
 @pytest.mark.filterwarnings("ignore:ping is removed")
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.parametrize("mode", ["legacy"])  # "auto" now negotiates 2026-07-28: tests/test_mcp_modern.py
 def test_sdk_client(served, mode):
     mcp = sdk()
     progress, logs, notices = [], [], []

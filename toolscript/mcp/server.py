@@ -1,4 +1,17 @@
-"""The server side of MCP's Streamable HTTP transport (legacy era, 2024-11-05 … 2025-11-25).
+"""The server side of MCP's Streamable HTTP transport, both eras on one endpoint.
+
+Handshake era (2024-11-05 … 2025-11-25): ``initialize`` and sessions, below.
+Modern era (2026-07-28): a POST whose ``MCP-Protocol-Version`` header names
+it (or, with no header and no session, whose ``params._meta`` carries a
+protocol version) is one self-contained exchange: no handshake, no session;
+the version and client capabilities ride in ``params._meta`` and must match
+the ``MCP-Protocol-Version``/``Mcp-Method``/``Mcp-Name`` headers.  It serves
+``server/discover``, ``tools/list`` (with ``ttlMs``/``cacheScope``),
+``tools/call`` (logs only when ``_meta`` opts in with a level; cancelling is
+closing the response) and ``subscriptions/listen`` (tools/list_changed).
+Errors carry the revision's codes and HTTP statuses (-32022 for an
+unsupported version, -32020 for a header mismatch, 404 for unknown methods),
+as the official SDK's server answers them.
 
 ``McpHttpEndpoint`` serves the tools of a *provider* (any object with
 ``list_tools``, ``call_tool`` and ``add_listener``) as one MCP endpoint.  The
@@ -29,6 +42,7 @@ import binascii
 import http.server
 import json
 import queue
+import re
 import secrets
 import selectors
 import socket
@@ -41,7 +55,19 @@ from toolscript import log
 from toolscript.mcp import jsonrpc
 from toolscript.mcp.cancel import Cancel
 from toolscript.mcp.http_response import response_head
-from toolscript.mcp.protocol import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+from toolscript.mcp.protocol import (
+    CLIENT_CAPABILITIES_META_KEY,
+    HEADER_MISMATCH,
+    LATEST_PROTOCOL_VERSION,
+    LOG_LEVEL_META_KEY,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    MODERN_PROTOCOL_VERSIONS,
+    PROTOCOL_VERSION_META_KEY,
+    SERVER_INFO_META_KEY,
+    SUBSCRIPTION_ID_META_KEY,
+    SUPPORTED_PROTOCOL_VERSIONS,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
 
 logger = log.get("mcp.server")
 
@@ -360,10 +386,12 @@ class _Session:
 class _GetStream:
     """The queue behind a session's GET stream; the GET's own thread writes it out."""
 
-    def __init__(self) -> None:
+    def __init__(self, changed_meta: Optional[Dict[str, Any]] = None) -> None:
         self.queue: "queue.Queue[Optional[Dict[str, Any]]]" = queue.Queue()
         self._lock = threading.Lock()
         self._changed_queued = False
+        # A modern subscriptions/listen stream stamps its subscription id on each notice.
+        self._changed_params = {"_meta": changed_meta} if changed_meta else None
 
     def tools_changed(self) -> None:
         # The provider may fire many changes in a row; one queued notice is enough.
@@ -371,7 +399,7 @@ class _GetStream:
             if self._changed_queued:
                 return
             self._changed_queued = True
-        self.queue.put(jsonrpc.notification("notifications/tools/list_changed"))
+        self.queue.put(jsonrpc.notification("notifications/tools/list_changed", self._changed_params))
 
     def taken(self, message: Dict[str, Any]) -> None:
         if message.get("method") == "notifications/tools/list_changed":
@@ -438,13 +466,17 @@ class _Call:
             elif self.state == "streaming" and now - self.last_write >= KEEPALIVE_SECONDS:
                 self._write(_KEEPALIVE_EVENT)
 
-    def finish(self, response: Optional[Dict[str, Any]]) -> None:
-        """Send the answer (None: the call was cancelled, so none) and end the response."""
+    def finish(self, response: Optional[Dict[str, Any]], status: int = 200) -> None:
+        """Send the answer (None: the call was cancelled, so none) and end the response.
+
+        ``status`` is used only if the answer is still plain JSON (2026-07-28
+        maps error codes to HTTP statuses); a committed stream is always 200.
+        """
         assert self.handler is not None
         with self.lock:
             state, self.state = self.state, "done"
             if state == "pending" and response is not None:
-                _send(self.handler, 200, _encode(response))
+                _send(self.handler, status, _encode(response))
             elif state == "pending":
                 # The client gave up; it still gets a well-formed (empty) answer.
                 self._write(_start_stream(self.handler))
@@ -477,6 +509,10 @@ class McpHttpEndpoint:
         self.page_size = page_size
         self.session_idle_seconds = session_idle_seconds
         self._sessions: Dict[str, _Session] = {}
+        # 2026-07-28 requests have no session; each in-flight call gets a
+        # throwaway one, kept here so the housekeeper ticks it and close() ends it.
+        self._stateless: List[_Session] = []
+        self._listens: List[_GetStream] = []  # open subscriptions/listen streams, closed gracefully by close()
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._housekeeper: Optional[threading.Thread] = None
@@ -494,6 +530,9 @@ class McpHttpEndpoint:
         method = handler.command
         if method == "POST":
             self._post(handler, body)
+        elif _names_modern_version(handler) and method != "HEAD":
+            # 2026-07-28 is POST only: no GET stream, no DELETE (there are no sessions).
+            _send_error(handler, 405, jsonrpc.INVALID_REQUEST, f"Method Not Allowed: {method} (protocol 2026-07-28 uses POST only)", [("Allow", "POST")])
         elif method == "GET":
             self._get(handler)
         elif method == "DELETE":
@@ -507,9 +546,12 @@ class McpHttpEndpoint:
         """End every session: GET streams close, in-flight calls see ``cancelled``."""
         self._closed.set()
         with self._lock:
-            sessions = list(self._sessions.values())
+            sessions = list(self._sessions.values()) + list(self._stateless)
+            listens = list(self._listens)
         for session in sessions:
             self._end(session)
+        for stream in listens:
+            stream.close()
         if self._owns_disconnects:
             self.disconnects.close()
         thread = self._housekeeper
@@ -522,10 +564,14 @@ class McpHttpEndpoint:
         session = _Session(secrets.token_urlsafe(24), protocol_version)
         with self._lock:
             self._sessions[session.id] = session
-            if self._housekeeper is None:
-                self._housekeeper = threading.Thread(target=self._housekeep, name="mcp-server-housekeeper", daemon=True)
-                self._housekeeper.start()
+            self._start_housekeeper()
         return session
+
+    def _start_housekeeper(self) -> None:
+        """Start the housekeeping thread unless it runs (the caller holds ``_lock``)."""
+        if self._housekeeper is None:
+            self._housekeeper = threading.Thread(target=self._housekeep, name="mcp-server-housekeeper", daemon=True)
+            self._housekeeper.start()
 
     def _end(self, session: _Session) -> None:
         with self._lock:
@@ -578,18 +624,15 @@ class McpHttpEndpoint:
             now = time.monotonic()
             with self._lock:
                 sessions = list(self._sessions.values())
+                stateless = list(self._stateless)
             for session in sessions:
                 if self._expired(session, now):
                     logger.debug("session %s idle for %gs; dropping it", session.id[:8], self.session_idle_seconds)
                     self._end(session)
                     continue
-                with session.lock:
-                    calls = list(session.calls.values())
-                for call in calls:
-                    try:
-                        call.tick(now)
-                    except Exception:  # one broken stream must not stop the others' keep-alives
-                        logger.debug("housekeeping a call failed", exc_info=True)
+                _tick_calls(session, now)
+            for session in stateless:
+                _tick_calls(session, now)
 
     # -- POST ----------------------------------------------------------------------
 
@@ -605,6 +648,9 @@ class McpHttpEndpoint:
             value = decode_json(body)
         except ValueError as exc:  # UnicodeDecodeError is one
             _send_error(handler, 400, jsonrpc.PARSE_ERROR, f"Parse error: {exc}")
+            return
+        if _is_modern(handler, value):
+            self._post_modern(handler, value)
             return
         batch = isinstance(value, list)
         messages = value if batch else [value]
@@ -838,20 +884,8 @@ class McpHttpEndpoint:
         unsubscribe: Optional[Callable[[], None]] = None
         try:
             unsubscribe = self.provider.add_listener(stream.tools_changed)
-            if not _write(handler, _start_stream(handler)):
-                return
-            while True:
-                try:
-                    message = stream.queue.get(timeout=KEEPALIVE_SECONDS)
-                except queue.Empty:
-                    if not _write(handler, _KEEPALIVE_EVENT):
-                        return
-                    continue
-                if message is None:
-                    return
-                stream.taken(message)
-                if not _write(handler, _event(encode_json(message))):
-                    return
+            if _write(handler, _start_stream(handler)):
+                _pump(handler, stream)
         finally:
             if unsubscribe is not None:
                 try:
@@ -873,6 +907,341 @@ class McpHttpEndpoint:
         self._end(session)
         logger.debug("session %s ended by the client", session.id[:8])
         _send(handler, 200)
+
+
+    # -- 2026-07-28: one self-contained POST per request ---------------------------------
+
+    def _post_modern(self, handler: http.server.BaseHTTPRequestHandler, message: Any) -> None:
+        """Answer a 2026-07-28 POST: no session, the version and capabilities ride in params._meta."""
+        if isinstance(message, dict) and "id" not in message and _kind(message) == "notification":
+            # No client notification means anything here (cancelling is closing
+            # the response stream), so they are acknowledged and dropped, as the SDK does.
+            version = _header(handler, "MCP-Protocol-Version") or ""
+            if version not in MODERN_PROTOCOL_VERSIONS:
+                _send_modern(handler, jsonrpc.error(None, UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version", _unsupported_data(version)))
+            else:
+                _send(handler, 202)
+            return
+        if _kind(message) != "request":
+            _send_modern(handler, jsonrpc.error(_id_of(message), jsonrpc.INVALID_REQUEST, "Invalid Request: the body must be one JSON-RPC request or notification object (no batches, no responses)"))
+            return
+        request_id, method = message["id"], message["method"]
+        rejection = _modern_rejection(handler, message)
+        if rejection is not None:
+            code, text, data = rejection
+            _send_modern(handler, jsonrpc.error(request_id, code, text, data))
+            return
+        params = message["params"]  # a dict: _modern_rejection checked its _meta
+        if method == "tools/call":
+            self._call_modern(handler, message)
+        elif method == "subscriptions/listen":
+            self._listen(handler, request_id, params)
+        elif method == "server/discover":
+            result: Dict[str, Any] = {
+                "supportedVersions": list(MODERN_PROTOCOL_VERSIONS),
+                "capabilities": {"tools": {"listChanged": True}, "logging": {}},
+            }
+            if self.instructions is not None:
+                result["instructions"] = self.instructions
+            _send_modern(handler, self._modern_result(jsonrpc.result(request_id, result), cacheable=True))
+        elif method == "tools/list":
+            _send_modern(handler, self._modern_result(self._list_tools(request_id, params), cacheable=True))
+        else:
+            # ping, logging/setLevel and initialize are gone in 2026-07-28.
+            _send_modern(handler, jsonrpc.error(request_id, jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}"))
+
+    def _modern_result(self, response: Dict[str, Any], cacheable: bool = False) -> Dict[str, Any]:
+        """Stamp a 2026-07-28 result: resultType, our serverInfo in _meta, cache hints on list/discover."""
+        result = response.get("result")
+        if not isinstance(result, dict):
+            return response  # an error
+        result = dict(result)
+        result.setdefault("resultType", "complete")
+        meta = dict(_object(result.get("_meta")))
+        meta.setdefault(SERVER_INFO_META_KEY, dict(self.server_info))
+        result["_meta"] = meta
+        if cacheable:
+            # The tool list changes whenever an upstream does, and it is behind
+            # our token: nobody may cache it, least of all a shared cache.
+            result["ttlMs"] = 0
+            result["cacheScope"] = "private"
+        return dict(response, result=result)
+
+    def _call_modern(self, handler: http.server.BaseHTTPRequestHandler, message: Dict[str, Any]) -> None:
+        params = message["params"]
+        if any(name.lower().startswith(_PARAM_HEADER_PREFIX) for name in handler.headers.keys()):
+            # Intermediaries may route on Mcp-Param-* headers, so they must say what the body says.
+            # Without any there is nothing that could mislead one, and no tool lookup is paid.
+            mismatch = _param_header_mismatch(handler, self._input_schema(params.get("name")), params.get("arguments"))
+            if mismatch is not None:
+                _send_modern(handler, jsonrpc.error(message["id"], HEADER_MISMATCH, mismatch))
+                return
+        meta = params["_meta"]
+        session = _Session("stateless", str(meta[PROTOCOL_VERSION_META_KEY]))
+        session.initialized = True
+        # Logs only for a request that opts in with a level (there is no logging/setLevel).
+        level = meta.get(LOG_LEVEL_META_KEY)
+        session.log_level = LOG_LEVELS.index(level) if level in LOG_LEVELS else len(LOG_LEVELS)
+        with self._lock:
+            if self._closed.is_set():
+                _send_error(handler, 503, jsonrpc.INTERNAL_ERROR, "Service Unavailable: the server is shutting down")
+                return
+            self._stateless.append(session)
+            self._start_housekeeper()
+        try:
+            call = _Call(handler, message["id"])
+            unwatch = self.disconnects.watch(handler.connection, call.cancelled)
+            try:
+                response = self._call(call, session, message)
+            finally:
+                unwatch()
+            if response is not None:
+                response = self._modern_result(response)
+            call.finish(response, _modern_status(response))
+        finally:
+            with self._lock:
+                self._stateless.remove(session)
+
+    def _input_schema(self, name: Any) -> Any:
+        """The inputSchema of tool ``name`` (None if it is unknown or listing fails: the call reports that)."""
+        try:
+            for tool in self.provider.list_tools():
+                if isinstance(tool, dict) and tool.get("name") == name:
+                    return tool.get("inputSchema")
+        except Exception:
+            logger.debug("listing tools for Mcp-Param header checks failed", exc_info=True)
+        return None
+
+    def _listen(self, handler: http.server.BaseHTTPRequestHandler, request_id: Any, params: Dict[str, Any]) -> None:
+        """subscriptions/listen: the 2026-07-28 replacement for the GET stream (tools/list_changed only)."""
+        wanted = _object(params.get("notifications"))
+        honored: Dict[str, Any] = {"toolsListChanged": True} if wanted.get("toolsListChanged") is True else {}
+        meta = {SUBSCRIPTION_ID_META_KEY: request_id}
+        stream = _GetStream(meta)
+        with self._lock:
+            if self._closed.is_set():
+                _send_error(handler, 503, jsonrpc.INTERNAL_ERROR, "Service Unavailable: the server is shutting down")
+                return
+            self._listens.append(stream)
+        unsubscribe: Optional[Callable[[], None]] = None
+        try:
+            if honored:
+                unsubscribe = self.provider.add_listener(stream.tools_changed)
+            ack = jsonrpc.notification("notifications/subscriptions/acknowledged", {"notifications": honored, "_meta": meta})
+            if not _write(handler, _start_stream(handler) + _event(encode_json(ack))):
+                return
+            if _pump(handler, stream):
+                # We ended it (shutdown): the listen result is the graceful close.
+                _write(handler, _event(encode_json(self._modern_result(jsonrpc.result(request_id, {"_meta": meta})))))
+        finally:
+            if unsubscribe is not None:
+                try:
+                    unsubscribe()
+                except Exception:
+                    logger.debug("unsubscribing a tools listener failed", exc_info=True)
+            with self._lock:
+                self._listens.remove(stream)
+            handler.close_connection = True
+
+
+def _tick_calls(session: _Session, now: float) -> None:
+    with session.lock:
+        calls = list(session.calls.values())
+    for call in calls:
+        try:
+            call.tick(now)
+        except Exception:  # one broken stream must not stop the others' keep-alives
+            logger.debug("housekeeping a call failed", exc_info=True)
+
+
+def _pump(handler: http.server.BaseHTTPRequestHandler, stream: _GetStream) -> bool:
+    """Write a stream's queued notifications (keep-alives while idle) until it is closed (True) or the client goes (False)."""
+    while True:
+        try:
+            message = stream.queue.get(timeout=KEEPALIVE_SECONDS)
+        except queue.Empty:
+            if not _write(handler, _KEEPALIVE_EVENT):
+                return False
+            continue
+        if message is None:
+            return True
+        stream.taken(message)
+        if not _write(handler, _event(encode_json(message))):
+            return False
+
+
+# -- 2026-07-28 envelope ---------------------------------------------------------------
+
+# The HTTP status for a JSON-RPC error code, as the spec's table (and the SDK) map them.
+_MODERN_ERROR_STATUS = {
+    jsonrpc.PARSE_ERROR: 400,
+    jsonrpc.INVALID_REQUEST: 400,
+    jsonrpc.INVALID_PARAMS: 400,
+    HEADER_MISMATCH: 400,
+    MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    UNSUPPORTED_PROTOCOL_VERSION: 400,
+    jsonrpc.METHOD_NOT_FOUND: 404,
+}
+# Methods whose params field is mirrored in the Mcp-Name header.
+_NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_BASE64_SENTINEL = re.compile(r"^=\?base64\?(?P<payload>.*)\?=$")
+
+
+def _names_modern_version(handler: http.server.BaseHTTPRequestHandler) -> bool:
+    """Does MCP-Protocol-Version route this request to 2026-07-28?
+
+    A modern revision does.  An unknown one does too (so a modern client is
+    told which versions we serve, -32022), unless the request names a
+    handshake session: then it is a session's bad header, refused as before.
+    """
+    version = _header(handler, "MCP-Protocol-Version")
+    if version is None or version in SUPPORTED_PROTOCOL_VERSIONS:
+        return False
+    return version in MODERN_PROTOCOL_VERSIONS or not _header(handler, "Mcp-Session-Id")
+
+
+def _is_modern(handler: http.server.BaseHTTPRequestHandler, value: Any) -> bool:
+    """Is this POST a 2026-07-28 request?  By its version header; or, with no header and no
+    session, by a protocol version in its ``_meta`` (it is then told its headers are missing)."""
+    if _header(handler, "MCP-Protocol-Version") is not None:
+        return _names_modern_version(handler)
+    if _header(handler, "Mcp-Session-Id") or not isinstance(value, dict) or value.get("method") == "initialize":
+        return False
+    return PROTOCOL_VERSION_META_KEY in _object(_object(value.get("params")).get("_meta"))
+
+
+def _modern_status(response: Optional[Dict[str, Any]]) -> int:
+    error = response.get("error") if response is not None else None
+    return _MODERN_ERROR_STATUS.get(error.get("code"), 200) if isinstance(error, dict) else 200
+
+
+def _send_modern(handler: http.server.BaseHTTPRequestHandler, response: Dict[str, Any]) -> None:
+    _send(handler, _modern_status(response), _encode(response))
+
+
+def _unsupported_data(requested: Any) -> Dict[str, Any]:
+    return {"supported": list(MODERN_PROTOCOL_VERSIONS), "requested": requested}
+
+
+def _decode_header_value(value: Optional[str]) -> Optional[str]:
+    """An Mcp-Name/Mcp-Param value: verbatim, or the UTF-8 inside ``=?base64?...?=`` (None if that is malformed)."""
+    if value is None:
+        return None
+    match = _BASE64_SENTINEL.match(value)
+    if match is None:
+        return value
+    payload = match.group("payload")
+    try:
+        decoded = base64.b64decode(payload, validate=True)
+        if base64.b64encode(decoded).decode("ascii") != payload:
+            return None  # not canonical: the client's encoder never writes that
+        return decoded.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+
+
+_PARAM_HEADER_PREFIX = "mcp-param-"
+_HEADER_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")  # RFC 9110 field-name characters
+_DECIMAL = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
+
+
+def _param_annotations(schema: Any) -> Optional[List[Tuple[Tuple[str, ...], str, str]]]:
+    """(property path, header token, JSON type) for each ``x-mcp-header`` on a pure ``properties`` chain.
+
+    None if an annotation is invalid (not a token, not on a string/integer/
+    boolean property, or a duplicate): conforming clients drop such a tool
+    and send no headers for it, so there is nothing to hold them to.
+    """
+    found: List[Tuple[Tuple[str, ...], str, str]] = []
+    seen = set()
+    stack: List[Tuple[Tuple[str, ...], Any]] = [((), schema)]
+    while stack:
+        path, node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        if path and "x-mcp-header" in node:
+            token, kind = node["x-mcp-header"], node.get("type")
+            if not isinstance(token, str) or not _HEADER_TOKEN.match(token) or kind not in ("string", "integer", "boolean") or token.lower() in seen:
+                return None
+            seen.add(token.lower())
+            found.append((path, token, kind))
+        properties = node.get("properties")
+        if isinstance(properties, dict):
+            stack.extend(((*path, key), sub) for key, sub in properties.items())
+    return found
+
+
+def _param_header_mismatch(handler: http.server.BaseHTTPRequestHandler, schema: Any, arguments: Any) -> Optional[str]:
+    """Why the request's Mcp-Param-* headers disagree with its arguments (the spec's rules), or None."""
+    annotations = _param_annotations(schema)
+    if not annotations:
+        return None
+    for path, token, kind in annotations:
+        header = "Mcp-Param-" + token
+        values = handler.headers.get_all(header) or []
+        if len(values) > 1:
+            return f"{header} header appears more than once"
+        raw = values[0].strip() if values else None
+        value: Any = arguments if isinstance(arguments, dict) else {}
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        argument = ".".join(path)
+        if isinstance(value, bool):
+            rendered: Optional[str] = "true" if value else "false"
+        elif isinstance(value, (str, int, float)):
+            rendered = str(value)
+        else:
+            rendered = None  # absent, null, or not a scalar: a client sends no header for it
+        if rendered is None:
+            if raw is not None:
+                return f"{header} header is present but the request body's {argument!r} argument is absent or not a scalar"
+            continue
+        if raw is None:
+            return f"{header} header is missing but the request body's {argument!r} argument is present"
+        decoded = _decode_header_value(raw)
+        if decoded is None:
+            return f"{header} header carries a malformed base64 value"
+        if kind == "integer" and not isinstance(value, bool) and _DECIMAL.match(decoded) and (isinstance(value, int) or (isinstance(value, float) and value.is_integer())):
+            whole, _, fraction = decoded.partition(".")
+            if not fraction.strip("0") and int(whole) == int(value):
+                continue  # 42 and 42.0 are the same integer
+        elif decoded == rendered:
+            continue
+        return f"{header} header does not match the request body's {argument!r} argument"
+    return None
+
+
+def _modern_rejection(handler: http.server.BaseHTTPRequestHandler, message: Dict[str, Any]) -> Optional[Tuple[int, str, Any]]:
+    """Why a 2026-07-28 request's envelope is refused, as (code, message, data); None if it is fine.
+
+    The checks and their order are the spec's (and the SDK's): the _meta
+    envelope, then the routing headers against the body, then the version.
+    """
+    for name in ("MCP-Protocol-Version", "Mcp-Method", "Mcp-Name"):
+        if len(handler.headers.get_all(name) or []) > 1:
+            return HEADER_MISMATCH, f"{name} header appears more than once", None
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if not isinstance(meta, dict):
+        return jsonrpc.INVALID_PARAMS, f"params._meta must be an object carrying {PROTOCOL_VERSION_META_KEY!r} and {CLIENT_CAPABILITIES_META_KEY!r}", None
+    missing = [key for key in (PROTOCOL_VERSION_META_KEY, CLIENT_CAPABILITIES_META_KEY) if key not in meta]
+    if missing:
+        return jsonrpc.INVALID_PARAMS, f"params._meta is missing {', '.join(missing)}", None
+    assert isinstance(params, dict)
+    version = meta[PROTOCOL_VERSION_META_KEY]
+    if _header(handler, "MCP-Protocol-Version") != version:
+        return HEADER_MISMATCH, "MCP-Protocol-Version header does not match the request's protocol version in params._meta", None
+    method = message["method"]
+    if _header(handler, "Mcp-Method") != method:
+        return HEADER_MISMATCH, "Mcp-Method header does not match the request body's method", None
+    name_key = _NAME_BEARING.get(method)
+    if name_key is not None and params.get(name_key) is not None and _decode_header_value(_header(handler, "Mcp-Name")) != params[name_key]:
+        return HEADER_MISMATCH, f"Mcp-Name header does not match the request body's {name_key!r}", None
+    if not isinstance(version, str):
+        return jsonrpc.INVALID_PARAMS, "the protocol version in params._meta must be a string", None
+    if version not in MODERN_PROTOCOL_VERSIONS:
+        return UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version", _unsupported_data(version)
+    return None
 
 
 # -- helpers -----------------------------------------------------------------------------
