@@ -1112,7 +1112,8 @@ def _is_modern(handler: http.server.BaseHTTPRequestHandler, value: Any) -> bool:
 
 def _modern_status(response: Optional[Dict[str, Any]]) -> int:
     error = response.get("error") if response is not None else None
-    return _MODERN_ERROR_STATUS.get(error.get("code"), 200) if isinstance(error, dict) else 200
+    code = error.get("code") if isinstance(error, dict) else None
+    return _MODERN_ERROR_STATUS.get(code, 200) if isinstance(code, int) else 200
 
 
 def _send_modern(handler: http.server.BaseHTTPRequestHandler, response: Dict[str, Any]) -> None:
