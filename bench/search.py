@@ -17,6 +17,11 @@ and prints one JSON document:
   the noise queries (requests no tool serves) that get no result at all;
 - ablations: the ranker's quality with its synonym table, typo correction or
   field weights switched off, one at a time;
+- the held-out set (bench/heldout/: servers and queries the ranker was never
+  tuned on) next to the development set (bench/eval/): recall@1/3/5, MRR@10
+  and nDCG@10, overall and per query kind, for today's ranker (BM25) and the
+  keyword-overlap baseline.  The held-out queries run against the held-out
+  catalogs plus the development catalogs (a gateway holds many servers);
 - build and query time at scale: the catalog plus copies of it under renamed
   servers, with their words altered so the vocabulary grows too, until it
   holds about 1000 tools (recall@3 there shows what the decoys cost).
@@ -30,6 +35,7 @@ what it returned instead.
 import argparse
 import glob
 import json
+import math
 import os
 import re
 import statistics
@@ -43,6 +49,8 @@ import toolscript.search  # noqa: E402
 from toolscript.search import SearchIndex  # noqa: E402
 
 EVAL = os.path.join(ROOT, "bench", "eval")
+HELDOUT = os.path.join(ROOT, "bench", "heldout")
+KINDS = ("direct", "paraphrase", "task", "typo", "param", "multi")
 DEPTH = 10  # ranks looked at for MRR
 
 
@@ -122,6 +130,63 @@ def timed_build(tools, repeat):
         index = SearchIndex(tools)
         samples.append((time.perf_counter() - start) * 1000)
     return index, round(statistics.median(samples), 3)
+
+
+def graded(search, queries):
+    """recall@1/3/5, MRR@10 and nDCG@10 of ``search(query) -> [ids]``: all queries and per ``kind``.
+
+    nDCG uses binary relevance (every labelled id counts 1), so a query with
+    several right answers scores best when all of them lead the list.
+    """
+    rows = {"all": []}
+    for q in queries:
+        ids = search(q["query"])[:DEPTH]
+        wanted = set(q["ids"])
+        ranks = [n for n, tid in enumerate(ids, 1) if tid in wanted]
+        first = ranks[0] if ranks else None
+        dcg = sum(1.0 / math.log2(r + 1) for r in ranks)
+        ideal = sum(1.0 / math.log2(r + 1) for r in range(1, min(len(wanted), DEPTH) + 1))
+        row = (first, dcg / ideal)
+        rows["all"].append(row)
+        rows.setdefault(q.get("kind") or ("typo" if q.get("typo") else "untagged"), []).append(row)
+
+    def figures(items):
+        n = len(items)
+        out = {"queries": n}
+        for k in (1, 3, 5):
+            out[f"recall@{k}"] = round(sum(1 for r, _ in items if r is not None and r <= k) / n, 4)
+        out["mrr@10"] = round(sum(1.0 / r for r, _ in items if r) / n, 4)
+        out["ndcg@10"] = round(sum(g for _, g in items) / n, 4)
+        return out
+
+    order = ["all"] + [k for k in KINDS if k in rows] + sorted(k for k in rows if k not in KINDS and k != "all")
+    return {kind: figures(rows[kind]) for kind in order}
+
+
+def heldout_report(dev_tools, dev_queries):
+    """Both sets' graded figures side by side; the held-out index also holds the development catalogs."""
+    held_tools = load_catalog(os.path.join(HELDOUT, "catalogs"))
+    held_path = os.path.join(HELDOUT, "queries.json")
+    held_queries = load_queries(held_path)
+    held_noise = load_queries(held_path, key="noise")
+    tools = sorted(held_tools + dev_tools, key=lambda t: t["id"])
+    index = SearchIndex(tools)
+    dev_index = SearchIndex(dev_tools)
+    return {
+        "catalog": {"servers": len({t["server"] for t in held_tools}), "tools": len(held_tools),
+                    "index_tools": len(tools)},
+        "queries": len(held_queries),
+        "noise_queries": len(held_noise),
+        "heldout": {
+            "bm25": graded(lambda q: [r["id"] for r in index.search(q, limit=DEPTH)], held_queries),
+            "baseline_keyword_overlap": graded(Baseline(tools).search, held_queries),
+            "threshold": thresholds(index, held_queries, held_noise),
+        },
+        "development": {
+            "bm25": graded(lambda q: [r["id"] for r in dev_index.search(q, limit=DEPTH)], dev_queries),
+            "baseline_keyword_overlap": graded(Baseline(dev_tools).search, dev_queries),
+        },
+    }
 
 
 class Baseline:
@@ -226,6 +291,7 @@ def main(argv=None):
         "toolscript": ours,
         "baseline_keyword_overlap": base,
         "ablations": ablations(tools, queries),
+        "heldout": heldout_report(tools, queries),
         "scale": {
             "tools": len(big),
             "build_ms": big_build,
