@@ -629,3 +629,284 @@ def test_logged_in_heuristic_agrees_with_claude_auth_status(tmp_path, linux, fil
     )
     status = json.loads(proc.stdout)
     assert models.claude_looks_logged_in(env) == status["loggedIn"], status
+
+
+# --- the raw HTTP transport ------------------------------------------------------------------
+# messages() speaks HTTP/1.1 over a socket of its own (http.client costs the prompt hook
+# ~17 ms of imports).  RawServer answers with exact bytes, so the framing cases the fake
+# API never produces (chunked bodies, interim answers, garbage) can be scripted.
+
+
+class RawServer:
+    """A tiny HTTP server on 127.0.0.1 (or ``localhost`` over TLS): each connection gets the next scripted answer.
+
+    An answer is bytes, or a list of byte pieces sent with a short pause between them
+    (so the client's reads split where the test wants); the server hangs up after it.
+    """
+
+    def __init__(self, answers: List[Any], tls: Optional[Any] = None) -> None:
+        import socket
+        import threading
+
+        self.answers = answers
+        self.tls = tls
+        self.requests: List[bytes] = []
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.05)  # accept() wakes up to see the test is over
+        self.stopped = threading.Event()
+        self.port = self.listener.getsockname()[1]
+        host = "localhost" if tls else "127.0.0.1"
+        self.url = f"{'https' if tls else 'http'}://{host}:{self.port}"
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        import socket
+
+        while not self.stopped.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            conn.settimeout(10)
+            try:
+                if self.tls is not None:
+                    conn = self.tls.wrap_socket(conn, server_side=True)
+                self._answer(conn)
+            except OSError:
+                pass  # the client hung up first (it refused what it got): fine
+            finally:
+                conn.close()
+
+    def _answer(self, conn: Any) -> None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            piece = conn.recv(65536)
+            if not piece:
+                return
+            data += piece
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        while len(body) < length:
+            body += conn.recv(65536)
+        self.requests.append(head + b"\r\n\r\n" + body)
+        answer = self.answers[min(len(self.requests), len(self.answers)) - 1]
+        pieces = answer if isinstance(answer, list) else [answer]
+        for piece in pieces:
+            conn.sendall(piece)
+            if len(pieces) > 1:
+                time.sleep(0.02)
+
+    def __enter__(self) -> "RawServer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stopped.set()
+        self.thread.join(10)
+        self.listener.close()
+
+
+def _message_bytes(text: str) -> bytes:
+    message = {
+        "id": "msg_raw",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-haiku-4-5",
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 7, "output_tokens": 3},
+    }
+    return json.dumps(message).encode("utf-8")
+
+
+def _raw_call(server: RawServer, timeout: float = 10.0, **extra: str) -> models.Reply:
+    env = {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": KEY}
+    env.update(extra)
+    return models.complete("s", "p", backend="api", timeout=timeout, env=env)
+
+
+def _raw_fails(server: RawServer, timeout: float = 10.0, **extra: str) -> ModelError:
+    with pytest.raises(ModelError) as info:
+        _raw_call(server, timeout=timeout, **extra)
+    return info.value
+
+
+def test_api_call_imports_neither_http_client_nor_ssl() -> None:
+    # The point of the raw transport: a hook process calling a plain-HTTP base URL (a
+    # local gateway, the fake) pays for no http.client (email parser) and no ssl.
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from toolscript import models; "
+        "print(models.complete('s', 'p', backend='api', timeout=10).text); "
+        "print(','.join(m for m in ('http.client', 'email.parser', 'ssl') if m in sys.modules))"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with FakeAnthropic(["light"], sequential=True) as api:
+        proc = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", code, root],
+            env={"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": KEY},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:2] == ["light", ""], proc.stdout
+
+
+def test_api_request_is_framed_for_one_exchange() -> None:
+    body = _message_bytes("framed")
+    answer = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    with RawServer([answer]) as server:
+        assert _raw_call(server, ANTHROPIC_BASE_URL=server.url + "/prefix/").text == "framed"
+        [request] = server.requests
+    head, _, sent = request.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    assert lines[0] == "POST /prefix/v1/messages HTTP/1.1"
+    fields = {name.lower(): value.strip() for name, _, value in (line.partition(":") for line in lines[1:])}
+    assert fields["host"] == f"127.0.0.1:{server.port}" and fields["connection"] == "close"
+    assert fields["x-api-key"] == KEY and int(fields["content-length"]) == len(sent)
+    assert json.loads(sent)["messages"] == [{"role": "user", "content": "p"}]
+
+
+def test_api_reads_a_chunked_answer_split_anywhere() -> None:
+    body = _message_bytes("in chunks")
+    first, second = body[:20], body[20:]
+    chunked = b"%x;ext=1\r\n%s\r\n%x\r\n%s\r\n0\r\nX-Trailer: t\r\n\r\n" % (len(first), first, len(second), second)
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    raw = head + chunked
+    # Pieces cut through the status line, the headers, a chunk-size line and chunk data.
+    cuts = [5, 40, len(head) + 2, len(head) + 15, len(raw) - 8]
+    pieces = [raw[a:b] for a, b in zip([0] + cuts, cuts + [len(raw)])]
+    with RawServer([pieces]) as server:
+        reply = _raw_call(server)
+    assert reply.text == "in chunks" and reply.usage == {"input_tokens": 7, "output_tokens": 3}
+
+
+def test_api_reads_to_the_end_of_the_stream_after_an_interim_answer() -> None:
+    # No Content-Length, no chunking: the body ends when the server hangs up
+    # (we asked for Connection: close); a 100 Continue before it is skipped.
+    body = _message_bytes("to the end")
+    answer = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" + body
+    with RawServer([[answer[:30], answer[30:]]]) as server:
+        assert _raw_call(server).text == "to the end"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"SSH-2.0-OpenSSH_9.6\r\n\r\n",
+        b"HTTP/1.1 2OO OK\r\nContent-Length: 0\r\n\r\n",
+        b"hello\n",
+    ],
+    ids=["ssh-banner", "letters-in-status", "no-head"],
+)
+def test_api_malformed_status_line_is_a_network_error_not_retried(answer: bytes) -> None:
+    with RawServer([answer]) as server:
+        error = _raw_fails(server)
+        assert len(server.requests) == 1
+    assert error.kind == "network" and "ANTHROPIC_BASE_URL" in str(error) and "\n" not in str(error)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [b"X-Big: " + b"a" * (70 * 1024) + b"\r\n", b"".join(b"X-H%d: %s\r\n" % (i, b"b" * 100) for i in range(1000))],
+    ids=["one-long-line", "many-lines"],
+)
+def test_api_oversized_headers_are_refused(headers: bytes) -> None:
+    answer = b"HTTP/1.1 200 OK\r\n" + headers + b"Content-Length: 2\r\n\r\n{}"
+    with RawServer([answer]) as server:
+        error = _raw_fails(server)
+        assert len(server.requests) == 1
+    assert error.kind == "network" and "64 KiB" in str(error)
+
+
+def test_api_chunked_answer_over_the_cap_is_refused() -> None:
+    # The chunk sizes alone say the answer is too big: refused before its data comes.
+    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    answer = head + b"%x\r\n" % (models.MAX_RESPONSE_BYTES + 1) + b"x" * 1000
+    with RawServer([answer]) as server:
+        error = _raw_fails(server)
+    assert error.kind == "bad_reply" and "MiB" in str(error)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n{\"type\":",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n40\r\n{\"type\":",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Len",
+    ],
+    ids=["short-body", "short-chunk", "bad-chunk-size", "cut-in-headers"],
+)
+def test_api_answer_cut_short_or_garbled_is_a_network_error(answer: bytes) -> None:
+    with RawServer([answer]) as server:
+        error = _raw_fails(server)
+    assert error.kind == "network" and KEY not in str(error)
+
+
+def test_api_server_hanging_up_before_answering_is_retried() -> None:
+    body = _message_bytes("second")
+    ok = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    with RawServer([b"", ok]) as server:
+        assert _raw_call(server).text == "second"
+        assert len(server.requests) == 2
+
+
+@pytest.mark.timeout(60)
+def test_api_chunked_answer_trickling_past_the_budget_is_a_timeout() -> None:
+    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    pieces = [head] + [b"1\r\nx\r\n"] * 500  # one byte a chunk, every 20 ms: 10 s in all
+    with RawServer([pieces]) as server:
+        started = time.monotonic()
+        error = _raw_fails(server, timeout=1.0)
+        elapsed = time.monotonic() - started
+    assert error.kind == "timeout"
+    assert elapsed < 5  # proves the 1 s budget fired, generously (the answer takes 10 s)
+
+
+def test_api_header_with_a_line_break_is_refused_without_echoing_it() -> None:
+    with RawServer([b""]) as server:
+        error = _raw_fails(server, ANTHROPIC_API_KEY="sk-ant-SECRET\r\nX-Injected: 1")
+        assert server.requests == []
+    assert error.kind == "bad_request" and "SECRET" not in str(error)
+
+
+@pytest.fixture
+def tls_server_context(tmp_path) -> Any:
+    """A server TLS context with a fresh self-signed certificate for ``localhost``; its path as ``.cafile``."""
+    import shutil
+    import ssl
+
+    openssl = shutil.which("openssl")
+    if not openssl:
+        pytest.skip("openssl is not installed: cannot make a test certificate")
+    cert, key = str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+         "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
+        check=True, capture_output=True, timeout=60,
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    context.cafile = cert  # type: ignore[attr-defined]
+    return context
+
+
+def test_api_over_https_verifies_the_server(tls_server_context: Any, monkeypatch) -> None:
+    body = _message_bytes("secure")
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    with RawServer([answer], tls=tls_server_context) as server:
+        # Not trusted yet: the default context refuses the self-signed certificate.
+        untrusted = _raw_fails(server)
+        assert untrusted.kind == "network" and server.requests == []
+        # Trusted through the standard variable the default context reads.
+        monkeypatch.setenv("SSL_CERT_FILE", tls_server_context.cafile)
+        assert _raw_call(server).text == "secure"
+        [request] = server.requests
+    assert f"Host: localhost:{server.port}".encode() in request

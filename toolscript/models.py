@@ -19,8 +19,10 @@ act on (fall back to the local ranker, say) and whose text is one line that name
 cause and never contains a key or token.  Facts relied on are in the project notes
 (claude-code.md sections 4 and 6): error shapes, the CLI's JSON result, model aliases.
 
-Heavy imports (http.client, ssl, subprocess) happen inside the functions that need
-them: the hook that imports this module may never call a model.
+Heavy imports (ssl, subprocess) happen inside the functions that need them: the hook
+that imports this module may never call a model.  The Messages API call itself speaks
+HTTP/1.1 over a raw socket (``http.client`` would cost the hook ~17 ms of imports);
+only a proxied call uses ``http.client``.
 """
 
 import json
@@ -266,8 +268,6 @@ def messages(body: Dict[str, Any], *, timeout: float, env: Optional[Mapping[str,
     500/502/503/504 and dropped connections, honouring ``retry-after`` when it fits in
     what is left of ``timeout``; gives up at once when it does not.  Raises ModelError.
     """
-    import http.client
-
     env = os.environ if env is None else env
     deadline = time.monotonic() + timeout
     base = _secret(env, "ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
@@ -278,6 +278,10 @@ def messages(body: Dict[str, Any], *, timeout: float, env: Optional[Mapping[str,
     secrets += [v for k, v in headers.items() if k.lower() not in ("anthropic-version", "content-type", "accept") and len(v) >= 8]
     if not any(h.lower() in ("x-api-key", "authorization") for h in headers) and base == DEFAULT_BASE_URL:
         raise ModelError("auth", "no API credentials: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN for a gateway)")
+    for name, value in headers.items():
+        if any(c in name + value for c in "\r\n\0"):
+            # Not echoed: the value may be a key.  (Would split the request, or make http.client raise.)
+            raise ModelError("bad_request", "ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN or ANTHROPIC_CUSTOM_HEADERS has a line break or NUL in it: fix it")
     payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
     attempt = 0
     while True:
@@ -293,8 +297,10 @@ def messages(body: Dict[str, Any], *, timeout: float, env: Optional[Mapping[str,
             log.debug("attempt %d: %s", attempt, exc)
         except ModelError:
             raise
-        except (OSError, http.client.HTTPException) as exc:
+        except OSError as exc:
             raise _network_error(target, exc, timeout) from None
+        except _Malformed as exc:
+            raise ModelError("network", scrub(f"{target.safe}: {exc}; check ANTHROPIC_BASE_URL", secrets)) from None
         else:
             if 200 <= status < 300:
                 return _decode(data, target)
@@ -354,7 +360,213 @@ def _headers(env: Mapping[str, str]) -> Dict[str, str]:
 def _post(
     target: _Target, payload: bytes, headers: Dict[str, str], deadline: float, env: Mapping[str, str]
 ) -> Tuple[int, Dict[str, str], bytes]:
-    """One attempt: (status, lower-cased headers, body up to the cap)."""
+    """One attempt: (status, lower-cased headers, body up to the cap).
+
+    Straight to the host over a raw socket (``http.client`` costs the hook ~17 ms of
+    imports: it pulls in the email parser); through ``http.client`` when a proxy
+    applies, since proxies are rare and CONNECT tunnels are its job.
+    """
+    if _proxy_for(target, env):
+        return _post_via_proxy(target, payload, headers, deadline, env)
+    return _post_direct(target, payload, headers, deadline)
+
+
+class _Malformed(Exception):
+    """The server's answer is not HTTP we can read (bad status line, headers too long, cut short)."""
+
+
+MAX_HEAD_BYTES = 64 * 1024  # status line and headers of one response
+MAX_CHUNK_LINE = 4096  # one chunk-size line of a chunked body, extensions included
+
+
+def _post_direct(target: _Target, payload: bytes, headers: Dict[str, str], deadline: float) -> Tuple[int, Dict[str, str], bytes]:
+    """One HTTP/1.1 request on a fresh connection (``Connection: close``), every wait inside ``deadline``."""
+    import socket
+
+    request = _request_head(target, headers, len(payload)) + payload
+    remaining = max(0.01, deadline - time.monotonic())
+    sock = socket.create_connection((target.host, target.port), timeout=remaining)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            if target.scheme == "https":
+                import ssl  # only here: plain-HTTP base URLs (the local fake, gateways) never pay for it
+
+                _set_sock_timeout(sock, deadline)  # the handshake waits too
+                sock = ssl.create_default_context().wrap_socket(sock, server_hostname=target.host)
+            reader = _Reader(sock, deadline)
+            _set_sock_timeout(sock, deadline)
+            sock.sendall(request)
+            status, response_headers = _read_head(reader)
+        except (ConnectionResetError, ConnectionAbortedError, BrokenPipeError) as exc:
+            raise _Retryable(f"the connection was dropped ({type(exc).__name__})") from None
+        return status, response_headers, _read_body(reader, status, response_headers, target)
+    finally:
+        sock.close()
+
+
+def _request_head(target: _Target, headers: Dict[str, str], length: int) -> bytes:
+    default_port = 443 if target.scheme == "https" else 80
+    host = f"[{target.host}]" if ":" in target.host else target.host
+    authority = host if target.port == default_port else f"{host}:{target.port}"
+    # A Host among the custom headers wins (as with http.client); the framing fields are ours.
+    ours = ("host", "content-length", "transfer-encoding", "connection", "accept-encoding")
+    lines = [f"POST {target.path} HTTP/1.1"]
+    if not any(name.lower() == "host" for name in headers):
+        lines.append(f"Host: {authority}")
+    for name, value in headers.items():
+        if name.lower() in ours[1:]:
+            continue
+        lines.append(f"{name}: {value}")
+    # identity: a compressed answer would need zlib and a decoder the hook does not carry.
+    lines += [f"Content-Length: {length}", "Accept-Encoding: identity", "Connection: close"]
+    try:
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    except UnicodeEncodeError:
+        raise ModelError("bad_request", "a header value is not Latin-1 text: fix ANTHROPIC_CUSTOM_HEADERS") from None
+
+
+class _Reader:
+    """Buffered reads from the response socket; each wait gets what is left of the budget.
+
+    One ``recv`` per wait, so a server trickling one byte at a time cannot stretch the
+    budget (a read of n bytes would wait for all n).
+    """
+
+    def __init__(self, sock: Any, deadline: float) -> None:
+        self.sock = sock
+        self.deadline = deadline
+        self.buffer = bytearray()
+        self.eof = False
+
+    def fill(self) -> bool:
+        """One more piece into the buffer; False once the server has closed its side."""
+        if self.eof:
+            return False
+        _set_sock_timeout(self.sock, self.deadline)
+        piece = self.sock.recv(65536)
+        if not piece:
+            self.eof = True
+            return False
+        self.buffer += piece
+        return True
+
+    def take(self, n: int) -> bytes:
+        data = bytes(self.buffer[:n])
+        del self.buffer[:n]
+        return data
+
+    def line(self, limit: int, what: str) -> bytes:
+        """One CRLF- (or LF-) terminated line without its ending, at most ``limit`` bytes."""
+        while True:
+            end = self.buffer.find(b"\n")
+            if end >= 0:
+                return self.take(end + 1).rstrip(b"\r\n")
+            if len(self.buffer) > limit:
+                raise _Malformed(f"the answer's {what} is longer than {limit} bytes")
+            if not self.fill():
+                raise _Malformed(f"the connection closed inside the answer's {what}")
+
+    def exactly(self, n: int, what: str) -> bytes:
+        while len(self.buffer) < n:
+            if not self.fill():
+                raise _Malformed(f"the connection closed before the end of the answer's {what}")
+        return self.take(n)
+
+
+def _read_head(reader: _Reader) -> Tuple[int, Dict[str, str]]:
+    """The status and lower-cased headers (the last of a repeated name wins), skipping 1xx answers."""
+    while True:
+        while b"\r\n\r\n" not in reader.buffer and b"\n\n" not in reader.buffer:
+            if len(reader.buffer) > MAX_HEAD_BYTES:
+                raise _Malformed(f"the answer's headers are larger than {MAX_HEAD_BYTES // 1024} KiB")
+            if not reader.fill():
+                if not reader.buffer:  # closed without a word: the request may never have been seen
+                    raise _Retryable("the connection was dropped before an answer")
+                raise _Malformed("the connection closed inside the answer's headers")
+        ends = [i for i in (reader.buffer.find(b"\r\n\r\n"), reader.buffer.find(b"\n\n")) if i >= 0]
+        end = min(ends)
+        if end > MAX_HEAD_BYTES:
+            raise _Malformed(f"the answer's headers are larger than {MAX_HEAD_BYTES // 1024} KiB")
+        head = reader.take(end).decode("latin-1")
+        reader.take(4 if reader.buffer.startswith(b"\r\n\r\n") else 2)
+        lines = head.replace("\r\n", "\n").split("\n")
+        fields = lines[0].split(None, 2)
+        if len(fields) < 2 or not fields[0].startswith("HTTP/1.") or len(fields[1]) != 3 or not fields[1].isdigit():
+            raise _Malformed(f"the answer is not HTTP (status line {_clip(lines[0], 40)!r})")
+        status = int(fields[1])
+        headers: Dict[str, str] = {}
+        name = ""
+        for line in lines[1:]:
+            if line[:1] in (" ", "\t") and name:  # an obsolete folded continuation line
+                headers[name] += " " + line.strip()
+                continue
+            raw_name, sep, value = line.partition(":")
+            if sep and raw_name.strip():
+                name = raw_name.strip().lower()
+                headers[name] = value.strip()
+        if status >= 200:
+            return status, headers
+        # 100 Continue / 103 Early Hints: an interim answer; the real one follows.
+
+
+def _read_body(reader: _Reader, status: int, headers: Mapping[str, str], target: _Target) -> bytes:
+    """By chunked transfer coding, Content-Length, or to the end of the stream; never over the cap."""
+    too_big = ModelError("bad_reply", f"the answer from {target.safe} is larger than {MAX_RESPONSE_BYTES // (1024 * 1024)} MiB")
+    if status in (204, 304):
+        return b""
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        chunks: List[bytes] = []
+        size = 0
+        while True:
+            size_line = reader.line(MAX_CHUNK_LINE, "chunk size")
+            digits = size_line.split(b";", 1)[0].strip()
+            try:
+                length = int(digits, 16)
+            except ValueError:
+                raise _Malformed(f"the answer has a bad chunk size {_clip(digits[:20].decode('latin-1'), 20)!r}") from None
+            if length < 0:
+                raise _Malformed("the answer has a negative chunk size")
+            if length == 0:
+                break
+            size += length
+            if size > MAX_RESPONSE_BYTES:
+                raise too_big
+            chunks.append(reader.exactly(length, "chunk"))
+            if reader.line(MAX_CHUNK_LINE, "chunk end"):  # the data ends with a bare CRLF
+                raise _Malformed("the answer's chunk is longer than its size says")
+        # Trailers (rare) are not read: the connection closes after this one answer, and
+        # waiting for them would only let a server that never sends the last CRLF stall us.
+        return b"".join(chunks)
+    raw_length = headers.get("content-length")
+    if raw_length is not None:
+        if not raw_length.strip().isdigit():
+            raise _Malformed(f"the answer has a bad Content-Length {_clip(raw_length, 20)!r}")
+        length = int(raw_length.strip())
+        if length > MAX_RESPONSE_BYTES:
+            raise too_big
+        return reader.exactly(length, "body")
+    # Neither: the body runs to the end of the stream (we asked for Connection: close).
+    while reader.fill():
+        if len(reader.buffer) > MAX_RESPONSE_BYTES:
+            raise too_big
+    return reader.take(len(reader.buffer))
+
+
+def _set_sock_timeout(sock: Any, deadline: float) -> None:
+    """Give the next socket wait what is left of the overall budget (none left: a timeout now)."""
+    import socket
+
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise socket.timeout("the overall time budget is spent")
+    sock.settimeout(remaining)
+
+
+def _post_via_proxy(
+    target: _Target, payload: bytes, headers: Dict[str, str], deadline: float, env: Mapping[str, str]
+) -> Tuple[int, Dict[str, str], bytes]:
+    """``_post`` through HTTPS_PROXY/HTTP_PROXY, with ``http.client`` (CONNECT tunnels included)."""
     import http.client
     import socket
 
@@ -385,6 +597,8 @@ def _post(
                 raise ModelError("bad_reply", f"the answer from {target.safe} is larger than {MAX_RESPONSE_BYTES // (1024 * 1024)} MiB")
             chunks.append(chunk)
         return response.status, response_headers, b"".join(chunks)
+    except http.client.HTTPException as exc:
+        raise _Malformed(f"the answer is not HTTP we can read ({_clip(str(exc) or type(exc).__name__, 80)})") from None
     finally:
         conn.close()
 
