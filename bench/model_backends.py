@@ -7,23 +7,28 @@ once, so the figures are pure client overhead.  The variants run in rotation
 
 - ``api_in_process``: ``models.complete(backend="api")`` in this process (one
   HTTP request over a fresh connection, JSON in and out);
-- ``urllib_in_process``: the same POST with ``urllib.request``, the transport the
-  module does not use (http.client is lighter and lets every socket wait share
-  one overall budget);
+- ``urllib_in_process``: the same POST with ``urllib.request``, a transport the
+  module does not use (its own HTTP/1.1 over a raw socket is lighter and lets
+  every socket wait share one overall budget);
 - ``api_oneshot``: ``python -I -S -c`` that imports toolscript.models and makes
   the call: what a hook process pays, import included;
 - ``urllib_oneshot`` / ``httpclient_oneshot``: the same POST from a bare one-shot
   script with ``urllib.request`` / ``http.client`` and nothing else (the transport
   choice on its own; urllib.request imports http.client, and more);
 - ``import_only``: ``python -I -S -c`` importing toolscript.models and nothing else
-  (the module defers http.client, ssl and subprocess to the call);
+  (the module defers ssl and subprocess to the call, and never imports http.client
+  unless a proxy applies);
+- ``import_httpclient`` / ``import_ssl``: ``python -I -S -c "import http.client"``
+  (it pulls in the email parser) / ``"import ssl"``: what the raw-socket transport
+  saves a hook process (``import_cost_ms``: their medians minus ``python_floor``'s);
 - ``python_floor``: ``python -I -S -c pass``;
 - ``claude_cli``: ``models.complete(backend="claude")``: the real ``claude -p``
   from the test peers (scratch HOME, hooks off), pointed at the same fake.
 
     python3 bench/model_backends.py [--rounds 20] [--no-claude]
 
-Prints one JSON document: per variant ``{n, median_ms, p95_ms}``, and ratios.
+Prints one JSON document: per variant ``{n, median_ms, p95_ms}``, ratios, and
+``import_cost_ms``.
 """
 
 import argparse
@@ -134,6 +139,8 @@ def main() -> int:
             "urllib_oneshot": run_python(ONESHOT_URLLIB.format(**fmt), env),
             "httpclient_oneshot": run_python(ONESHOT_HTTPCLIENT.format(**fmt), env),
             "import_only": run_python(IMPORT_ONLY.format(**fmt), env),
+            "import_httpclient": run_python("import http.client", env),
+            "import_ssl": run_python("import ssl", env),
             "python_floor": run_python("pass", env),
         }
         claude_version = None
@@ -164,6 +171,11 @@ def main() -> int:
             return None
         return round(figures[a]["median_ms"] / figures[b]["median_ms"], 2)
 
+    def over_floor(name: str) -> object:
+        if name not in figures or "python_floor" not in figures:
+            return None
+        return round(figures[name]["median_ms"] - figures["python_floor"]["median_ms"], 1)
+
     print(
         json.dumps(
             {
@@ -177,6 +189,12 @@ def main() -> int:
                     "api_oneshot / python_floor": ratio("api_oneshot", "python_floor"),
                     "httpclient_oneshot / urllib_oneshot": ratio("httpclient_oneshot", "urllib_oneshot"),
                     "api_in_process / urllib_in_process": ratio("api_in_process", "urllib_in_process"),
+                },
+                # Median ms a fresh process pays to import these, beyond a bare interpreter.
+                "import_cost_ms": {
+                    "http.client": over_floor("import_httpclient"),
+                    "ssl": over_floor("import_ssl"),
+                    "toolscript.models": over_floor("import_only"),
                 },
             },
             indent=2,
