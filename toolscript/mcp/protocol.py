@@ -3,7 +3,11 @@
 Two eras: the handshake revisions (``initialize`` + sessions, up to
 2025-11-25) and the modern ones (2026-07-28: no handshake, every request
 carries its version and client capabilities in ``params._meta``).
+The helpers at the end build that envelope and its HTTP headers for the client.
 """
+
+import base64
+from typing import Any, Dict, Optional
 
 LATEST_PROTOCOL_VERSION = "2025-11-25"  # the newest handshake revision (what initialize offers)
 SUPPORTED_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # handshake era
@@ -23,3 +27,42 @@ SUBSCRIPTION_ID_META_KEY = "io.modelcontextprotocol/subscriptionId"
 HEADER_MISMATCH = -32020
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+# Methods whose modern HTTP request names its target in the Mcp-Name header, and the param that holds it.
+NAMED_METHOD_PARAMS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
+def modern_meta(version: str, client_info: Dict[str, Any]) -> Dict[str, Any]:
+    """The ``_meta`` envelope a modern request carries (we declare no client capabilities)."""
+    return {PROTOCOL_VERSION_META_KEY: version, CLIENT_INFO_META_KEY: client_info, CLIENT_CAPABILITIES_META_KEY: {}}
+
+
+def envelope_version(message: Any) -> Optional[str]:
+    """The modern protocol version a message's ``params._meta`` names, or None (a handshake-era message)."""
+    params = message.get("params") if isinstance(message, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get(PROTOCOL_VERSION_META_KEY) if isinstance(meta, dict) else None
+    return version if isinstance(version, str) else None
+
+
+def encode_header_value(value: str) -> str:
+    """A header value as the modern HTTP transport sends it: verbatim, or ``=?base64?...?=`` when it is
+    not plain printable ASCII, has edge whitespace, or already looks like the sentinel."""
+    plain = value.isascii() and value.isprintable() and value == value.strip()
+    if plain and not (value.startswith("=?base64?") and value.endswith("?=")):
+        return value
+    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
+def modern_headers(message: Dict[str, Any], version: str) -> Dict[str, str]:
+    """MCP-Protocol-Version, Mcp-Method and (for named methods) Mcp-Name for one modern POST."""
+    method = message.get("method")
+    headers = {"MCP-Protocol-Version": version}
+    if not isinstance(method, str):
+        return headers
+    headers["Mcp-Method"] = method
+    params = message.get("params")
+    key = NAMED_METHOD_PARAMS.get(method)
+    if key and isinstance(params, dict) and isinstance(params.get(key), str):
+        headers["Mcp-Name"] = encode_header_value(params[key])
+    return headers
