@@ -30,12 +30,14 @@ from toolscript.config import ServerConfig
 from toolscript.gateway.client import GatewayClient
 from toolscript.mcp.connect import open_session
 from toolscript.mcp.errors import McpError
-from toolscript.mcp.protocol import modern_headers
+from toolscript.mcp.protocol import modern_headers, param_header_annotations, param_headers
 
 MODERN = "2026-07-28"
 
 SDK_SERVER = r'''
 import json, os, sys, threading
+from typing import Annotated
+from pydantic import Field
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 
@@ -52,6 +54,11 @@ mcp = MCPServer("sdk-modern")
 def add(a: int, b: int) -> int:
     """Add two numbers."""
     return a + b
+
+@mcp.tool()
+def where(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
+    """Over HTTP the client must mirror region in an Mcp-Param-Region header."""
+    return "in " + region
 
 def extra() -> str:
     """Only listed after grow."""
@@ -185,9 +192,12 @@ def check_session(session, seen_methods):
     assert session.protocol_version == MODERN and session.modern
     assert session.server_info.get("name") == "sdk-modern"
     names = sorted(t["name"] for t in session.list_tools())
-    assert names == ["add", "grow"]
+    assert names == ["add", "grow", "where"]
     result = session.call_tool("add", {"a": 2, "b": 3})
     assert result["isError"] is False and result["structuredContent"] == {"result": 5}
+    # The x-mcp-header argument is mirrored as Mcp-Param-Region (the SDK refuses the call otherwise).
+    for region in ("eu-west", " zürich "):
+        assert session.call_tool("where", {"region": region})["content"][0]["text"] == "in " + region
     session.ping()  # 2026-07-28 has no ping; the session checks liveness with server/discover
     methods = seen_methods()
     assert methods[0].endswith("server/discover")
@@ -255,6 +265,15 @@ def test_a_handshake_era_server_still_gets_initialize(transport, tmp_path):
         if transport == "http":
             proc.kill()
             proc.wait()
+
+
+def test_x_mcp_header_annotations_become_param_headers_and_invalid_ones_drop_the_tool():
+    schema = {"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}, "n": {"type": "integer", "x-mcp-header": "N"}}}
+    annotations = param_header_annotations(schema)
+    assert param_headers(annotations, {"region": "zürich", "n": 3, "other": 1}) == {"Mcp-Param-Region": "=?base64?esO8cmljaA==?=", "Mcp-Param-N": "3"}
+    assert param_headers(annotations, {}) == {}
+    assert param_header_annotations({"properties": {"x": {"type": "object", "x-mcp-header": "X"}}}) is None
+    assert param_header_annotations({"properties": {"x": {"type": "string", "x-mcp-header": "bad header"}}}) is None
 
 
 def test_modern_http_headers_name_the_method_and_encode_odd_names():

@@ -7,7 +7,8 @@ The helpers at the end build that envelope and its HTTP headers for the client.
 """
 
 import base64
-from typing import Any, Dict, Optional
+import re
+from typing import Any, Dict, List, Optional, Tuple
 
 LATEST_PROTOCOL_VERSION = "2025-11-25"  # the newest handshake revision (what initialize offers)
 SUPPORTED_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # handshake era
@@ -52,6 +53,50 @@ def encode_header_value(value: str) -> str:
     if plain and not (value.startswith("=?base64?") and value.endswith("?=")):
         return value
     return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
+# A tool's x-mcp-header annotations: (argument path, header token) pairs.
+ParamHeaders = List[Tuple[Tuple[str, ...], str]]
+_HEADER_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")  # RFC 9110 field-name characters
+
+
+def param_header_annotations(schema: Any) -> Optional[ParamHeaders]:
+    """The ``x-mcp-header`` annotations of a tool's inputSchema, on pure ``properties`` chains.
+
+    None when one is invalid (not a header token, not on a string, integer
+    or boolean property, or a duplicate): a client must then drop the tool.
+    """
+    found: ParamHeaders = []
+    seen = set()
+    stack: List[Tuple[Tuple[str, ...], Any]] = [((), schema)]
+    while stack:
+        path, node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        if path and "x-mcp-header" in node:
+            token, kind = node["x-mcp-header"], node.get("type")
+            if not isinstance(token, str) or not _HEADER_TOKEN.match(token) or kind not in ("string", "integer", "boolean") or token.lower() in seen:
+                return None
+            seen.add(token.lower())
+            found.append((path, token))
+        properties = node.get("properties")
+        if isinstance(properties, dict):
+            stack.extend(((*path, key), sub) for key, sub in properties.items())
+    return found
+
+
+def param_headers(annotations: ParamHeaders, arguments: Any) -> Dict[str, str]:
+    """``Mcp-Param-<token>`` for each annotated argument the call carries as a scalar."""
+    headers = {}
+    for path, token in annotations:
+        value: Any = arguments
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if isinstance(value, bool):
+            headers["Mcp-Param-" + token] = "true" if value else "false"
+        elif isinstance(value, (str, int, float)):
+            headers["Mcp-Param-" + token] = encode_header_value(str(value))
+    return headers
 
 
 def modern_headers(message: Dict[str, Any], version: str) -> Dict[str, str]:

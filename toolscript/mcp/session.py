@@ -39,7 +39,9 @@ from toolscript.mcp.protocol import (
     SUPPORTED_PROTOCOL_VERSIONS,
     UNSUPPORTED_PROTOCOL_VERSION,
     modern_meta,
+    param_header_annotations,
 )
+from toolscript.mcp.streamable_http import StreamableHttpTransport
 from toolscript.mcp.transport import Transport, describe_request
 
 
@@ -407,11 +409,26 @@ class ClientSession:
             tools.extend(t for t in result.get("tools", []) if isinstance(t, dict) and isinstance(t.get("name"), str))
             cursor = result.get("nextCursor")
             if not cursor:
-                return tools
+                return self._mirror_param_headers(tools) if self.modern else tools
             if cursor in seen:
                 raise McpError(f"the server repeated the tools/list cursor {cursor!r}; stopping to avoid a loop")
             seen.add(cursor)
         raise McpError(f"the server kept paginating tools/list past {MAX_TOOL_PAGES} pages")
+
+    def _mirror_param_headers(self, tools: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        """Learn each tool's x-mcp-header annotations (HTTP mirrors them on calls); drop tools whose are invalid, as the spec requires."""
+        kept, annotations = [], {}
+        for tool in tools:
+            found = param_header_annotations(tool.get("inputSchema"))
+            if found is None:
+                logger.warning("dropping tool %r: its inputSchema has an invalid x-mcp-header annotation", tool["name"])
+                continue
+            kept.append(tool)
+            if found:
+                annotations[tool["name"]] = found
+        if isinstance(self.transport, StreamableHttpTransport):
+            self.transport.tool_param_headers = annotations
+        return kept
 
     def call_tool(
         self,

@@ -45,7 +45,7 @@ from toolscript.mcp.httpconn import (
     shutdown,
     status_error,
 )
-from toolscript.mcp.protocol import envelope_version, modern_headers
+from toolscript.mcp.protocol import ParamHeaders, envelope_version, modern_headers, param_headers
 from toolscript.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES, OnClose, OnMessage, OnRequestError, describe_request, too_large
 
 logger = log.get("mcp.http")
@@ -79,6 +79,9 @@ class StreamableHttpTransport:
         self.server_name = server_name
         self.session_id: Optional[str] = None
         self.protocol_version: Optional[str] = None  # set by the session after the handshake
+        # Modern era: tool name -> its x-mcp-header annotations (set by the
+        # session from tools/list), mirrored as Mcp-Param-* headers on each call.
+        self.tool_param_headers: Dict[str, ParamHeaders] = {}
         self._pool = Pool(self.endpoint, timeout)
         self._active: Dict[object, Connection] = {}  # request id -> connection, so a timed-out call can be abandoned
         self._lock = threading.Lock()
@@ -157,6 +160,9 @@ class StreamableHttpTransport:
         if modern is not None:
             headers = request_headers(self.headers, "application/json, text/event-stream")
             headers.update(modern_headers(message, modern))
+            params = message.get("params") or {}
+            if message.get("method") == "tools/call" and params.get("name") in self.tool_param_headers:
+                headers.update(param_headers(self.tool_param_headers[params["name"]], params.get("arguments")))
         else:
             headers = self._headers()
         headers["Content-Type"] = "application/json"
