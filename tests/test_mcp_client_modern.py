@@ -331,3 +331,97 @@ def test_the_gateway_serves_modern_upstreams_over_stdio_and_http(gateway, sdk_ht
     assert legacy["protocol_version"] == "2025-11-25"
     assert "mstdio__add" in legacy["tools"]
     assert legacy["result"]["structuredContent"] == {"result": 3} and legacy["result"]["isError"] is False
+
+
+# -- era decisions, against a scripted stdio server -----------------------------------------------
+
+# A stdlib stdio server whose answer to server/discover is argv[1]'s; it logs each method to argv[2].
+ERA_SERVER = r'''
+import json, sys
+mode, log = sys.argv[1], sys.argv[2]
+MODERN = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+          "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "era", "version": "1"}}}
+def send(message):
+    print(json.dumps(message), flush=True)
+for line in sys.stdin:
+    request = json.loads(line)
+    method, rid = request.get("method"), request.get("id")
+    meta = (request.get("params") or {}).get("_meta") or {}
+    bare = mode == "modern" and meta.get("io.modelcontextprotocol/protocolVersion") != "2026-07-28"
+    with open(log, "a") as f:
+        f.write(method + (":bare" if bare else "") + "\n")
+    if rid is None:
+        continue
+    if method == "server/discover":
+        if mode == "silent":
+            continue
+        if mode == "modern":
+            send({"jsonrpc": "2.0", "id": rid, "result": MODERN})
+        else:
+            supported = ["2099-01-01"] if mode == "disjoint" else ["2025-11-25"]
+            send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32022, "message": "Unsupported protocol version",
+                                                         "data": {"supported": supported, "requested": "2026-07-28"}}})
+    elif method == "initialize":
+        send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                                                     "serverInfo": {"name": "era", "version": "1"}}})
+    elif method == "tools/call":
+        send({"jsonrpc": "2.0", "id": rid, "result": {"resultType": "input_required", "inputRequests": {}}})
+    else:
+        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": []}})
+'''
+
+
+def era_server(tmp_path, mode, timeout=10.0):
+    script = tmp_path / "era_server.py"
+    script.write_text(ERA_SERVER)
+    log = tmp_path / f"era-{mode}.log"
+    config = ServerConfig(name="era", type="stdio", source="test", command=sys.executable, args=[str(script), mode, str(log)], timeout=timeout)
+    return config, lambda: log.read_text().split() if log.exists() else []
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("mode", ["legacy-listed", "silent"])
+def test_no_modern_evidence_falls_back_to_initialize(tmp_path, mode):
+    # -32022 naming only handshake versions is a legacy advertisement; on stdio an
+    # unanswered probe (after half the connect timeout) is no evidence either.
+    config, methods = era_server(tmp_path, mode, timeout=4.0)
+    session = open_session(config)
+    try:
+        assert session.protocol_version == "2025-11-25" and not session.modern
+        assert wait_for(lambda: methods()[:3] == ["server/discover", "initialize", "notifications/initialized"]), methods()
+    finally:
+        session.close()
+
+
+@pytest.mark.timeout(30)
+def test_a_modern_only_server_sharing_no_version_is_an_error(tmp_path):
+    config, methods = era_server(tmp_path, "disjoint")
+    with pytest.raises(McpError) as err:
+        open_session(config)
+    assert "speaks only MCP 2099-01-01" in str(err.value) and "2026-07-28" in str(err.value)
+    assert "initialize" not in methods()
+
+
+@pytest.mark.timeout(30)
+def test_modern_requests_carry_the_envelope_and_refuse_results_we_cannot_complete(tmp_path):
+    config, methods = era_server(tmp_path, "modern")
+    session = open_session(config)
+    try:
+        assert session.protocol_version == MODERN and session.server_info == {"name": "era", "version": "1"}
+        assert session.list_tools() == []
+        with pytest.raises(McpError) as err:
+            session.call_tool("anything")
+        assert "resultType 'input_required'" in str(err.value)
+    finally:
+        session.close()
+    # Every request carried the envelope; no listen request, as the server offers no listChanged.
+    assert methods() == ["server/discover", "tools/list", "tools/call"]
+
+
+@pytest.mark.timeout(60)
+def test_servers_check_reports_the_modern_protocol_version(sdk_server):
+    from toolscript.servers import probe
+
+    report = probe(sdk_server.stdio_config())
+    assert report["ok"] is True and report["protocolVersion"] == MODERN, report
+    assert report["server"]["name"] == "sdk-modern" and report["tools"] == 3
