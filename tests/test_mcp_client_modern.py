@@ -60,6 +60,12 @@ def where(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Regio
     """Over HTTP the client must mirror region in an Mcp-Param-Region header."""
     return "in " + region
 
+@mcp.tool()
+async def chatty(ctx: Context) -> str:
+    """Log at info, then answer."""
+    await ctx.info("hello from chatty")
+    return "said hello"
+
 def extra() -> str:
     """Only listed after grow."""
     return "extra!"
@@ -192,12 +198,16 @@ def check_session(session, seen_methods):
     assert session.protocol_version == MODERN and session.modern
     assert session.server_info.get("name") == "sdk-modern"
     names = sorted(t["name"] for t in session.list_tools())
-    assert names == ["add", "grow", "where"]
+    assert names == ["add", "chatty", "grow", "where"]
     result = session.call_tool("add", {"a": 2, "b": 3})
     assert result["isError"] is False and result["structuredContent"] == {"result": 5}
     # The x-mcp-header argument is mirrored as Mcp-Param-Region (the SDK refuses the call otherwise).
     for region in ("eu-west", " zürich "):
         assert session.call_tool("where", {"region": region})["content"][0]["text"] == "in " + region
+    # A call that wants its logs names a level in _meta (2026-07-28 has no logging/setLevel).
+    logs = []
+    assert session.call_tool("chatty", on_log=logs.append)["content"][0]["text"] == "said hello"
+    assert [(m["level"], m["data"]) for m in logs] == [("info", "hello from chatty")]
     session.ping()  # 2026-07-28 has no ping; the session checks liveness with server/discover
     methods = seen_methods()
     assert methods[0].endswith("server/discover")
@@ -424,4 +434,4 @@ def test_servers_check_reports_the_modern_protocol_version(sdk_server):
 
     report = probe(sdk_server.stdio_config())
     assert report["ok"] is True and report["protocolVersion"] == MODERN, report
-    assert report["server"]["name"] == "sdk-modern" and report["tools"] == 3
+    assert report["server"]["name"] == "sdk-modern" and report["tools"] == 4

@@ -34,6 +34,7 @@ from toolscript.mcp.protocol import (
     HANDSHAKE_PROTOCOL_VERSIONS,
     LATEST_MODERN_VERSION,
     LATEST_PROTOCOL_VERSION,
+    LOG_LEVEL_META_KEY,
     MODERN_PROTOCOL_VERSIONS,
     SERVER_INFO_META_KEY,
     SUPPORTED_PROTOCOL_VERSIONS,
@@ -234,7 +235,6 @@ class ClientSession:
     def _listen(self) -> None:
         """Hold a ``subscriptions/listen`` request open for tools/list_changed, re-listening when it ends."""
         params = {"notifications": {"toolsListChanged": True}}
-        first = True
         while not self.closed:
             try:
                 self._request_once("subscriptions/listen", params, LISTEN_SECONDS, None)
@@ -250,14 +250,13 @@ class ClientSession:
                 time.sleep(LISTEN_RETRY_SECONDS)
             if self.closed:
                 return
-            if not first and self.on_tools_changed is not None:
+            if self.on_tools_changed is not None:
                 # The stream ended: changes while we were not listening are
                 # lost, so tell the caller to refetch.
                 try:
                     self.on_tools_changed()
                 except Exception:
                     logger.exception("the on_tools_changed callback failed")
-            first = False
 
     def close(self) -> None:
         """Fail whatever is still waiting, then close the transport.
@@ -321,6 +320,10 @@ class ClientSession:
         token = None
         if self.modern:
             params = self._with_envelope(params)
+            # 2026-07-28 servers log only for requests that name a level (there
+            # is no logging/setLevel); whoever relays the logs filters them.
+            if on_log is not None or self.on_log is not None:
+                params["_meta"].setdefault(LOG_LEVEL_META_KEY, "debug" if on_log is not None else "info")
         if on_progress is not None:
             token = f"toolscript-{request_id}"
             params = dict(params or {})
