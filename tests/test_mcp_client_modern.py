@@ -367,6 +367,8 @@ for line in sys.stdin:
             continue
         if mode == "modern":
             send({"jsonrpc": "2.0", "id": rid, "result": MODERN})
+        elif mode == "listen-ends":  # offers listChanged, then ends each listen stream at once (below)
+            send({"jsonrpc": "2.0", "id": rid, "result": dict(MODERN, capabilities={"tools": {"listChanged": True}})})
         else:
             supported = ["2099-01-01"] if mode == "disjoint" else ["2025-11-25"]
             send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32022, "message": "Unsupported protocol version",
@@ -435,3 +437,17 @@ def test_servers_check_reports_the_modern_protocol_version(sdk_server):
     report = probe(sdk_server.stdio_config())
     assert report["ok"] is True and report["protocolVersion"] == MODERN, report
     assert report["server"]["name"] == "sdk-modern" and report["tools"] == 4
+
+
+@pytest.mark.timeout(30)
+def test_a_listen_stream_that_ends_at_once_is_not_resent_in_a_loop(tmp_path):
+    config, methods = era_server(tmp_path, "listen-ends")
+    changed = []
+    session = open_session(config, on_tools_changed=lambda: changed.append(1))
+    try:
+        assert wait_for(lambda: "subscriptions/listen" in methods())
+        time.sleep(2)
+        assert methods().count("subscriptions/listen") == 1, methods()
+        assert changed == [1]  # the ended stream may have missed changes: the caller refetches
+    finally:
+        session.close()

@@ -236,6 +236,7 @@ class ClientSession:
         """Hold a ``subscriptions/listen`` request open for tools/list_changed, re-listening when it ends."""
         params = {"notifications": {"toolsListChanged": True}}
         while not self.closed:
+            started = time.monotonic()
             try:
                 self._request_once("subscriptions/listen", params, LISTEN_SECONDS, None)
             except RequestTimeout:
@@ -257,6 +258,8 @@ class ClientSession:
                     self.on_tools_changed()
                 except Exception:
                     logger.exception("the on_tools_changed callback failed")
+            if time.monotonic() - started < LISTEN_RETRY_SECONDS:
+                time.sleep(LISTEN_RETRY_SECONDS)  # a server that ends every stream at once must not make us spin
 
     def close(self) -> None:
         """Fail whatever is still waiting, then close the transport.
