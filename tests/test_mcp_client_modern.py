@@ -29,7 +29,8 @@ from mcp_servers.launch import FIXTURE
 from toolscript.config import ServerConfig
 from toolscript.gateway.client import GatewayClient
 from toolscript.mcp.connect import open_session
-from toolscript.mcp.errors import McpError
+from toolscript.mcp.cancel import Cancel
+from toolscript.mcp.errors import McpError, RequestCancelled
 from toolscript.mcp.protocol import modern_headers, param_header_annotations, param_headers
 
 MODERN = "2026-07-28"
@@ -65,6 +66,17 @@ async def chatty(ctx: Context) -> str:
     """Log at info, then answer."""
     await ctx.info("hello from chatty")
     return "said hello"
+
+@mcp.tool()
+async def slow(ctx: Context) -> str:
+    """Sleep a minute, noting whether it was cancelled."""
+    import anyio
+    try:
+        await anyio.sleep(60)
+    except BaseException:
+        record("slow cancelled")
+        raise
+    return "slept"
 
 def extra() -> str:
     """Only listed after grow."""
@@ -198,7 +210,7 @@ def check_session(session, seen_methods):
     assert session.protocol_version == MODERN and session.modern
     assert session.server_info.get("name") == "sdk-modern"
     names = sorted(t["name"] for t in session.list_tools())
-    assert names == ["add", "chatty", "grow", "where"]
+    assert names == ["add", "chatty", "grow", "slow", "where"]
     result = session.call_tool("add", {"a": 2, "b": 3})
     assert result["isError"] is False and result["structuredContent"] == {"result": 5}
     # The x-mcp-header argument is mirrored as Mcp-Param-Region (the SDK refuses the call otherwise).
@@ -436,7 +448,7 @@ def test_servers_check_reports_the_modern_protocol_version(sdk_server):
 
     report = probe(sdk_server.stdio_config())
     assert report["ok"] is True and report["protocolVersion"] == MODERN, report
-    assert report["server"]["name"] == "sdk-modern" and report["tools"] == 4
+    assert report["server"]["name"] == "sdk-modern" and report["tools"] == 5
 
 
 @pytest.mark.timeout(30)
@@ -449,5 +461,28 @@ def test_a_listen_stream_that_ends_at_once_is_not_resent_in_a_loop(tmp_path):
         time.sleep(2)
         assert methods().count("subscriptions/listen") == 1, methods()
         assert changed == [1]  # the ended stream may have missed changes: the caller refetches
+    finally:
+        session.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_cancelling_a_modern_call_reaches_the_server(transport, request):
+    # stdio: notifications/cancelled (with the envelope); HTTP: closing the response stream is the cancellation.
+    if transport == "stdio":
+        server = request.getfixturevalue("sdk_server")
+        config = server.stdio_config()
+    else:
+        server, url = request.getfixturevalue("sdk_http")
+        config = http_config(url)
+    session = open_session(config)
+    try:
+        cancel = Cancel()
+        threading.Timer(1.0, cancel.set).start()
+        with pytest.raises(RequestCancelled):
+            session.call_tool("slow", cancel=cancel)
+        assert wait_for(lambda: "slow cancelled" in server.methods(), timeout=20), server.methods()
+        cancelled = [m for m in server.methods() if "notifications/cancelled" in m]
+        assert cancelled == (["notifications/cancelled"] if transport == "stdio" else [])
     finally:
         session.close()
