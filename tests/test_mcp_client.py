@@ -358,8 +358,11 @@ def test_stdio_close_kills_stubborn_servers_and_their_children(tmp_path):
         "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
         f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
         f"open({str(pidfile)!r}, 'w').write(str(child.pid))\n"
-        "line = sys.stdin.readline()\n"
-        "req = json.loads(line)\n"
+        # Refuse the server/discover probe (and anything else) until initialize.
+        "for line in sys.stdin:\n"
+        "    req = json.loads(line)\n"
+        "    if req.get('method') == 'initialize': break\n"
+        "    print(json.dumps({'jsonrpc': '2.0', 'id': req['id'], 'error': {'code': -32601, 'message': 'Method not found'}}), flush=True)\n"
         "print(json.dumps({'jsonrpc': '2.0', 'id': req['id'], 'result': {'protocolVersion': '2025-11-25', 'capabilities': {}, 'serverInfo': {'name': 's', 'version': '1'}}}), flush=True)\n"
         "while True:\n"
         "    time.sleep(1)\n"

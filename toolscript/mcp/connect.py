@@ -1,6 +1,9 @@
 """Open an initialized ``ClientSession`` for one configured server.
 
-Picks the transport from the server's ``type``.  For ``http`` it tries
+Picks the transport from the server's ``type``.  Over stdio and Streamable
+HTTP the session first probes ``server/discover`` (MCP 2026-07-28) and falls
+back to the ``initialize`` handshake; legacy HTTP+SSE (``type: sse``) predates
+the modern era, so it goes straight to the handshake.  For ``http`` it tries
 Streamable HTTP first and falls back to the legacy HTTP+SSE transport when the
 server answers the initialize POST with 400, 404 or 405, as the MCP spec's
 backwards-compatibility section describes.
@@ -63,18 +66,18 @@ def open_session(
     timeout = server.connect_timeout
     limit = server.max_message_bytes
 
-    def handshake(transport: Transport) -> ClientSession:
+    def handshake(transport: Transport, discover: bool = True) -> ClientSession:
         session = ClientSession(transport, **callbacks)
         if on_session is not None:
             on_session(session)
-        return _handshake(session, timeout)
+        return _handshake(session, timeout, discover)
 
     if server.type == "stdio":
         command = server.command or ""
         return handshake(StdioTransport(command, server.args, server.env, server.cwd, max_message_bytes=limit, server_name=server.name))
     url = server.url or ""
     if server.type == "sse":
-        return handshake(LegacySseTransport(url, server.headers, timeout=timeout, max_message_bytes=limit, server_name=server.name))
+        return handshake(LegacySseTransport(url, server.headers, timeout=timeout, max_message_bytes=limit, server_name=server.name), False)
     try:
         return handshake(StreamableHttpTransport(url, server.headers, timeout=timeout, max_message_bytes=limit, server_name=server.name))
     except HttpStatusError as exc:
@@ -82,17 +85,20 @@ def open_session(
             raise
         logger.debug("%s: Streamable HTTP refused (%s); trying legacy SSE", server.name, exc.status)
         try:
-            return handshake(LegacySseTransport(url, server.headers, timeout=timeout, max_message_bytes=limit, server_name=server.name))
+            return handshake(LegacySseTransport(url, server.headers, timeout=timeout, max_message_bytes=limit, server_name=server.name), False)
         except McpError as sse_exc:
             raise McpError(f"{exc} — and as a legacy SSE endpoint: {sse_exc}") from sse_exc
 
 
-def _handshake(session: ClientSession, timeout: float) -> ClientSession:
+def _handshake(session: ClientSession, timeout: float, discover: bool = True) -> ClientSession:
     try:
-        session.initialize(timeout)
+        if discover:
+            session.connect(timeout)
+        else:
+            session.initialize(timeout)
     except RequestTimeout as exc:
         session.close()
-        error = RequestTimeout(f"no answer to initialize within {timeout:g}s{_stdio_details(session)}", timeout)
+        error = RequestTimeout(f"no answer to {session.handshake_method} within {timeout:g}s{_stdio_details(session)}", timeout)
         error.stderr_tail = session.transport.stderr_tail()
         raise error from exc
     except McpError as exc:

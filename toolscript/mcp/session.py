@@ -1,6 +1,12 @@
 """``ClientSession``: the MCP client protocol over any transport.
 
-It does the handshake, matches responses to requests (requests may run
+It picks the protocol era (``connect``): it probes ``server/discover`` and
+speaks MCP 2026-07-28 to a server that answers it (no handshake; every
+request carries the ``_meta`` envelope; ``tools/list_changed`` arrives on a
+``subscriptions/listen`` stream), and falls back to the ``initialize``
+handshake for older servers.  ``protocol_version`` says which it got.
+
+It matches responses to requests (requests may run
 concurrently from many threads), enforces per-request timeouts (sending
 ``notifications/cancelled`` when one expires), routes progress notifications
 to the caller that asked for them, hands ``tools/list_changed`` and log
@@ -17,13 +23,26 @@ The transport is anything implementing ``transport.Transport``.
 
 import itertools
 import threading
+import time
 from typing import Any, Callable, Dict, List, Optional
 
 from toolscript import __version__, log
 from toolscript.mcp import jsonrpc
 from toolscript.mcp.cancel import Cancel
-from toolscript.mcp.errors import ConnectionClosed, McpError, RequestCancelled, RequestTimeout, SessionExpired
-from toolscript.mcp.protocol import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+from toolscript.mcp.errors import ConnectionClosed, HttpStatusError, McpError, RequestCancelled, RequestTimeout, SessionExpired
+from toolscript.mcp.protocol import (
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    LATEST_MODERN_VERSION,
+    LATEST_PROTOCOL_VERSION,
+    LOG_LEVEL_META_KEY,
+    MODERN_PROTOCOL_VERSIONS,
+    SERVER_INFO_META_KEY,
+    SUPPORTED_PROTOCOL_VERSIONS,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    modern_meta,
+    param_header_annotations,
+)
+from toolscript.mcp.streamable_http import StreamableHttpTransport
 from toolscript.mcp.transport import Transport, describe_request
 
 
@@ -31,6 +50,13 @@ logger = log.get("mcp.session")
 
 DEFAULT_TIMEOUT = 60.0
 MAX_TOOL_PAGES = 1000
+# A subscriptions/listen request stays open as long as the session; it is
+# re-sent when the server ends it (and after this long, to notice a dead stream).
+LISTEN_SECONDS = 3600.0
+LISTEN_RETRY_SECONDS = 5.0
+# Requests the spec forbids cancelling, or that an older server may not know
+# (cancelling a probe it never understood would only confuse it).
+_NOT_CANCELLED = ("initialize", "server/discover")
 
 ProgressCallback = Callable[[Dict[str, Any]], None]
 LogCallback = Callable[[Dict[str, Any]], None]
@@ -72,6 +98,8 @@ class ClientSession:
         self.on_notification = on_notification
         self.on_close = on_close  # told when the server goes away on its own (crash, stream closed)
         self.protocol_version: Optional[str] = None
+        self.modern = False  # True once the server answered server/discover (MCP 2026-07-28)
+        self.handshake_method = "initialize"  # the connect request sent last, to name it when it times out
         self.server_info: Dict[str, Any] = {}
         self.server_capabilities: Dict[str, Any] = {}
         self.instructions: Optional[str] = None
@@ -97,6 +125,7 @@ class ClientSession:
     def initialize(self, timeout: float = DEFAULT_TIMEOUT) -> Dict[str, Any]:
         """Start if needed, then do the MCP handshake; returns the InitializeResult."""
         self.start()
+        self.handshake_method = "initialize"
         params = {
             "protocolVersion": LATEST_PROTOCOL_VERSION,
             # We declare no client capabilities: servers must not send us
@@ -123,6 +152,114 @@ class ClientSession:
         self.transport.initialized()
         logger.debug("initialized: %s %s, protocol %s", self.server_info.get("name"), self.server_info.get("version"), version)
         return result
+
+    def connect(self, timeout: float = DEFAULT_TIMEOUT) -> Dict[str, Any]:
+        """Start if needed and settle the protocol era; returns the DiscoverResult or InitializeResult.
+
+        ``server/discover`` goes first.  Only positive evidence of a modern
+        server counts (a DiscoverResult naming a modern version we speak, or
+        -32022 naming one); any other answer (an error, an HTTP 4xx without
+        a JSON-RPC error, and on stdio no answer within half the timeout)
+        falls back to the ``initialize`` handshake, as the spec's dual-era
+        client does.  Over HTTP a silent server is no evidence (it would not
+        answer initialize either): the timeout is raised.  A modern-only
+        server sharing no version with us is an error.
+        """
+        self.start()
+        deadline = time.monotonic() + timeout
+        version = LATEST_MODERN_VERSION
+        # On stdio an old server may sit on a request it does not know; over
+        # HTTP every request gets an answer, so the probe may use it all.
+        probe_timeout = timeout if self.transport.relates_messages else timeout / 2
+        for attempt in range(2):
+            try:
+                self.handshake_method = "server/discover"
+                result = self._request_once("server/discover", {"_meta": modern_meta(version, self.client_info)}, probe_timeout, None)
+            except jsonrpc.JsonRpcError as exc:
+                supported = _supported_versions(exc)
+                if supported is not None:
+                    mutual = [v for v in MODERN_PROTOCOL_VERSIONS if v in supported]
+                    if mutual and attempt == 0:
+                        version = mutual[-1]
+                        continue
+                    if not any(v in HANDSHAKE_PROTOCOL_VERSIONS for v in supported):
+                        raise McpError(
+                            f"the server speaks only MCP {', '.join(map(str, supported))}; toolscript supports "
+                            f"{', '.join(MODERN_PROTOCOL_VERSIONS + SUPPORTED_PROTOCOL_VERSIONS)} (upgrade toolscript or the server)"
+                        ) from exc
+                logger.debug("server/discover refused (%s); using the initialize handshake", exc)
+            except (HttpStatusError, RequestTimeout) as exc:
+                if isinstance(exc, SessionExpired) or (isinstance(exc, RequestTimeout) and self.transport.relates_messages):
+                    raise
+                logger.debug("no answer to server/discover (%s); using the initialize handshake", exc)
+            else:
+                if self._adopt(result, version):
+                    return result
+                logger.debug("server/discover named no modern version we speak; using the initialize handshake")
+            try:
+                return self.initialize(max(deadline - time.monotonic(), 0.1))
+            except jsonrpc.JsonRpcError as exc:
+                # -32022 to initialize: a probe we gave up on reached a slow
+                # server and settled it modern; ask again at a version it names.
+                mutual = [v for v in MODERN_PROTOCOL_VERSIONS if v in (_supported_versions(exc) or ())]
+                if exc.code != UNSUPPORTED_PROTOCOL_VERSION or not mutual or attempt:
+                    raise
+                version = mutual[-1]
+        raise McpError("the server would settle on neither server/discover nor initialize")
+
+    def _adopt(self, result: Any, version: str) -> bool:
+        """Take a DiscoverResult: True if it makes this a modern session."""
+        if not isinstance(result, dict) or not isinstance(result.get("supportedVersions"), list):
+            return False
+        if version not in result["supportedVersions"]:
+            mutual = [v for v in MODERN_PROTOCOL_VERSIONS if v in result["supportedVersions"]]
+            if not mutual:
+                return False
+            version = mutual[-1]
+        meta = result.get("_meta")
+        info = meta.get(SERVER_INFO_META_KEY) if isinstance(meta, dict) else None
+        capabilities, instructions = result.get("capabilities"), result.get("instructions")
+        self.server_info = info if isinstance(info, dict) else {}
+        self.server_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        self.instructions = instructions if isinstance(instructions, str) else None
+        self.protocol_version = version
+        self.modern = True
+        self.transport.protocol_version = version
+        tools = self.server_capabilities.get("tools")
+        if isinstance(tools, dict) and tools.get("listChanged") and self.on_tools_changed is not None:
+            # No GET stream in this era: change notifications flow on a listen request's answer.
+            threading.Thread(target=self._listen, name="mcp-listen", daemon=True).start()
+        logger.debug("discovered: %s %s, protocol %s", self.server_info.get("name"), self.server_info.get("version"), version)
+        return True
+
+    def _listen(self) -> None:
+        """Hold a ``subscriptions/listen`` request open for tools/list_changed, re-listening when it ends."""
+        params = {"notifications": {"toolsListChanged": True}}
+        while not self.closed:
+            started = time.monotonic()
+            try:
+                self._request_once("subscriptions/listen", params, LISTEN_SECONDS, None)
+            except RequestTimeout:
+                continue
+            except jsonrpc.JsonRpcError as exc:
+                logger.debug("the server refused subscriptions/listen: %s", exc)
+                return
+            except McpError as exc:
+                if self.closed:
+                    return
+                logger.debug("subscriptions/listen failed (%s); listening again in %gs", exc, LISTEN_RETRY_SECONDS)
+                time.sleep(LISTEN_RETRY_SECONDS)
+            if self.closed:
+                return
+            if self.on_tools_changed is not None:
+                # The stream ended: changes while we were not listening are
+                # lost, so tell the caller to refetch.
+                try:
+                    self.on_tools_changed()
+                except Exception:
+                    logger.exception("the on_tools_changed callback failed")
+            if time.monotonic() - started < LISTEN_RETRY_SECONDS:
+                time.sleep(LISTEN_RETRY_SECONDS)  # a server that ends every stream at once must not make us spin
 
     def close(self) -> None:
         """Fail whatever is still waiting, then close the transport.
@@ -184,6 +321,12 @@ class ClientSession:
             raise self.close_reason or ConnectionClosed("the session is closed")
         request_id = next(self._ids)
         token = None
+        if self.modern:
+            params = self._with_envelope(params)
+            # 2026-07-28 servers log only for requests that name a level (there
+            # is no logging/setLevel); whoever relays the logs filters them.
+            if on_log is not None or self.on_log is not None:
+                params["_meta"].setdefault(LOG_LEVEL_META_KEY, "debug" if on_log is not None else "info")
         if on_progress is not None:
             token = f"toolscript-{request_id}"
             params = dict(params or {})
@@ -215,6 +358,14 @@ class ClientSession:
                 if token:
                     self._progress.pop(token, None)
 
+    def _with_envelope(self, params: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+        """``params`` with the modern ``_meta`` envelope added (keys the caller set win)."""
+        params = dict(params or {})
+        meta = modern_meta(self.protocol_version or LATEST_MODERN_VERSION, self.client_info)
+        meta.update(params.get("_meta") or {})
+        params["_meta"] = meta
+        return params
+
     @staticmethod
     def _wait(pending: _Pending, timeout: float, cancel: Optional[Cancel]) -> bool:
         """Wait for the answer; False on timeout or cancellation."""
@@ -230,7 +381,9 @@ class ClientSession:
 
     def _cancel(self, request_id: Any, method: str, reason: str) -> None:
         self.transport.abandon(request_id)
-        if method == "initialize":
+        if self.modern and self.transport.relates_messages:
+            return  # modern HTTP: closing the response stream (abandon) is the cancellation
+        if method in _NOT_CANCELLED:
             # The spec forbids cancelling initialize; and over HTTP the
             # notification to a server that did not answer would block the
             # caller for another timeout (servers check took 4 s for "timeout": 2).
@@ -242,10 +395,13 @@ class ClientSession:
 
     def notify(self, method: str, params: Optional[Dict[str, Any]] = None) -> None:
         """Send a notification (no answer expected)."""
+        if self.modern:
+            params = self._with_envelope(params)
         self.transport.send(jsonrpc.notification(method, params))
 
     def ping(self, timeout: float = 10.0) -> None:
-        self.request("ping", timeout=timeout)
+        """Check the server answers (2026-07-28 has no ping: server/discover is the cheap request there)."""
+        self.request("server/discover" if self.modern else "ping", timeout=timeout)
 
     def list_tools(self, timeout: float = DEFAULT_TIMEOUT) -> List[Dict[str, Any]]:
         """Every tool, following ``nextCursor`` pagination to the end."""
@@ -259,11 +415,26 @@ class ClientSession:
             tools.extend(t for t in result.get("tools", []) if isinstance(t, dict) and isinstance(t.get("name"), str))
             cursor = result.get("nextCursor")
             if not cursor:
-                return tools
+                return self._mirror_param_headers(tools) if self.modern else tools
             if cursor in seen:
                 raise McpError(f"the server repeated the tools/list cursor {cursor!r}; stopping to avoid a loop")
             seen.add(cursor)
         raise McpError(f"the server kept paginating tools/list past {MAX_TOOL_PAGES} pages")
+
+    def _mirror_param_headers(self, tools: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        """Learn each tool's x-mcp-header annotations (HTTP mirrors them on calls); drop tools whose are invalid, as the spec requires."""
+        kept, annotations = [], {}
+        for tool in tools:
+            found = param_header_annotations(tool.get("inputSchema"))
+            if found is None:
+                logger.warning("dropping tool %r: its inputSchema has an invalid x-mcp-header annotation", tool["name"])
+                continue
+            kept.append(tool)
+            if found:
+                annotations[tool["name"]] = found
+        if isinstance(self.transport, StreamableHttpTransport):
+            self.transport.tool_param_headers = annotations
+        return kept
 
     def call_tool(
         self,
@@ -312,8 +483,15 @@ class ClientSession:
         if pending is None:
             logger.debug("ignoring a response to unknown request %r", request_id)
             return
+        result = message.get("result")
         if "error" in message:
             pending.settle(error=jsonrpc.JsonRpcError.from_error(message["error"]))
+        elif self.modern and isinstance(result, dict) and result.get("resultType", "complete") != "complete":
+            # e.g. MRTR's input_required: the server wants something we declared no capability for.
+            pending.settle(error=McpError(
+                f"the server answered {pending.method} with resultType {result.get('resultType')!r}, "
+                "which toolscript does not support (it declares no client capabilities)"
+            ))
         else:
             pending.settle(result=message["result"])
 
@@ -382,3 +560,11 @@ class ClientSession:
             pending = list(self._pending.values())
         for item in pending:
             item.settle(error=error or ConnectionClosed("the session was closed"))
+
+
+def _supported_versions(error: jsonrpc.JsonRpcError) -> Optional[List[str]]:
+    """The ``supported`` list of a -32022 UnsupportedProtocolVersion error, or None."""
+    data = error.data
+    if error.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(data, dict) or not isinstance(data.get("supported"), list):
+        return None
+    return [v for v in data["supported"] if isinstance(v, str)]

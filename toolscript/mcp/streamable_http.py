@@ -17,6 +17,12 @@ answer over it fails the request its POST carried; an event over it on the GET
 stream belongs to no request, so it closes the transport.  Messages are
 delivered with the id of the request whose POST carried them, so a log
 message reaches the call it belongs to.
+
+MCP 2026-07-28 (a message whose ``params._meta`` names the version): no
+session and no GET stream; each POST carries ``MCP-Protocol-Version``,
+``Mcp-Method`` and ``Mcp-Name``, and an error status whose body is the
+request's JSON-RPC error delivers that error (a 404 -32601, a 400 -32022), so
+the session can tell a modern refusal from a handshake-era server's 4xx.
 """
 
 import threading
@@ -25,7 +31,7 @@ from typing import Any, Dict, Iterator, Optional
 
 from toolscript import log
 from toolscript.mcp import jsonrpc, sse
-from toolscript.mcp.errors import ConnectionClosed, McpError, MessageTooLarge, SessionExpired, TransportError
+from toolscript.mcp.errors import ConnectionClosed, HttpStatusError, McpError, MessageTooLarge, SessionExpired, TransportError
 from toolscript.mcp.httpconn import (
     READ_ERRORS,
     Connection,
@@ -39,6 +45,7 @@ from toolscript.mcp.httpconn import (
     shutdown,
     status_error,
 )
+from toolscript.mcp.protocol import ParamHeaders, envelope_version, modern_headers, param_headers
 from toolscript.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES, OnClose, OnMessage, OnRequestError, describe_request, too_large
 
 logger = log.get("mcp.http")
@@ -72,6 +79,9 @@ class StreamableHttpTransport:
         self.server_name = server_name
         self.session_id: Optional[str] = None
         self.protocol_version: Optional[str] = None  # set by the session after the handshake
+        # Modern era: tool name -> its x-mcp-header annotations (set by the
+        # session from tools/list), mirrored as Mcp-Param-* headers on each call.
+        self.tool_param_headers: Dict[str, ParamHeaders] = {}
         self._pool = Pool(self.endpoint, timeout)
         self._active: Dict[object, Connection] = {}  # request id -> connection, so a timed-out call can be abandoned
         self._lock = threading.Lock()
@@ -146,7 +156,15 @@ class StreamableHttpTransport:
             self._on_request_error(request_id, TransportError(f"{type(exc).__name__}: {exc}"))
 
     def _post(self, message: dict, request_id: object) -> None:
-        headers = self._headers()
+        modern = envelope_version(message)
+        if modern is not None:
+            headers = request_headers(self.headers, "application/json, text/event-stream")
+            headers.update(modern_headers(message, modern))
+            params = message.get("params") or {}
+            if message.get("method") == "tools/call" and params.get("name") in self.tool_param_headers:
+                headers.update(param_headers(self.tool_param_headers[params["name"]], params.get("arguments")))
+        else:
+            headers = self._headers()
         headers["Content-Type"] = "application/json"
         had_session = self.session_id is not None
         read_timeout = None if request_id is not None else self.timeout
@@ -168,6 +186,12 @@ class StreamableHttpTransport:
             session_id = resp.getheader("Mcp-Session-Id")
             if session_id and message.get("method") == "initialize":
                 self.session_id = session_id
+            if resp.status in (202, 204) and request_id is not None and modern is not None:
+                # A modern request is answered on its own POST; "accepted" with
+                # nothing is a handshake-era server taking it for a notification.
+                read_bounded(resp, self.max_message_bytes)
+                conn.close()
+                raise HttpStatusError(f"{redact_url(self.endpoint.url)} accepted {message.get('method')} (HTTP {resp.status}) without answering it", resp.status)
             if resp.status in (202, 204) or (200 <= resp.status < 300 and request_id is None):
                 # A notification or response was accepted (some servers add a body).
                 if read_bounded(resp, self.max_message_bytes) is None:
@@ -178,6 +202,8 @@ class StreamableHttpTransport:
             if not 200 <= resp.status < 300:
                 body = resp.read(4096)
                 conn.close()
+                if modern is not None and request_id is not None and self._deliver_error(body, request_id):
+                    return
                 if had_session and (resp.status == 404 or (resp.status == 400 and b"session" in body.lower())):
                     self.session_id = None
                     raise SessionExpired(f"{redact_url(self.endpoint.url)} no longer knows our session (HTTP {resp.status})", resp.status)
@@ -217,6 +243,19 @@ class StreamableHttpTransport:
             raise TransportError(f"{redact_url(self.endpoint.url)} sent invalid JSON ({exc}): {body[:120]!r}") from exc
         for message in messages:
             self._on_message(message, request_id)
+
+    def _deliver_error(self, body: bytes, request_id: object) -> bool:
+        """Deliver an error status's body if it is the JSON-RPC error answering ``request_id``."""
+        try:
+            messages = jsonrpc.decode(body)
+        except ValueError:
+            return False
+        if len(messages) != 1 or not isinstance(messages[0], dict) or "error" not in messages[0]:
+            return False
+        if messages[0].get("id") not in (request_id, None):
+            return False
+        self._on_message(dict(messages[0], id=request_id), request_id)
+        return True
 
     def _deliver_event(self, event: sse.Event, related: object) -> bool:
         """Deliver one SSE event's message(s); True if it held a response."""
@@ -267,7 +306,7 @@ class StreamableHttpTransport:
         conn.close()
         if self._closed or request_id not in self._active:
             return
-        if last_id is None:
+        if last_id is None or envelope_version(message) is not None:  # the modern era cannot resume
             raise ConnectionClosed(f"{redact_url(self.endpoint.url)} closed the response stream before answering")
         self._resume(message, last_id, retry_ms)
 
