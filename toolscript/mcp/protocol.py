@@ -56,7 +56,7 @@ def encode_header_value(value: str) -> str:
 
 
 # A tool's x-mcp-header annotations: (argument path, header token) pairs.
-ParamHeaders = List[Tuple[Tuple[str, ...], str]]
+ParamHeaders = List[Tuple[Tuple[str, ...], str, str]]  # (property path, header token, JSON type)
 _HEADER_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")  # RFC 9110 field-name characters
 
 
@@ -78,7 +78,7 @@ def param_header_annotations(schema: Any) -> Optional[ParamHeaders]:
             if not isinstance(token, str) or not _HEADER_TOKEN.match(token) or kind not in ("string", "integer", "boolean") or token.lower() in seen:
                 return None
             seen.add(token.lower())
-            found.append((path, token))
+            found.append((path, token, kind))
         properties = node.get("properties")
         if isinstance(properties, dict):
             stack.extend(((*path, key), sub) for key, sub in properties.items())
@@ -88,7 +88,7 @@ def param_header_annotations(schema: Any) -> Optional[ParamHeaders]:
 def param_headers(annotations: ParamHeaders, arguments: Any) -> Dict[str, str]:
     """``Mcp-Param-<token>`` for each annotated argument the call carries as a scalar."""
     headers = {}
-    for path, token in annotations:
+    for path, token, _kind in annotations:
         value: Any = arguments
         for key in path:
             value = value.get(key) if isinstance(value, dict) else None

@@ -67,6 +67,7 @@ from toolscript.mcp.protocol import (
     SUBSCRIPTION_ID_META_KEY,
     SUPPORTED_PROTOCOL_VERSIONS,
     UNSUPPORTED_PROTOCOL_VERSION,
+    param_header_annotations,
 )
 
 logger = log.get("mcp.server")
@@ -1142,39 +1143,12 @@ def _decode_header_value(value: Optional[str]) -> Optional[str]:
 
 
 _PARAM_HEADER_PREFIX = "mcp-param-"
-_HEADER_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")  # RFC 9110 field-name characters
 _DECIMAL = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
-
-
-def _param_annotations(schema: Any) -> Optional[List[Tuple[Tuple[str, ...], str, str]]]:
-    """(property path, header token, JSON type) for each ``x-mcp-header`` on a pure ``properties`` chain.
-
-    None if an annotation is invalid (not a token, not on a string/integer/
-    boolean property, or a duplicate): conforming clients drop such a tool
-    and send no headers for it, so there is nothing to hold them to.
-    """
-    found: List[Tuple[Tuple[str, ...], str, str]] = []
-    seen = set()
-    stack: List[Tuple[Tuple[str, ...], Any]] = [((), schema)]
-    while stack:
-        path, node = stack.pop()
-        if not isinstance(node, dict):
-            continue
-        if path and "x-mcp-header" in node:
-            token, kind = node["x-mcp-header"], node.get("type")
-            if not isinstance(token, str) or not _HEADER_TOKEN.match(token) or kind not in ("string", "integer", "boolean") or token.lower() in seen:
-                return None
-            seen.add(token.lower())
-            found.append((path, token, kind))
-        properties = node.get("properties")
-        if isinstance(properties, dict):
-            stack.extend(((*path, key), sub) for key, sub in properties.items())
-    return found
 
 
 def _param_header_mismatch(handler: http.server.BaseHTTPRequestHandler, schema: Any, arguments: Any) -> Optional[str]:
     """Why the request's Mcp-Param-* headers disagree with its arguments (the spec's rules), or None."""
-    annotations = _param_annotations(schema)
+    annotations = param_header_annotations(schema)  # the client side's rule: one definition
     if not annotations:
         return None
     for path, token, kind in annotations:
