@@ -78,6 +78,7 @@ bench: venv peers peer-proxy
 	$(VPY) bench/memory_store.py
 	$(VPY) bench/memory_hooks.py
 	$(VPY) bench/ask_loop.py
+	$(VPY) bench/mcp_modern.py
 	$(VPY) bench/hostile.py
 	$(VPY) bench/load.py
 	$(VPY) bench/upstream_limits.py
