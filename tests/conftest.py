@@ -25,6 +25,7 @@ that starts a gateway without naming a state dir never touches the real
 import contextlib
 import glob
 import io
+import json
 import os
 import signal
 import subprocess
@@ -374,3 +375,44 @@ class Output(io.RawIOBase):
     @property
     def text(self) -> str:
         return b"".join(c for _, c in self.chunks).decode("utf-8", "replace")
+
+
+# --- running as an unprivileged user (the suite runs as root in CI) --------------------
+
+
+def as_unprivileged_user(job):
+    """``job()``'s JSON-able result, run as ``nobody`` in a forked child when we are root.
+
+    Root writes through any mode bits, so an unwritable directory needs an unprivileged
+    process. A fork, not a subprocess: this interpreter may live where ``nobody`` cannot
+    read it (under /root), and the child needs nothing but the code already loaded.
+    """
+    if os.geteuid() != 0:
+        return job()
+    import pwd
+    import traceback
+
+    nobody = pwd.getpwnam("nobody")
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: drop root for good, run the job, report through the pipe
+        code = 1
+        try:
+            os.close(read_fd)
+            os.setgroups([])
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+            payload = json.dumps(job())
+            code = 0
+        except BaseException:
+            payload = traceback.format_exc()
+        try:
+            os.write(write_fd, payload.encode())
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as pipe:
+        output = pipe.read().decode()
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, output
+    return json.loads(output)

@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+from conftest import as_unprivileged_user
 from toolscript.memory import Memory, Session, project_root
 from toolscript.memory import store as store_mod
 from toolscript.memory.store import MAX_CONTENT, SCHEMA_VERSION, StoreError, data_dir, fts_phrase, open_store, query_terms
@@ -491,37 +492,6 @@ def test_closed_store_is_a_clear_error(tmp_path):
         store.recent()
 
 
-def as_unprivileged_user(job):
-    """``job()``'s JSON-able result, run as ``nobody`` in a forked child when we are root (see test_doctor)."""
-    if os.geteuid() != 0:
-        return job()
-    import pwd
-    import traceback
-
-    nobody = pwd.getpwnam("nobody")
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.close(read_fd)
-            os.setgroups([])
-            os.setgid(nobody.pw_gid)
-            os.setuid(nobody.pw_uid)
-            payload = json.dumps(job())
-            code = 0
-        except BaseException:
-            payload = traceback.format_exc()
-        try:
-            os.write(write_fd, payload.encode())
-        finally:
-            os._exit(code)
-    os.close(write_fd)
-    with os.fdopen(read_fd, "rb") as pipe:
-        output = pipe.read().decode()
-    _, status = os.waitpid(pid, 0)
-    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, output
-    return json.loads(output)
 
 
 @pytest.fixture
