@@ -275,6 +275,23 @@ def _isolate_environment(config) -> None:
     os.environ["HOME"] = home
 
 
+@pytest.fixture(autouse=True)
+def _no_remembered_eras():
+    """Each test starts with no remembered protocol eras (toolscript/gateway/eras.py).
+
+    In-process gateways of one pytest process share its HOME, so a hint left by
+    one test (say "handshake" for a fixture command) would skip the discovery
+    probe another test expects to see.
+    """
+    from toolscript import paths
+
+    try:
+        os.unlink(os.path.join(paths.state_dir_path(), "eras.json"))
+    except OSError:
+        pass
+    yield
+
+
 def _limit_for(item) -> float:
     marker = item.get_closest_marker("timeout")
     if marker is not None and marker.args:

@@ -24,7 +24,8 @@ from typing import Any, Callable, Dict, List, Optional
 from toolscript import log, servers
 from toolscript.config import ServerConfig
 from toolscript.errors import UserError
-from toolscript.mcp.connect import open_session
+from toolscript.gateway import eras
+from toolscript.mcp.connect import open_session, session_era
 from toolscript.mcp.cancel import Cancel
 from toolscript.mcp.errors import ConnectionClosed, McpError, TransportError
 from toolscript.mcp.session import ClientSession
@@ -149,6 +150,7 @@ class Upstream:
             self._lost = False
             self._refresh_wanted = False
         attempt: Dict[str, Any] = {"session": None, "closed": None}  # this attempt's session, and how it closed early
+        era = eras.recall(self.server)
         try:
             session = open_session(
                 self.server,
@@ -156,9 +158,12 @@ class Upstream:
                 on_log=self._server_log,
                 on_close=lambda exc: self._closed_by_server(exc, attempt),
                 on_session=self._track,
+                era=era,
             )
         except McpError as exc:
             self._drop_attempt()
+            if era is not None:
+                eras.remember(self.server, None)  # perhaps the server changed: probe afresh next time
             if not self._stopped:
                 self.stderr_tail = exc.stderr_tail
                 self._set_state("failed", str(exc))
@@ -175,6 +180,7 @@ class Upstream:
         if stopped:
             session.close()
             return None
+        eras.remember(self.server, session_era(session))
         self.transport = session.transport.name
         self.protocol_version = session.protocol_version
         self.server_info = session.server_info

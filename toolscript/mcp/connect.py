@@ -8,6 +8,12 @@ Streamable HTTP first and falls back to the legacy HTTP+SSE transport when the
 server answers the initialize POST with 400, 404 or 405, as the MCP spec's
 backwards-compatibility section describes.
 
+A caller that remembers what a server spoke last time passes it as ``era``
+(see ``session_era``): ``"handshake"`` skips the ``server/discover`` probe (an
+older stdio server that ignores unknown requests would otherwise cost half the
+connect timeout on every connect) and ``"sse"`` goes straight to the legacy
+transport.  A wrong hint only fails this attempt; the caller forgets it.
+
 The server is described by ``ServerSettings``, a protocol: the app's
 ``config.ServerConfig`` satisfies it, and the MCP layer does not import the
 app's configuration.
@@ -52,6 +58,7 @@ def open_session(
     on_log: Optional[Callable[[Dict[str, Any]], None]] = None,
     on_close: Optional[Callable[[Exception], None]] = None,
     on_session: Optional[Callable[[ClientSession], None]] = None,
+    era: Optional[str] = None,
 ) -> ClientSession:
     """Connect to ``server`` and complete the handshake within its connect timeout.
 
@@ -72,14 +79,16 @@ def open_session(
             on_session(session)
         return _handshake(session, timeout, discover)
 
+    discover = era != "handshake"
     if server.type == "stdio":
         command = server.command or ""
-        return handshake(StdioTransport(command, server.args, server.env, server.cwd, max_message_bytes=limit, server_name=server.name))
+        transport = StdioTransport(command, server.args, server.env, server.cwd, max_message_bytes=limit, server_name=server.name)
+        return handshake(transport, discover)
     url = server.url or ""
-    if server.type == "sse":
+    if server.type == "sse" or era == "sse":
         return handshake(LegacySseTransport(url, server.headers, timeout=timeout, max_message_bytes=limit, server_name=server.name), False)
     try:
-        return handshake(StreamableHttpTransport(url, server.headers, timeout=timeout, max_message_bytes=limit, server_name=server.name))
+        return handshake(StreamableHttpTransport(url, server.headers, timeout=timeout, max_message_bytes=limit, server_name=server.name), discover)
     except HttpStatusError as exc:
         if exc.status not in FALLBACK_STATUSES:
             raise
@@ -88,6 +97,13 @@ def open_session(
             return handshake(LegacySseTransport(url, server.headers, timeout=timeout, max_message_bytes=limit, server_name=server.name), False)
         except McpError as sse_exc:
             raise McpError(f"{exc} — and as a legacy SSE endpoint: {sse_exc}") from sse_exc
+
+
+def session_era(session: ClientSession) -> str:
+    """What ``session`` speaks, as ``open_session``'s ``era`` hint: "modern", "handshake" or "sse"."""
+    if session.modern:
+        return "modern"
+    return "sse" if isinstance(session.transport, LegacySseTransport) else "handshake"
 
 
 def _handshake(session: ClientSession, timeout: float, discover: bool = True) -> ClientSession:
