@@ -575,8 +575,8 @@ def _token_request(
     status, _, data = _http("POST", endpoint, timeout, body=urlencode(form).encode("ascii"), headers=headers)
     answer = _json_object(data)
     if status != 200 or not isinstance(answer.get("access_token"), str) or not answer["access_token"]:
-        if answer.get("error") == "invalid_grant":
-            raise AuthRequired(reason="the authorization server answered invalid_grant")
+        if answer.get("error") == "invalid_grant" and form.get("grant_type") == "refresh_token":
+            raise AuthRequired(reason="the authorization server refused the refresh token (invalid_grant)")
         text = _describe_oauth_error(status, answer)
         for secret in secrets_to_hide + ((client_secret,) if client_secret else ()):
             text = text.replace(secret, "***")
@@ -673,6 +673,7 @@ class BearerAuth:
         self._loaded = False
         self._refresh_dead: Optional[str] = None  # a refresh token the server refused
         self._interactive_runs = 0
+        self._adopted: Tuple[str, float] = ("", 0.0)  # the token this object last obtained, and when
         self._lock = threading.RLock()
 
     @property
@@ -690,6 +691,12 @@ class BearerAuth:
         self._save(grant)
         self._grant = grant
         self._loaded = True
+        self._adopted = (grant.access_token, time.monotonic())
+
+    def _just_obtained(self, grant: Grant) -> bool:
+        """True for a token this object got moments ago: one that lives under a minute is used, not refreshed again."""
+        token, when = self._adopted
+        return token == grant.access_token and time.monotonic() - when < REFRESH_MARGIN_SECONDS / 2
 
     def _try_refresh(self, grant: Grant) -> bool:
         """Refresh ``grant``; False when it cannot be (no refresh token, or the server refused it)."""
@@ -710,7 +717,7 @@ class BearerAuth:
             grant = self._current()
             if grant is None:
                 return None
-            if grant.expires_within(REFRESH_MARGIN_SECONDS):
+            if grant.expires_within(REFRESH_MARGIN_SECONDS) and not self._just_obtained(grant):
                 try:
                     self._try_refresh(grant)
                 except OAuthError as exc:  # the server may still take the old token; a 401 will tell
