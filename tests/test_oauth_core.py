@@ -419,3 +419,26 @@ def test_concurrent_401s_refresh_once(server: OAuthFixture) -> None:
         t.join(10)
     assert results == [True] * 4
     assert len(store.saves) == 1  # the others saw the renewed grant and just retried
+
+
+def test_a_request_sent_before_a_grant_existed_just_retries_once_one_exists(server: OAuthFixture) -> None:
+    runs: List[Optional[str]] = []
+    store = Store()
+    auth = BearerAuth("remote", store.load, store.save, lambda www: runs.append(www) or _authorized(server))
+    assert auth.on_unauthorized(401, None, used=None) is True  # the first request: authorizes
+    assert auth.on_unauthorized(401, None, used=None) is True  # a concurrent one sent without a token: just retry
+    assert len(runs) == 1
+
+
+def test_a_numeric_string_expires_in_is_understood(server: OAuthFixture) -> None:
+    grant = oauth._grant_from({"access_token": "t", "expires_in": "120"}, None, None, **{k: "" for k in (
+        "resource", "issuer", "authorization_endpoint", "token_endpoint", "client_id", "token_endpoint_auth_method", "redirect_uri")}, client_secret=None)
+    assert grant.expires_at is not None and 100 < grant.expires_at - time.time() <= 120
+
+
+def test_a_client_metadata_url_must_be_https_with_a_path() -> None:
+    server = oauth._Server("https://h/mcp", "https://a", {"client_id_metadata_document_supported": True}, [])
+    with pytest.raises(OAuthError, match="must be an https URL"):
+        oauth._register(server, ClientSettings(client_metadata_url="http://toolscript.example/client.json"), REDIRECT, 1.0)
+    assert oauth._register(server, ClientSettings(client_metadata_url="https://toolscript.example/client.json"), REDIRECT, 1.0) == (
+        "https://toolscript.example/client.json", None, "none")
