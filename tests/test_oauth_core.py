@@ -442,3 +442,16 @@ def test_a_client_metadata_url_must_be_https_with_a_path() -> None:
         oauth._register(server, ClientSettings(client_metadata_url="http://toolscript.example/client.json"), REDIRECT, 1.0)
     assert oauth._register(server, ClientSettings(client_metadata_url="https://toolscript.example/client.json"), REDIRECT, 1.0) == (
         "https://toolscript.example/client.json", None, "none")
+
+
+def test_legacy_sse_post_refused_mid_session_is_refreshed_and_retried(server: OAuthFixture) -> None:
+    store = Store(_authorized(server))
+    first = store.grant
+    session = open_session(_server_config(server.sse_url, "sse"), auth=BearerAuth("remote", store.load, store.save))
+    try:
+        server.revoke()  # the open stream stays; the next POST is refused
+        assert session.call_tool("whoami", {}, timeout=10)["content"][0]["text"] == "you are authorized"
+    finally:
+        session.close()
+    assert store.grant.access_token != first.access_token
+    assert server.seen("POST", "/messages")[-2:] == ["Bearer " + first.access_token, "Bearer " + store.grant.access_token]
