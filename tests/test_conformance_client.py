@@ -19,18 +19,26 @@ Client scenarios of 0.1.16 (``conformance list``) and where each stands:
 - ``elicitation-sep1034-client-defaults``: does not apply — toolscript's client
   declares no ``elicitation`` capability and the gateway does not relay
   server-to-client requests (a tool gateway has no user to ask).
-- ``auth/*`` — not yet: needs issue 14 item 3 (OAuth 2.1 for http/sse servers):
-  ``auth/metadata-default``, ``auth/metadata-var1``, ``auth/metadata-var2``,
-  ``auth/metadata-var3``, ``auth/basic-cimd``, ``auth/scope-from-www-authenticate``,
-  ``auth/scope-from-scopes-supported``, ``auth/scope-omitted-when-undefined``,
-  ``auth/scope-step-up``, ``auth/scope-retry-limit``,
-  ``auth/token-endpoint-auth-basic``, ``auth/token-endpoint-auth-post``,
-  ``auth/token-endpoint-auth-none``, ``auth/pre-registration``, and the
-  older/draft/extension ones ``auth/2025-03-26-oauth-metadata-backcompat``,
-  ``auth/2025-03-26-oauth-endpoint-fallback``, ``auth/resource-mismatch``,
-  ``auth/offline-access-scope``, ``auth/offline-access-not-supported``,
-  ``auth/client-credentials-jwt``, ``auth/client-credentials-basic``,
-  ``auth/cross-app-access-complete-flow``.
+- ``auth/*`` of 2025-11-25, run here (toolscript/mcp/oauth.py through the
+  driver's ``BearerAuth``): ``auth/metadata-default``, ``auth/metadata-var1``,
+  ``auth/metadata-var2``, ``auth/metadata-var3``, ``auth/basic-cimd``,
+  ``auth/scope-from-www-authenticate``, ``auth/scope-from-scopes-supported``,
+  ``auth/scope-omitted-when-undefined``, ``auth/scope-step-up``,
+  ``auth/scope-retry-limit`` (the client must give up: it exits 1 with a
+  one-line error), ``auth/token-endpoint-auth-basic``,
+  ``auth/token-endpoint-auth-post``, ``auth/token-endpoint-auth-none``,
+  ``auth/pre-registration``.
+- ``auth/*`` of other revisions, also run here because toolscript does them:
+  ``auth/2025-03-26-oauth-metadata-backcompat`` and
+  ``auth/2025-03-26-oauth-endpoint-fallback`` (servers without protected
+  resource metadata), and the draft's ``auth/resource-mismatch`` (the client
+  must refuse: it exits 1), ``auth/offline-access-scope``,
+  ``auth/offline-access-not-supported``.
+- ``auth/client-credentials-jwt``, ``auth/client-credentials-basic``,
+  ``auth/cross-app-access-complete-flow``: do not apply — extensions
+  (SEP-1046 machine-to-machine grants, SEP-990 enterprise token exchange)
+  outside the 2025-11-25 specification; toolscript authorizes a user with
+  the authorization code flow only.
 
 ``sse-retry`` times the reconnection (``retry: 500``): the suite calls a delay
 over 1000 ms a FAILURE.  That bound is a wall clock on a shared machine, so the
@@ -53,7 +61,35 @@ from conftest import REPO_ROOT, missing_prerequisite
 
 DRIVER = os.path.join(REPO_ROOT, "tests", "mcp_servers", "conformance_client.py")
 
-SCENARIOS = ["initialize", "tools_call", "sse-retry"]
+AUTH_SCENARIOS = [
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+    # not 2025-11-25, but toolscript does them:
+    "auth/2025-03-26-oauth-metadata-backcompat",
+    "auth/2025-03-26-oauth-endpoint-fallback",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+]
+SCENARIOS = ["initialize", "tools_call", "sse-retry"] + AUTH_SCENARIOS
+
+#: Scenarios where the client must fail, and the words its one-line error must hold.
+EXPECTED_CLIENT_ERROR = {
+    "auth/scope-retry-limit": "insufficient scope",
+    "auth/resource-mismatch": "refusing to authorize",
+}
 
 #: What the driver's tool call must print for each scenario that calls a tool.
 EXPECTED_TEXT = {
@@ -140,7 +176,7 @@ def _run_client_scenario(conformance: List[str], scenario: str, tmp_path) -> Dic
     failed = [c for c in checks if c.get("status") == "FAILURE" and not _tolerated(c)]
     scored = [c for c in checks if c.get("status") in ("SUCCESS", "FAILURE")]
     # The CLI exits 1 on warnings and on a client that exited non-zero; judge those ourselves.
-    client_failed = "Client exited with code" in output or "Client timed out" in output
+    client_failed = "Client timed out" in output or ("Client exited with code" in output and scenario not in EXPECTED_CLIENT_ERROR)
     if failed or not scored or client_failed:
         pytest.fail(
             f"client scenario {scenario} failed (CLI exit {proc.returncode})\n{_describe(checks)}\n"
@@ -148,12 +184,14 @@ def _run_client_scenario(conformance: List[str], scenario: str, tmp_path) -> Dic
             f"CLI output tail:\n{output[-3000:]}",
             pytrace=False,
         )
-    steps = {}
+    steps: Dict[str, Any] = {}
+    events: List[Any] = []
     for line in stdout.splitlines():
         if line.startswith("{"):
             entry = json.loads(line)
             steps[entry["step"]] = entry["value"]
-    return {"checks": checks, "steps": steps}
+            events.append((entry["step"], entry["value"]))
+    return {"checks": checks, "steps": steps, "events": events}
 
 
 @pytest.mark.timeout(SCENARIO_TIMEOUT + 30)
@@ -161,6 +199,9 @@ def _run_client_scenario(conformance: List[str], scenario: str, tmp_path) -> Dic
 def test_conformance_client_scenario(scenario: str, conformance: List[str], tmp_path) -> None:
     outcome = _run_client_scenario(conformance, scenario, tmp_path)
     steps = outcome["steps"]
+    if scenario.startswith("auth/"):
+        _check_auth_scenario(scenario, outcome)
+        return
     # A handshake-era scenario server: the discover probe must have fallen back to initialize.
     assert steps.get("connected", {}).get("modern") is False, steps
     assert "tools" in steps, steps
@@ -184,3 +225,35 @@ def test_conformance_client_scenario(scenario: str, conformance: List[str], tmp_
         assert by_id["client-sse-last-event-id"]["status"] == "SUCCESS", by_id
         timing = by_id["client-sse-retry-timing"]["details"]
         assert timing["tooEarly"] is False, timing  # it waited at least the server's retry (500 ms, 50 ms tolerance)
+
+
+def _check_auth_scenario(scenario: str, outcome: Dict[str, Any]) -> None:
+    """What the driver did in an auth scenario: authorized as the scenario demands, then called the tool (or refused)."""
+    steps, checks = outcome["steps"], outcome["checks"]
+    authorizations = [value for step, value in outcome["events"] if step == "authorized"]
+    if scenario in EXPECTED_CLIENT_ERROR:
+        assert EXPECTED_CLIENT_ERROR[scenario] in steps.get("error", ""), steps
+        assert "call" not in steps, steps
+        if scenario == "auth/resource-mismatch":
+            assert authorizations == [], authorizations  # refused before the authorization request
+        else:
+            assert 1 <= len(authorizations) <= 3, authorizations
+        return
+    assert steps.get("connected", {}).get("modern") is False, steps  # the suite's servers are handshake-era
+    assert [b.get("text") for b in steps["call"].get("content") or []] == ["test"], steps["call"]
+    assert authorizations, steps
+    assert any(c.get("id") == "valid-bearer-token" and c.get("status") == "SUCCESS" for c in checks) or scenario.startswith("auth/2025-03-26"), checks
+    first = authorizations[0]
+    if scenario == "auth/scope-step-up":
+        assert [a["scope"] for a in authorizations] == ["mcp:basic", "mcp:basic mcp:write"], authorizations
+    elif scenario == "auth/basic-cimd":
+        assert first["client_id"] == "https://conformance-test.local/client-metadata.json", first
+    elif scenario == "auth/pre-registration":
+        assert (first["client_id"], first["auth_method"]) == ("pre-registered-client", "client_secret_basic"), first
+    elif scenario.startswith("auth/token-endpoint-auth-"):
+        method = {"basic": "client_secret_basic", "post": "client_secret_post", "none": "none"}[scenario.rsplit("-", 1)[1]]
+        assert first["auth_method"] == method, first
+    elif scenario == "auth/offline-access-scope":
+        assert "offline_access" in (first["scope"] or "").split(), first
+    elif scenario == "auth/scope-omitted-when-undefined":
+        assert first["scope"] is None, first

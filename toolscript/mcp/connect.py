@@ -11,6 +11,9 @@ backwards-compatibility section describes.
 The server is described by ``ServerSettings``, a protocol: the app's
 ``config.ServerConfig`` satisfies it, and the MCP layer does not import the
 app's configuration.
+
+``auth`` (a ``BearerAuth``) gives http/sse servers their OAuth token; its
+``AuthRequired`` ("needs auth: run toolscript auth NAME") is the connect error.
 """
 
 from typing import Any, Callable, Dict, List, Optional, Protocol
@@ -18,6 +21,7 @@ from typing import Any, Callable, Dict, List, Optional, Protocol
 from toolscript import log
 from toolscript.mcp.errors import HttpStatusError, McpError, RequestTimeout
 from toolscript.mcp.legacy_sse import LegacySseTransport
+from toolscript.mcp.oauth import BearerAuth
 from toolscript.mcp.session import ClientSession
 from toolscript.mcp.stdio import StdioTransport
 from toolscript.mcp.streamable_http import StreamableHttpTransport
@@ -52,6 +56,7 @@ def open_session(
     on_log: Optional[Callable[[Dict[str, Any]], None]] = None,
     on_close: Optional[Callable[[Exception], None]] = None,
     on_session: Optional[Callable[[ClientSession], None]] = None,
+    auth: Optional[BearerAuth] = None,
 ) -> ClientSession:
     """Connect to ``server`` and complete the handshake within its connect timeout.
 
@@ -77,15 +82,15 @@ def open_session(
         return handshake(StdioTransport(command, server.args, server.env, server.cwd, max_message_bytes=limit, server_name=server.name))
     url = server.url or ""
     if server.type == "sse":
-        return handshake(LegacySseTransport(url, server.headers, timeout=timeout, max_message_bytes=limit, server_name=server.name), False)
+        return handshake(LegacySseTransport(url, server.headers, timeout=timeout, max_message_bytes=limit, server_name=server.name, auth=auth), False)
     try:
-        return handshake(StreamableHttpTransport(url, server.headers, timeout=timeout, max_message_bytes=limit, server_name=server.name))
+        return handshake(StreamableHttpTransport(url, server.headers, timeout=timeout, max_message_bytes=limit, server_name=server.name, auth=auth))
     except HttpStatusError as exc:
         if exc.status not in FALLBACK_STATUSES:
             raise
         logger.debug("%s: Streamable HTTP refused (%s); trying legacy SSE", server.name, exc.status)
         try:
-            return handshake(LegacySseTransport(url, server.headers, timeout=timeout, max_message_bytes=limit, server_name=server.name), False)
+            return handshake(LegacySseTransport(url, server.headers, timeout=timeout, max_message_bytes=limit, server_name=server.name, auth=auth), False)
         except McpError as sse_exc:
             raise McpError(f"{exc} — and as a legacy SSE endpoint: {sse_exc}") from sse_exc
 

@@ -9,10 +9,15 @@ cannot make us send our headers elsewhere.
 Every event is read with a bound (``max_message_bytes``); one over it fails the
 request whose id it carries at its start or end, and closes the transport when
 it carries none we wait for (see ``transport``).
+
+OAuth: with a ``BearerAuth`` the stream's GET and every POST carry its
+``Authorization`` header, and a 401/403 it can fix (a refreshed token, a
+step-up) is answered by sending that request once more.
 """
 
+import http.client
 import threading
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, Optional, Tuple
 from urllib.parse import urljoin
 
 from toolscript import log
@@ -31,6 +36,7 @@ from toolscript.mcp.httpconn import (
     shutdown,
     status_error,
 )
+from toolscript.mcp.oauth import BearerAuth
 from toolscript.mcp.transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
     HEAD_TAIL_BYTES,
@@ -58,9 +64,11 @@ class LegacySseTransport:
         timeout: float = 30.0,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         server_name: str = "",
+        auth: Optional[BearerAuth] = None,
     ) -> None:
         self.endpoint = Endpoint(url)
         self.headers = dict(headers or {})
+        self.auth = auth
         self.timeout = timeout
         self.max_message_bytes = max_message_bytes
         self.protocol_version: Optional[str] = None
@@ -74,18 +82,8 @@ class LegacySseTransport:
         self._pending.on_request_error = on_request_error
         if self._closed:
             raise ConnectionClosed(f"the SSE connection to {redact_url(self.endpoint.url)} was closed before it started")
-        conn = open_connection(self.endpoint, self.timeout)
-        self._conn = conn
-        if self._closed:  # closed by another thread while we connected
-            conn.close()
-            raise ConnectionClosed(f"the SSE connection to {redact_url(self.endpoint.url)} was closed before it started")
+        conn, resp = self._open_stream(auth_retry=True)
         try:
-            conn.request("GET", self.endpoint.target, headers=request_headers(self.headers, "text/event-stream"))
-            resp = conn.getresponse()
-            if resp.status != 200:
-                body = resp.read(4096)
-                conn.close()
-                raise status_error(resp, body, self.endpoint.url)
             content_type = (resp.getheader("Content-Type") or "").split(";")[0].strip().lower()
             if content_type != "text/event-stream":
                 conn.close()
@@ -103,6 +101,41 @@ class LegacySseTransport:
         self._pool = Pool(self.post_endpoint, self.timeout)
         conn.raw_sock.settimeout(None)  # from here on the stream may be quiet for as long as it likes
         threading.Thread(target=self._read, args=(events, on_message, on_close), name="mcp-sse", daemon=True).start()
+
+    def _open_stream(self, auth_retry: bool) -> Tuple[Connection, http.client.HTTPResponse]:
+        """GET the SSE URL; the connection and its 200 response (a 401/403 auth can fix is asked once more)."""
+        conn = open_connection(self.endpoint, self.timeout)
+        self._conn = conn
+        if self._closed:  # closed by another thread while we connected
+            conn.close()
+            raise ConnectionClosed(f"the SSE connection to {redact_url(self.endpoint.url)} was closed before it started")
+        headers = self._authorized(request_headers(self.headers, "text/event-stream"))
+        try:
+            conn.request("GET", self.endpoint.target, headers=headers)
+            resp = conn.getresponse()
+            if resp.status != 200:
+                body = resp.read(4096)
+                conn.close()
+                if auth_retry and self._auth_retry(resp.status, resp.getheader("WWW-Authenticate"), headers):
+                    return self._open_stream(auth_retry=False)
+                raise status_error(resp, body, self.endpoint.url)
+        except READ_ERRORS as exc:
+            conn.close()
+            raise TransportError(describe_oserror(exc, self.endpoint.url)) from exc
+        return conn, resp
+
+    def _authorized(self, headers: Dict[str, str]) -> Dict[str, str]:
+        if self.auth is not None:
+            value = self.auth.authorization()
+            if value:
+                headers["Authorization"] = value
+        return headers
+
+    def _auth_retry(self, status: int, www_authenticate: Optional[str], headers: Dict[str, str]) -> bool:
+        """A 401/403: True when ``auth`` renewed the grant and the request should go once more."""
+        if self.auth is None or status not in (401, 403):
+            return False
+        return self.auth.on_unauthorized(status, www_authenticate, used=headers.get("Authorization"))
 
     def _wait_for_endpoint(self, events: Iterator[sse.Event]) -> Endpoint:
         for event in events:
@@ -187,16 +220,19 @@ class LegacySseTransport:
     def send(self, message: dict) -> None:
         if self._closed or self._pool is None:
             raise ConnectionClosed(f"the SSE connection to {redact_url(self.endpoint.url)} is closed")
-        headers = request_headers(self.headers, "application/json, text/event-stream", protocol_version=self.protocol_version)
-        headers["Content-Type"] = "application/json"
         self._pending.add(message)
         try:
-            self._post(message, headers)
+            if self._post(message, auth_retry=True):
+                self._post(message, auth_retry=False)
         except McpError:
             self._pending.pop(message.get("id"))
             raise
 
-    def _post(self, message: Dict[str, Any], headers: Dict[str, str]) -> None:
+    def _post(self, message: Dict[str, Any], auth_retry: bool) -> bool:
+        """POST one message (its answer comes on the stream); True when auth asks for it to be sent again."""
+        headers = request_headers(self.headers, "application/json, text/event-stream", protocol_version=self.protocol_version)
+        headers["Content-Type"] = "application/json"
+        self._authorized(headers)
         pool, endpoint = self._pool, self.post_endpoint
         if pool is None or endpoint is None:
             raise ConnectionClosed(f"the SSE connection to {redact_url(self.endpoint.url)} is not open")
@@ -211,10 +247,13 @@ class LegacySseTransport:
             body = b"(a body over the size limit)"
         elif 200 <= resp.status < 300:
             pool.release(conn, resp)
-            return
+            return False
         conn.close()
+        if auth_retry and self._auth_retry(resp.status, resp.getheader("WWW-Authenticate"), headers):
+            return True
         if not 200 <= resp.status < 300:
             raise status_error(resp, body, endpoint.url)
+        return False
 
     def close(self) -> None:
         if self._closed:

@@ -23,6 +23,11 @@ session and no GET stream; each POST carries ``MCP-Protocol-Version``,
 ``Mcp-Method`` and ``Mcp-Name``, and an error status whose body is the
 request's JSON-RPC error delivers that error (a 404 -32601, a 400 -32022), so
 the session can tell a modern refusal from a handshake-era server's 4xx.
+
+OAuth: with a ``BearerAuth`` every request (POSTs, GET streams, the DELETE)
+carries its ``Authorization`` header; a 401 or 403 is shown to it, and when it
+says so (a refreshed token, a step-up) the request is sent once more.  Its
+``AuthRequired`` is the request's error.
 """
 
 import threading
@@ -45,6 +50,7 @@ from toolscript.mcp.httpconn import (
     shutdown,
     status_error,
 )
+from toolscript.mcp.oauth import BearerAuth, OAuthError
 from toolscript.mcp.protocol import ParamHeaders, envelope_version, modern_headers, param_headers
 from toolscript.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES, OnClose, OnMessage, OnRequestError, describe_request, too_large
 
@@ -71,9 +77,11 @@ class StreamableHttpTransport:
         timeout: float = 30.0,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         server_name: str = "",
+        auth: Optional[BearerAuth] = None,
     ) -> None:
         self.endpoint = Endpoint(url)
         self.headers = dict(headers or {})
+        self.auth = auth
         self.timeout = timeout
         self.max_message_bytes = max_message_bytes
         self.server_name = server_name
@@ -143,7 +151,21 @@ class StreamableHttpTransport:
         shutdown(conn)
 
     def _headers(self, accept: str = "application/json, text/event-stream") -> Dict[str, str]:
-        return request_headers(self.headers, accept, session_id=self.session_id, protocol_version=self.protocol_version)
+        headers = request_headers(self.headers, accept, session_id=self.session_id, protocol_version=self.protocol_version)
+        self._authorize(headers)
+        return headers
+
+    def _authorize(self, headers: Dict[str, str]) -> None:
+        if self.auth is not None:
+            value = self.auth.authorization()
+            if value:
+                headers["Authorization"] = value
+
+    def _auth_retry(self, status: int, www_authenticate: Optional[str], headers: Dict[str, str]) -> bool:
+        """A 401/403: True when ``auth`` renewed the grant and the request should go once more."""
+        if self.auth is None or status not in (401, 403):
+            return False
+        return self.auth.on_unauthorized(status, www_authenticate, used=headers.get("Authorization"))
 
     def _post_request(self, message: dict) -> None:
         request_id = message["id"]
@@ -156,6 +178,11 @@ class StreamableHttpTransport:
             self._on_request_error(request_id, TransportError(f"{type(exc).__name__}: {exc}"))
 
     def _post(self, message: dict, request_id: object) -> None:
+        if self._post_once(message, request_id, auth_retry=True):
+            self._post_once(message, request_id, auth_retry=False)
+
+    def _post_once(self, message: dict, request_id: object, auth_retry: bool) -> bool:
+        """POST ``message`` and deliver its answer; True when auth asks for the request to be sent again."""
         modern = envelope_version(message)
         if modern is not None:
             headers = request_headers(self.headers, "application/json, text/event-stream")
@@ -163,6 +190,7 @@ class StreamableHttpTransport:
             params = message.get("params") or {}
             if message.get("method") == "tools/call" and params.get("name") in self.tool_param_headers:
                 headers.update(param_headers(self.tool_param_headers[params["name"]], params.get("arguments")))
+            self._authorize(headers)
         else:
             headers = self._headers()
         headers["Content-Type"] = "application/json"
@@ -198,12 +226,14 @@ class StreamableHttpTransport:
                     conn.close()
                 else:
                     self._pool.release(conn, resp)
-                return
+                return False
             if not 200 <= resp.status < 300:
                 body = resp.read(4096)
                 conn.close()
+                if auth_retry and self._auth_retry(resp.status, resp.getheader("WWW-Authenticate"), headers):
+                    return True
                 if modern is not None and request_id is not None and self._deliver_error(body, request_id):
-                    return
+                    return False
                 if had_session and (resp.status == 404 or (resp.status == 400 and b"session" in body.lower())):
                     self.session_id = None
                     raise SessionExpired(f"{redact_url(self.endpoint.url)} no longer knows our session (HTTP {resp.status})", resp.status)
@@ -231,6 +261,7 @@ class StreamableHttpTransport:
             if request_id is not None:
                 with self._lock:
                     self._active.pop(request_id, None)
+        return False
 
     def _too_large(self, message: Dict[str, Any]) -> MessageTooLarge:
         what = describe_request(message.get("method", ""), message.get("params"))
@@ -313,6 +344,7 @@ class StreamableHttpTransport:
     def _resume(self, message: Dict[str, Any], last_id: str, retry_ms: Optional[int]) -> None:
         """The server closed a response stream early: resume it with Last-Event-ID (SEP-1699)."""
         request_id = message["id"]
+        auth_retried = False
         for _ in range(_RESUME_ATTEMPTS):
             time.sleep((retry_ms if retry_ms is not None else 1000) / 1000.0)
             if self._closed:
@@ -325,6 +357,9 @@ class StreamableHttpTransport:
             if resp.status != 200:
                 body = resp.read(4096)
                 conn.close()
+                if not auth_retried and self._auth_retry(resp.status, resp.getheader("WWW-Authenticate"), headers):
+                    auth_retried = True
+                    continue
                 raise status_error(resp, body, self.endpoint.url)
             try:
                 for event in self._events(resp):
@@ -345,7 +380,7 @@ class StreamableHttpTransport:
 
     def _listen(self) -> None:
         """Hold the GET stream open for server-initiated messages; reconnect with backoff."""
-        delay, last_id = 1.0, None
+        delay, last_id, auth_retried = 1.0, None, False
         while not self._closed:
             conn = None
             try:
@@ -357,11 +392,14 @@ class StreamableHttpTransport:
                 conn.request("GET", self.endpoint.target, headers=headers)
                 resp = conn.getresponse()
                 if resp.status != 200:
+                    if not auth_retried and self._auth_retry(resp.status, resp.getheader("WWW-Authenticate"), headers):
+                        auth_retried = True  # once: a grant that keeps failing here fails the next request too
+                        continue
                     # 405: the server offers no GET stream; anything else: it refuses one.
                     logger.debug("no GET stream: HTTP %s", resp.status)
                     return
                 conn.raw_sock.settimeout(None)
-                delay = 1.0
+                delay, auth_retried = 1.0, False
                 for event in sse.iter_events(resp.readline, self.max_message_bytes, keep_reading=lambda head: False):
                     if event.oversized is not None:
                         self._stream_failed(too_large("a message on the server's event stream", self.max_message_bytes, self.server_name))
@@ -370,6 +408,9 @@ class StreamableHttpTransport:
                     if event.retry is not None:
                         delay = event.retry / 1000.0
                     self._deliver_event(event, None)
+            except OAuthError as exc:  # needs the user: the next request will say so
+                logger.debug("GET stream: %s", exc)
+                return
             except Exception as exc:  # the stream is best-effort: log and reconnect
                 if self._closed:
                     return
