@@ -425,6 +425,68 @@ def browse(opts):
     return 0 if 200 <= status < 300 else 1
 
 
+# -- for tests: start one as a process --------------------------------------------------------------
+
+class Running(object):
+    """A started ``serve`` process: its URLs, knobs and counters."""
+
+    def __init__(self, process, port, log_path):
+        self.process, self.port, self.log_path = process, port, log_path
+        self.base = "http://127.0.0.1:%d" % port
+        self.url = self.base + "/mcp"
+
+    def admin(self, knob, **body):
+        import urllib.request
+        req = urllib.request.Request(self.base + "/_admin/" + knob, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return json.loads(resp.read().decode())
+
+    def stats(self):
+        import urllib.request
+        with urllib.request.urlopen(self.base + "/_admin/stats", timeout=10) as resp:
+            return json.loads(resp.read().decode())
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(10)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def start(*knobs, timeout=10.0):
+    """Run ``serve KNOBS`` on a free port and wait for it to listen."""
+    import select
+    import subprocess
+    import tempfile
+    log_file = tempfile.NamedTemporaryFile(prefix="oauth-server-", suffix=".log", delete=False)
+    process = subprocess.Popen([sys.executable, os.path.abspath(__file__), "serve", *knobs], stdout=subprocess.PIPE,
+                               stderr=log_file, start_new_session=True)
+    log_file.close()
+    deadline, line = time.monotonic() + timeout, b""
+    while time.monotonic() < deadline and not line.endswith(b"\n"):
+        ready, _, _ = select.select([process.stdout], [], [], 0.1)
+        if ready:
+            chunk = os.read(process.stdout.fileno(), 256)
+            if not chunk:
+                break
+            line += chunk
+    if not line.startswith(b"LISTENING "):
+        process.kill()
+        process.wait()
+        with open(log_file.name, errors="replace") as f:
+            raise RuntimeError("oauth_server did not start: %r; log: %s" % (line, f.read()[-2000:]))
+    return Running(process, int(line.split()[1]), log_file.name)
+
+
+BROWSER = [sys.executable, os.path.abspath(__file__), "browse"]
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description="OAuth-protected MCP fixture server (and test browser)")
     sub = p.add_subparsers(dest="mode")

@@ -36,6 +36,7 @@ examples:
   toolscript auth github                 sign in (opens the browser)
   toolscript auth github --no-browser    print the URL; the callback still lands here
   toolscript auth github --paste         sign in from another device, paste the result
+  toolscript auth github --scope "repo"  a step-up: a tool said it needs more scope
   toolscript auth --list                 servers with a stored token, scope, expiry
   toolscript auth --list --json
   toolscript auth --logout github        delete github's stored token
@@ -54,6 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
     how = parser.add_mutually_exclusive_group()
     how.add_argument("--no-browser", action="store_true", help="do not open a browser; print the URL to open")
     how.add_argument("--paste", action="store_true", help="no callback listener: paste the address the browser ends up at on stdin")
+    parser.add_argument("--scope", metavar="SCOPES", help='ask for these scopes (space-separated) besides those granted before: a step-up')
     parser.add_argument("--force", action="store_true", help="sign in even when the server answers without asking for it")
     parser.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS", help="how long to wait for the browser (default 300)")
     parser.set_defaults(handler=run)
@@ -94,7 +96,9 @@ def _sign_in(args: argparse.Namespace) -> int:
 
     server = _server(args)
     try:
-        grant = oauth_login.sign_in(server, paste=args.paste, no_browser=args.no_browser, force=args.force, timeout=args.timeout)
+        grant = oauth_login.sign_in(
+            server, paste=args.paste, no_browser=args.no_browser, force=args.force or bool(args.scope), scope=args.scope, timeout=args.timeout
+        )
     except OAuthError as exc:
         raise UserError(f"sign-in to {server.name!r} failed: {exc}") from None
     if grant is None:

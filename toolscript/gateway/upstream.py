@@ -407,8 +407,7 @@ class Upstream:
             )
         except (ConnectionClosed, TransportError) as exc:
             if servers.auth_required(exc) is not None:
-                self._lost_auth(session, exc)
-                raise UpstreamUnavailable(self.unavailable_reason()) from None
+                self._call_needs_auth(session, exc)
             # HTTP servers have no connection to watch: a transport failure on a
             # call is how we learn they went away.
             if not isinstance(exc, ConnectionClosed) or session.transport.name != "stdio":
@@ -416,12 +415,22 @@ class Upstream:
             raise
         except Exception as exc:
             if servers.auth_required(exc) is not None:
-                # Our token was refused and could not be refreshed: the call says how to fix it.
-                self._lost_auth(session, exc)
-                raise UpstreamUnavailable(self.unavailable_reason()) from None
+                self._call_needs_auth(session, exc)
             if servers.is_oauth_error(exc):
                 raise McpError(str(exc)) from None
             raise
+
+    def _call_needs_auth(self, session: ClientSession, exc: Exception) -> None:
+        """A call was refused for want of a sign-in: raise the error that says which command fixes it."""
+        from toolscript.mcp.oauth_store import StepUpRequired
+
+        found = servers.auth_required(exc)
+        if isinstance(found, StepUpRequired):
+            # Only this tool needs more scope: the server stays ready for the others.
+            raise McpError(str(found)) from None
+        # Our token was refused and could not be refreshed: the server needs a sign-in.
+        self._lost_auth(session, exc)
+        raise UpstreamUnavailable(self.unavailable_reason()) from None
 
     def wait_while_connecting(self, timeout: float) -> None:
         """Give a (re)connecting server up to ``timeout`` seconds; failed servers return at once."""

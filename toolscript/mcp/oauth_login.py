@@ -192,6 +192,7 @@ def sign_in(
     paste: bool = False,
     no_browser: bool = False,
     force: bool = False,
+    scope: Optional[str] = None,
     timeout: float = DEFAULT_WAIT_SECONDS,
     say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
     read_line: Callable[[], str] = lambda: sys.stdin.readline(),
@@ -200,7 +201,8 @@ def sign_in(
     """Authorize toolscript for ``server`` (an http/sse ``config.ServerConfig``) and store the grant.
 
     Returns the stored grant, or None when the server did not ask for
-    authorization and ``force`` is False.  Raises ``OAuthError`` (one line,
+    authorization and ``force`` is False.  ``scope`` (a step-up) replaces the
+    configured scope; the scope granted before is kept.  Raises ``OAuthError`` (one line,
     what to do next) on every failure; nothing is stored then.
     """
     env = os.environ if environ is None else environ
@@ -256,7 +258,7 @@ def sign_in(
 
     try:
         grant = oauth.authorize(
-            url, open_url, uri, www_authenticate=challenge, client=oauth_store.client_settings(settings), previous=previous
+            url, open_url, uri, www_authenticate=challenge, client=oauth_store.client_settings(settings, scope), previous=previous
         )
     finally:
         if listener is not None:

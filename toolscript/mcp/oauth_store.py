@@ -21,12 +21,13 @@ Nothing here logs or prints a token; ``masked`` is how to show one.
 
 import json
 import os
+import shlex
 import time
 import urllib.parse
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from toolscript import log, paths
-from toolscript.mcp.oauth import Grant
+from toolscript.mcp.oauth import AuthRequired, BearerAuth, ClientSettings, Grant, bearer_challenge
 
 logger = log.get("mcp.oauth_store")
 
@@ -116,29 +117,73 @@ def masked(secret: Optional[str]) -> str:
 # -- building what the transports need ------------------------------------------------------
 
 
-def client_settings(oauth: Any) -> Any:
-    """The ``oauth.ClientSettings`` for a server's ``oauth`` config (``config.OAuthConfig``, duck-typed), or defaults."""
-    from toolscript.mcp.oauth import ClientSettings
-
-    if oauth is None:
-        return ClientSettings()
+def client_settings(oauth: Any, scope: Optional[str] = None) -> ClientSettings:
+    """The ``oauth.ClientSettings`` for a server's ``oauth`` config (``config.OAuthConfig``, duck-typed); ``scope`` overrides."""
     return ClientSettings(
         client_id=getattr(oauth, "client_id", None),
         client_secret=getattr(oauth, "client_secret", None),
-        scope=getattr(oauth, "scope", None),
+        scope=scope or getattr(oauth, "scope", None),
         client_metadata_url=getattr(oauth, "client_metadata_url", None),
     )
 
 
-def bearer_auth(server: Any, interactive: Optional[Callable[[Optional[str]], Grant]] = None) -> Optional[Any]:
+class StepUpRequired(AuthRequired):
+    """A tool needs more scope than the stored sign-in has: only that call fails, with the command that fixes it."""
+
+    def __init__(self, server_name: str, scope: Optional[str]) -> None:
+        super().__init__(server_name, "the server asks for more scope")
+        self.scope = scope
+        wanted = f" --scope {shlex.quote(scope)}" if scope else ""
+        # Replaces AuthRequired's message: same words, plus the scope to ask for.
+        self.args = (f"needs auth: run toolscript auth {server_name}{wanted} (this tool needs more scope than the sign-in has)",)
+
+
+class StoredBearerAuth(BearerAuth):
+    """``BearerAuth`` over this store that notices a new sign-in at once.
+
+    ``toolscript auth`` writes the store from another process; each request
+    here looks at the file's signature (one stat) and rereads the grant when it
+    changed, so a gateway uses a new sign-in (or a step-up's larger scope)
+    without a restart.  A 403 for more scope that a newer stored grant may
+    already have is retried with it; otherwise it is a ``StepUpRequired``.
+    """
+
+    def __init__(self, server_name: str, server_url: str) -> None:
+        super().__init__(server_name, lambda: load(server_name, server_url), lambda grant: save(server_name, grant))
+        self._seen = signature(server_name)
+
+    def _current(self) -> Optional[Grant]:
+        now = signature(self.server_name)
+        if now != self._seen:
+            self._seen = now
+            self._loaded = False  # someone else stored a grant (or removed it): read it again
+        return super()._current()
+
+    def _adopt(self, grant: Grant) -> None:
+        super()._adopt(grant)
+        self._seen = signature(self.server_name)  # our own save is not news
+
+    def on_unauthorized(self, status: int, www_authenticate: Optional[str], used: Optional[str] = None) -> bool:
+        with self._lock:
+            if status == 403 and used is not None:
+                grant = self._current()
+                if grant is not None and used != "Bearer " + grant.access_token:
+                    return True  # a newer sign-in arrived since this request left: try it
+            try:
+                return super().on_unauthorized(status, www_authenticate, used)
+            except AuthRequired as exc:
+                if status == 403:
+                    raise StepUpRequired(self.server_name, bearer_challenge(www_authenticate).get("scope")) from exc
+                raise
+
+
+def bearer_auth(server: Any) -> Optional[StoredBearerAuth]:
     """A ``BearerAuth`` reading and writing this store for an http/sse ``server``; None when OAuth does not apply.
 
     It does not apply to stdio servers, to servers whose config says
     ``"oauth": false``, or to servers that send their own ``Authorization``
     header (a static token in ``headers`` wins: sending both would be ambiguous).
     """
-    from toolscript.mcp.oauth import BearerAuth
-
     if getattr(server, "type", None) not in ("http", "sse") or not getattr(server, "url", None):
         return None
     oauth = getattr(server, "oauth", None)
@@ -146,8 +191,7 @@ def bearer_auth(server: Any, interactive: Optional[Callable[[Optional[str]], Gra
         return None
     if any(key.lower() == "authorization" for key in (getattr(server, "headers", None) or {})):
         return None
-    name, url = server.name, server.url
-    return BearerAuth(name, lambda: load(name, url), lambda grant: save(name, grant), interactive)
+    return StoredBearerAuth(server.name, server.url)
 
 
 # -- reading ----------------------------------------------------------------------------------
