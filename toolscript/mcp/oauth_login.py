@@ -135,7 +135,9 @@ def free_port() -> int:
 
 
 def port_free(port: int) -> bool:
+    """Whether the listener could bind ``port`` now (with SO_REUSEADDR, as it does: TIME_WAIT leftovers do not count)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
