@@ -80,7 +80,7 @@ def probe(server: ServerConfig) -> Dict[str, Any]:
 
         auth = oauth_store.bearer_auth(server)
     try:
-        session = open_session(server, **({"auth": auth} if auth is not None else {}))
+        session = open_session(server, auth=auth)
         report["transport"] = session.transport.name
         tools = session.list_tools(server.connect_timeout)
         shown, hidden = visible_tools(server, tools)

@@ -211,7 +211,7 @@ class Upstream:
                 on_log=self._server_log,
                 on_close=lambda exc: self._closed_by_server(exc, attempt),
                 on_session=self._track,
-                **({"auth": self._auth} if self._auth is not None else {}),
+                auth=self._auth,
             )
         except Exception as exc:
             if servers.auth_required(exc) is None:

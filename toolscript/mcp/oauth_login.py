@@ -64,7 +64,7 @@ class CallbackListener:
                     self._page(404, "Not found", "This is toolscript's sign-in callback; nothing here.")
                     return
                 query = urllib.parse.parse_qs(parts.query)
-                state = (query.get("state") or [None])[0]
+                state = _query_value(self.path, "state")
                 if listener.expected_state is not None and state != listener.expected_state:
                     self._page(400, "Sign-in refused", "This answer does not belong to the sign-in toolscript started "
                                "(its state differs). Nothing was stored; run toolscript auth again.")
