@@ -204,6 +204,7 @@ class Upstream:
             # Noted before connecting, so a sign-in that lands while this attempt fails is not missed.
             self._store_signature = self._auth_signature()
         attempt: Dict[str, Any] = {"session": None, "closed": None}  # this attempt's session, and how it closed early
+        extra: Dict[str, Any] = {"auth": self._auth} if self._auth is not None else {}  # stdio servers: open_session as ever
         try:
             session = open_session(
                 self.server,
@@ -211,7 +212,7 @@ class Upstream:
                 on_log=self._server_log,
                 on_close=lambda exc: self._closed_by_server(exc, attempt),
                 on_session=self._track,
-                auth=self._auth,
+                **extra,
             )
         except Exception as exc:
             if servers.auth_required(exc) is None:
