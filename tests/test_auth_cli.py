@@ -45,7 +45,8 @@ def setup(tmp_path, server):
 
 def write_config(path, server, **remote):
     entry = dict({"url": server.url}, **remote)
-    servers = {"remote": entry, "local": {"command": sys.executable, "args": ["-c", "pass"]}, "open": {"url": server.url, "oauth": False}}
+    servers = {"remote": entry, "local": {"command": sys.executable, "args": ["-c", "pass"]}, "open": {"url": server.url, "oauth": False},
+               "static": {"url": server.url, "headers": {"Authorization": "Bearer static-value"}}}
     path.write_text(json.dumps({"mcpServers": servers}))
 
 
@@ -210,6 +211,7 @@ def test_a_server_that_needs_no_sign_in_is_left_alone(tmp_path):
         (["nosuch"], "unknown server 'nosuch'"),
         (["local"], "is a stdio server"),
         (["open"], '"oauth": false'),
+        (["static"], "sends its own Authorization header"),
         ([], "name the server"),
         (["--list", "remote"], "--list takes no SERVER"),
     ],

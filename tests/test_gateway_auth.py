@@ -230,3 +230,18 @@ def test_no_token_ever_reaches_the_gateway_log(tmp_path):
     for secret in seen:  # ... and never shows a token
         assert secret not in log_text
     assert "Bearer " not in log_text
+
+
+@pytest.mark.timeout(120)
+def test_oauth_false_and_a_static_authorization_header_opt_out(tmp_path, state):
+    from toolscript.config import OAuthConfig
+
+    with oauth_server.start() as server:
+        sign_in(tmp_path, server)  # a stored token exists, and still is not sent
+        off = ServerConfig(name="off", type="http", source="test", url=server.url, timeout=20, oauth=OAuthConfig(enabled=False))
+        static = ServerConfig(name="static", type="http", source="test", url=server.url, timeout=20,
+                              headers={"Authorization": "Bearer not-from-the-store"})
+        with running_gateway([off, static], tmp_path) as (gw, _):
+            assert wait_for(lambda: all(u.state == "failed" for u in gw.upstreams.values()), 20), gw.servers(wait=False)
+            for upstream in gw.upstreams.values():
+                assert "401" in upstream.error and "needs auth" not in upstream.error

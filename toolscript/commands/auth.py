@@ -85,6 +85,9 @@ def _server(args: argparse.Namespace):
         raise UserError(f"server {server.name!r} is a {server.type} server; OAuth sign-in is for http/sse servers only", exit_code=2)
     if not server.oauth.enabled:
         raise UserError(f"server {server.name!r} has \"oauth\": false in {server.source}; remove that to sign in", exit_code=2)
+    if any(key.lower() == "authorization" for key in server.headers):
+        raise UserError(f"server {server.name!r} sends its own Authorization header (\"headers\" in {server.source}); "
+                        "remove it to sign in with OAuth instead", exit_code=2)
     if server.config_error:
         raise UserError(f"server {server.name!r} cannot start: {server.config_error}", exit_code=2)
     return server
