@@ -39,6 +39,7 @@ MAX_RESPONSE_BYTES = 1 << 20  # metadata, registration and token answers are sma
 REFRESH_MARGIN_SECONDS = 60.0  # refresh a token that expires sooner than this
 MAX_INTERACTIVE_RUNS = 3  # authorizations one BearerAuth may start before it gives up (a server that never accepts)
 PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
+_UNKNOWN = "\0unknown"  # on_unauthorized's ``used`` when the caller did not say what the request carried
 _MCP_INIT_PROBE = {
     "jsonrpc": "2.0",
     "id": 0,
@@ -404,6 +405,9 @@ def _register(server: _Server, client: ClientSettings, redirect_uri: str, timeou
     if client.client_id:
         return client.client_id, client.client_secret, _auth_method(metadata, bool(client.client_secret))
     if client.client_metadata_url and metadata.get("client_id_metadata_document_supported") is True:
+        parts = urlsplit(client.client_metadata_url)
+        if parts.scheme != "https" or parts.path in ("", "/"):
+            raise OAuthError(f'"client_metadata_url" {client.client_metadata_url!r} must be an https URL with a path (a client ID metadata document)')
         return client.client_metadata_url, None, "none"
     endpoint = metadata.get("registration_endpoint")
     if not isinstance(endpoint, str) or not endpoint:
@@ -575,8 +579,8 @@ def _token_request(
     status, _, data = _http("POST", endpoint, timeout, body=urlencode(form).encode("ascii"), headers=headers)
     answer = _json_object(data)
     if status != 200 or not isinstance(answer.get("access_token"), str) or not answer["access_token"]:
-        if answer.get("error") == "invalid_grant":
-            raise AuthRequired(reason="the authorization server answered invalid_grant")
+        if answer.get("error") == "invalid_grant" and form.get("grant_type") == "refresh_token":
+            raise AuthRequired(reason="the authorization server refused the refresh token (invalid_grant)")
         text = _describe_oauth_error(status, answer)
         for secret in secrets_to_hide + ((client_secret,) if client_secret else ()):
             text = text.replace(secret, "***")
@@ -589,7 +593,10 @@ def _token_request(
 
 def _grant_from(tokens: Dict[str, Any], previous_refresh: Optional[str], requested_scope: Optional[str], **known: Any) -> Grant:
     expires_in = tokens.get("expires_in")
-    expires_at = time.time() + float(expires_in) if isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool) else None
+    try:  # a number, or a numeric string as some servers send
+        expires_at: Optional[float] = time.time() + float(expires_in) if expires_in is not None and not isinstance(expires_in, bool) else None
+    except (TypeError, ValueError):
+        expires_at = None
     refresh_token = tokens.get("refresh_token") if isinstance(tokens.get("refresh_token"), str) else previous_refresh
     scope = tokens.get("scope") if isinstance(tokens.get("scope"), str) else requested_scope
     return Grant(access_token=tokens["access_token"], refresh_token=refresh_token, expires_at=expires_at, scope=scope, **known)
@@ -673,6 +680,7 @@ class BearerAuth:
         self._loaded = False
         self._refresh_dead: Optional[str] = None  # a refresh token the server refused
         self._interactive_runs = 0
+        self._adopted: Tuple[str, float] = ("", 0.0)  # the token this object last obtained, and when
         self._lock = threading.RLock()
 
     @property
@@ -690,6 +698,12 @@ class BearerAuth:
         self._save(grant)
         self._grant = grant
         self._loaded = True
+        self._adopted = (grant.access_token, time.monotonic())
+
+    def _just_obtained(self, grant: Grant) -> bool:
+        """True for a token this object got moments ago: one that lives under a minute is used, not refreshed again."""
+        token, when = self._adopted
+        return token == grant.access_token and time.monotonic() - when < REFRESH_MARGIN_SECONDS / 2
 
     def _try_refresh(self, grant: Grant) -> bool:
         """Refresh ``grant``; False when it cannot be (no refresh token, or the server refused it)."""
@@ -710,7 +724,7 @@ class BearerAuth:
             grant = self._current()
             if grant is None:
                 return None
-            if grant.expires_within(REFRESH_MARGIN_SECONDS):
+            if grant.expires_within(REFRESH_MARGIN_SECONDS) and not self._just_obtained(grant):
                 try:
                     self._try_refresh(grant)
                 except OAuthError as exc:  # the server may still take the old token; a 401 will tell
@@ -718,12 +732,12 @@ class BearerAuth:
                 grant = self._grant or grant
             return "Bearer " + grant.access_token
 
-    def on_unauthorized(self, status: int, www_authenticate: Optional[str], used: Optional[str] = None) -> bool:
+    def on_unauthorized(self, status: int, www_authenticate: Optional[str], used: Optional[str] = _UNKNOWN) -> bool:
         """The server answered 401 or 403: True when the request should be sent once more.
 
-        ``used`` is the Authorization value the refused request carried: when
-        the grant changed since (another request or process renewed it), the
-        retry needs nothing else.  A 401 refreshes, else runs ``interactive``,
+        ``used`` is the Authorization value the refused request carried (None:
+        none): when the grant changed since (another request or process
+        renewed it), the retry needs nothing else.  A 401 refreshes, else runs ``interactive``,
         else raises ``AuthRequired``; a 403 ``insufficient_scope`` asks
         ``interactive`` for the larger scope (a step-up), else raises
         ``AuthRequired``; any other 403 is not ours to fix (False).
@@ -744,7 +758,7 @@ class BearerAuth:
             if status != 401:
                 return False
             grant = self._current()
-            if grant is not None and used is not None and used != "Bearer " + grant.access_token:
+            if grant is not None and used != _UNKNOWN and used != "Bearer " + grant.access_token:
                 return True  # already renewed by another request
             stored = self._load()
             if stored is not None and (grant is None or stored.access_token != grant.access_token):
