@@ -125,6 +125,7 @@ def _sign_in(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     from toolscript.mcp import oauth_login, oauth_store
+    from toolscript.mcp.oauth import mask
 
     grants = oauth_store.list_grants()
     if args.json:
@@ -134,7 +135,7 @@ def _list(args: argparse.Namespace) -> int:
         print("no stored tokens; sign in with: toolscript auth SERVER")
         return 0
     rows = [
-        (name, grant.issuer, grant.scope or "-", oauth_login.expires_in(grant), oauth_store.masked(grant.access_token))
+        (name, grant.issuer, grant.scope or "-", oauth_login.expires_in(grant), mask(grant.access_token))
         for name, grant in grants
     ]
     for line in format_table(rows, ("SERVER", "ISSUER", "SCOPE", "EXPIRES", "TOKEN")):

@@ -16,7 +16,7 @@ A grant is bound to the URL it was issued for: ``load`` ignores a grant whose
 protected resource does not cover the configured URL, so pointing a server name
 at another host never sends it the old host's token.
 
-Nothing here logs or prints a token; ``masked`` is how to show one.
+Nothing here logs or prints a token; ``oauth.mask`` is how to show one.
 """
 
 import json
@@ -27,7 +27,7 @@ import urllib.parse
 from typing import Any, Dict, List, Optional, Tuple
 
 from toolscript import log, paths
-from toolscript.mcp.oauth import AuthRequired, BearerAuth, ClientSettings, Grant, bearer_challenge
+from toolscript.mcp.oauth import AuthRequired, BearerAuth, ClientSettings, Grant, bearer_challenge, mask
 
 logger = log.get("mcp.oauth_store")
 
@@ -105,13 +105,6 @@ def covers(resource: str, server_url: str) -> bool:
         return False
     prefix, path = a[2].rstrip("/"), b[2].rstrip("/")
     return path == prefix or path.startswith(prefix + "/")
-
-
-def masked(secret: Optional[str]) -> str:
-    """A token as it may be shown: its first four characters when long enough to spare them, then ``****``."""
-    if not secret:
-        return ""
-    return (secret[:4] if len(secret) >= 16 else "") + "****"
 
 
 # -- building what the transports need ------------------------------------------------------
@@ -266,5 +259,5 @@ def describe(grant: Grant, now: Optional[float] = None) -> Dict[str, Any]:
         "expiresAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(expires)) if expires else None,
         "expired": bool(expires and expires <= now),
         "refreshable": bool(grant.refresh_token),
-        "accessToken": masked(grant.access_token),
+        "accessToken": mask(grant.access_token),
     }
