@@ -122,19 +122,21 @@ def _start_cli(config, env, *args):
 
 
 def _authorization_url(proc, timeout=30.0):
-    """Read the CLI's stderr until it shows the authorization URL."""
+    """Read the CLI's stderr (raw: select and a buffered reader do not mix) until it shows the authorization URL."""
     deadline = time.monotonic() + timeout
-    seen = ""
+    seen = b""
+    fd = proc.stderr.fileno()
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stderr], [], [], 0.5)
+        ready, _, _ = select.select([fd], [], [], 0.5)
         if not ready:
             continue
-        line = proc.stderr.readline()
-        if not line:
+        chunk = os.read(fd, 65536)
+        if not chunk:
             break
-        seen += line
-        if "/authorize?" in line:
-            return line.strip(), seen
+        seen += chunk
+        for line in seen.decode("utf-8", "replace").splitlines(keepends=True):
+            if "/authorize?" in line and line.endswith("\n"):
+                return line.strip(), seen.decode("utf-8", "replace")
     raise AssertionError(f"no authorization URL in the CLI's stderr: {seen!r}")
 
 
