@@ -245,3 +245,17 @@ def test_oauth_false_and_a_static_authorization_header_opt_out(tmp_path, state):
             assert wait_for(lambda: all(u.state == "failed" for u in gw.upstreams.values()), 20), gw.servers(wait=False)
             for upstream in gw.upstreams.values():
                 assert "401" in upstream.error and "needs auth" not in upstream.error
+
+
+@pytest.mark.timeout(120)
+def test_logout_takes_effect_in_a_running_gateway(tmp_path, state):
+    with oauth_server.start() as server:
+        sign_in(tmp_path, server)
+        with running_gateway([remote(server)], tmp_path) as (gw, _):
+            upstream = gw.upstreams["remote"]
+            assert wait_for(lambda: upstream.state == "ready", 20)
+            assert echo(gw).ok
+            assert run_cli("auth", "--logout", "remote").returncode == 0
+            result = echo(gw)  # the token still works at the server; the gateway no longer sends it
+            assert not result.ok and NEEDS_AUTH in result.error["message"]
+            assert upstream.state == "needs-auth"
