@@ -40,6 +40,7 @@ COMMANDS = {
     "tools": ("toolscript.commands.tools", "list, describe or invoke tools"),
     "ask": ("toolscript.commands.ask", "ask a model a question it may answer with tools"),
     "servers": ("toolscript.commands.servers", "check that configured MCP servers connect"),
+    "auth": ("toolscript.commands.auth", "sign in to an http/sse MCP server that needs OAuth"),
     "config": ("toolscript.commands.config", "show or validate the merged configuration"),
     "doctor": ("toolscript.commands.doctor", "check the installation, config, servers and gateway"),
     "skills": ("toolscript.commands.skills", "the Claude Code skills a session here would see"),

@@ -61,6 +61,7 @@ _SERVER_KEYS = [
     "timeout",
     "maxMessageBytes",
     "disabled",
+    "oauth",
 ]
 _TYPE_ALIASES = {
     "stdio": "stdio",
@@ -72,7 +73,15 @@ _TYPE_ALIASES = {
 }
 # Fields that only mean something for one kind of transport.
 _STDIO_ONLY = ["args", "env", "cwd"]
-_REMOTE_ONLY = ["headers"]
+_REMOTE_ONLY = ["headers", "oauth"]
+# The "oauth" object of an http/sse server: JSON key -> OAuthConfig attribute.
+_OAUTH_KEYS = {
+    "clientId": "client_id",
+    "clientSecret": "client_secret",
+    "scope": "scope",
+    "clientMetadataUrl": "client_metadata_url",
+    "redirectPort": "redirect_port",
+}
 
 # ``__`` joins server and tool names into tool ids (``server__tool``), so a
 # server name containing it would make ids ambiguous.
@@ -84,6 +93,22 @@ _BARE_KEY_RE = re.compile(r"[A-Za-z0-9_-]+\Z")
 _SECRET_WORDS = ("token", "key", "secret", "password", "auth")
 _SECRET_QUERY_WORDS = _SECRET_WORDS + ("sig",)
 MASK = "****"
+
+
+@dataclass
+class OAuthConfig:
+    """A server's ``"oauth"`` setting: how ``toolscript auth`` registers and signs in (all optional).
+
+    ``enabled`` is False for ``"oauth": false``: the server never gets a token
+    (nor a "needs auth" state); a 401 from it is an error like any other.
+    """
+
+    enabled: bool = True
+    client_id: Optional[str] = None  # "clientId": a client registered with the authorization server by hand
+    client_secret: Optional[str] = None  # "clientSecret": its secret (write it as ${VAR})
+    scope: Optional[str] = None  # "scope": asked for instead of what the server suggests
+    client_metadata_url: Optional[str] = None  # "clientMetadataUrl": an https URL of a client ID metadata document
+    redirect_port: Optional[int] = None  # "redirectPort": the loopback callback port (a client registered with a fixed redirect URI)
 
 
 @dataclass
@@ -104,6 +129,7 @@ class ServerConfig:
     timeout: Optional[float] = None  # seconds; None = the defaults above
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES  # "maxMessageBytes"
     disabled: bool = False
+    oauth: OAuthConfig = field(default_factory=OAuthConfig)  # "oauth" (http/sse servers only)
     raw: Dict[str, Any] = field(default_factory=dict)  # the entry as written, before substitution
     # Why this server cannot be started though the file is valid (an unset
     # ``${VAR}``), or None.  Only this server fails; the others still work.
@@ -284,6 +310,8 @@ def masked_view(config: Config) -> Dict[str, Any]:
             view["maxMessageBytes"] = server.max_message_bytes
         if server.disabled:
             view["disabled"] = True
+        if "oauth" in raw and server.type != "stdio":
+            view["oauth"] = _mask_oauth(server.oauth, raw.get("oauth"))
         if server.config_error:
             view["error"] = server.config_error
         view["source"] = server.source
@@ -517,6 +545,8 @@ def _parse_server(
 
     max_message_bytes = _max_message_bytes(entry, _member(path, "maxMessageBytes"), source, problems)
 
+    oauth = _parse_oauth(entry, _member(path, "oauth"), problem, substitute)
+
     disabled = False
     if "disabled" in entry:
         value = entry["disabled"]
@@ -570,9 +600,72 @@ def _parse_server(
         timeout=timeout,
         max_message_bytes=max_message_bytes or DEFAULT_MAX_MESSAGE_BYTES,
         disabled=disabled,
+        oauth=oauth,
         raw=copy.deepcopy(entry),
         config_error=_unset_error(unset, name) if unset else None,
     )
+
+
+def _parse_oauth(
+    entry: Dict[str, Any],
+    where: str,
+    problem: Callable[[str, str], None],
+    substitute: Callable[[str, str], Optional[str]],
+) -> OAuthConfig:
+    """A server's ``"oauth"``: ``false`` (never sign in), ``true``/absent (defaults) or an object of the keys in ``_OAUTH_KEYS``."""
+    if "oauth" not in entry:
+        return OAuthConfig()
+    value = entry["oauth"]
+    if isinstance(value, bool):
+        return OAuthConfig(enabled=value)
+    if not isinstance(value, dict):
+        problem(where, f"expected an object (or false to never sign in), got {_json_type(value)}")
+        return OAuthConfig()
+    settings: Dict[str, Any] = {}
+    for key, item in value.items():
+        attribute = _OAUTH_KEYS.get(key)
+        if attribute is None:
+            problem(_member(where, key), f"unknown key (known: {', '.join(_OAUTH_KEYS)}){_did_you_mean(key, list(_OAUTH_KEYS))}")
+            continue
+        if key == "redirectPort":
+            if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= 65535:
+                problem(_member(where, key), f"expected a port number from 1 to 65535, got {json.dumps(item) if not isinstance(item, (dict, list)) else _json_type(item)}")
+            else:
+                settings[attribute] = item
+            continue
+        if not isinstance(item, str) or not item.strip():
+            problem(_member(where, key), f"expected a non-empty string, got {_json_type(item) if not isinstance(item, str) else 'an empty string'}")
+            continue
+        expanded = substitute(item, f"oauth.{key}")
+        if expanded is not None:
+            settings[attribute] = expanded
+    if "clientSecret" in value and "clientId" not in value:
+        problem(where, '"clientSecret" needs "clientId" (the client the secret belongs to)')
+    url = settings.get("client_metadata_url")
+    if url is not None:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme != "https" or not parts.hostname or parts.path in ("", "/"):
+            problem(_member(where, "clientMetadataUrl"), f"{_quote(url)} must be an https URL with a path (the client ID metadata document)")
+    return OAuthConfig(**settings)
+
+
+def _mask_oauth(oauth: OAuthConfig, raw: Any) -> Any:
+    """The ``oauth`` setting for ``config show``: the client secret masked unless written as ``${VAR}``."""
+    if not isinstance(raw, dict):
+        return oauth.enabled
+    raw = raw if isinstance(raw, dict) else {}
+    shown: Dict[str, Any] = {}
+    for key, attribute in _OAUTH_KEYS.items():
+        value = getattr(oauth, attribute)
+        template = raw.get(key)
+        if value is None and not (isinstance(template, str) and _references_variable(template)):
+            continue
+        if key == "clientSecret":
+            value = template if isinstance(template, str) and _references_variable(template) else MASK
+        elif isinstance(template, str) and _references_variable(template):
+            value = template
+        shown[key] = value
+    return shown
 
 
 def _server_type(

@@ -254,6 +254,8 @@ def check_servers(loaded: _Loaded, connect: bool = True) -> List[Check]:
             lines.append(Check(f"server:{name}", OK, detail))
         else:
             error = " ".join(str(report.get("error") or "failed").split())
+            if report.get("needsAuth"):
+                fix = _command("auth", name, config_paths=loaded.named)
             lines.append(Check(f"server:{name}", FAIL, f"{report.get('transport')}: {error}", fix))
     return lines
 
@@ -321,6 +323,9 @@ def check_gateway(
         f"toolscript {health.get('version')}, up {health.get('uptimeSeconds')}s); MCP servers: {listed}"
     )
     failed = [name for name, value in states.items() if value == "failed"]
+    signed_out = [name for name, value in states.items() if value == "needs-auth"]
+    if signed_out:
+        return Check("gateway", WARN, detail, f"{_command('auth', signed_out[0], config_paths=config_paths)} (the gateway reconnects by itself once signed in)")
     if failed:
         status_cmd = _command("gateway", "status", session=session)
         check_cmd = _command("servers", "check", failed[0], config_paths=config_paths)

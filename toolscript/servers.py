@@ -8,12 +8,15 @@ do.  Reporting the hidden ones with their reason keeps the counts explainable:
 ``12 tools (1 hidden: needs tasks)``.
 
 ``probe``/``probe_all`` connect to servers and report what they found, for
-``servers check`` and ``doctor``.
+``servers check`` and ``doctor``; an http/sse server uses its stored OAuth
+sign-in, and one that needs a sign-in is reported as "needs auth: run
+toolscript auth NAME" (``auth_required`` finds that case for the gateway too).
 """
 
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from toolscript import log
 from toolscript.config import ServerConfig
@@ -71,8 +74,13 @@ def probe(server: ServerConfig) -> Dict[str, Any]:
     started = time.monotonic()
     report: Dict[str, Any] = {"name": server.name, "ok": False, "transport": server.type, "source": server.source}
     session = None
+    auth = None
+    if server.type in ("http", "sse"):
+        from toolscript.mcp import oauth_store  # the stored sign-in, as the gateway would use it
+
+        auth = oauth_store.bearer_auth(server)
     try:
-        session = open_session(server)
+        session = open_session(server, auth=auth)
         report["transport"] = session.transport.name
         tools = session.list_tools(server.connect_timeout)
         shown, hidden = visible_tools(server, tools)
@@ -88,9 +96,15 @@ def probe(server: ServerConfig) -> Dict[str, Any]:
         report["error"] = str(exc)
         if exc.stderr_tail:
             report["stderrTail"] = exc.stderr_tail
+        _note_auth(report, exc, server.name)
     except Exception as exc:  # a bug of ours must not hide the other servers' results
-        logger.debug("probe of %s failed", server.name, exc_info=True)
-        report["error"] = f"internal error: {type(exc).__name__}: {exc}"
+        if _note_auth(report, exc, server.name):
+            pass
+        elif is_oauth_error(exc):
+            report["error"] = str(exc)  # the authorization server failed (one line, no secret)
+        else:
+            logger.debug("probe of %s failed", server.name, exc_info=True)
+            report["error"] = f"internal error: {type(exc).__name__}: {exc}"
     finally:
         if session is not None:
             tail = session.transport.stderr_tail()
@@ -99,6 +113,40 @@ def probe(server: ServerConfig) -> Dict[str, Any]:
             session.close()
     report["seconds"] = round(time.monotonic() - started, 3)
     return report
+
+
+def auth_required(exc: BaseException) -> Optional[BaseException]:
+    """The ``oauth.AuthRequired`` behind ``exc`` (itself, or what it was raised from), or None."""
+    if "toolscript.mcp.oauth" not in sys.modules:
+        return None  # nothing has used OAuth in this process: it cannot be an OAuth failure
+    from toolscript.mcp.oauth import AuthRequired
+
+    seen = 0
+    current: Optional[BaseException] = exc
+    while current is not None and seen < 10:
+        if isinstance(current, AuthRequired):
+            return current
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return None
+
+
+def is_oauth_error(exc: BaseException) -> bool:
+    if "toolscript.mcp.oauth" not in sys.modules:
+        return False
+    from toolscript.mcp.oauth import OAuthError
+
+    return isinstance(exc, OAuthError)
+
+
+
+def _note_auth(report: Dict[str, Any], exc: BaseException, name: str) -> bool:
+    """Report an ``oauth.AuthRequired`` (``exc`` or its cause) as "needs auth: run toolscript auth NAME"; True when it was one."""
+    if auth_required(exc) is None:
+        return False
+    report["error"] = f"needs auth: run toolscript auth {name}"
+    report["needsAuth"] = True
+    return True
 
 
 def probe_all(servers: List[ServerConfig]) -> List[Dict[str, Any]]:

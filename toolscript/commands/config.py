@@ -66,6 +66,12 @@ def run_show(args: argparse.Namespace) -> int:
             if key in server:
                 value = ", ".join(server[key]) if isinstance(server[key], list) else server[key]
                 print(f"    {key} = {value}")
+        oauth = server.get("oauth")
+        if isinstance(oauth, dict):
+            for k, v in oauth.items():
+                print(f"    oauth.{k} = {v}")
+        elif oauth is not None:
+            print(f"    oauth = {'true' if oauth else 'false'}")
         print(f"    from {server['source']}")
     return 0
 

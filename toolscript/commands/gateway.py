@@ -246,8 +246,11 @@ def run_status(args: argparse.Namespace) -> int:
     except GatewayUnavailable as exc:
         return _report(args, {"running": False, "url": redact(url), "error": str(exc), "next": start})
     failed = [s for s in servers if s["state"] == "failed"]
+    signed_out = [s for s in servers if s["state"] == "needs-auth"]
     report = {"running": True, "url": redact(url), "health": health, "servers": servers}
-    if failed:
+    if signed_out:
+        report["next"] = f"toolscript auth {signed_out[0]['name']} (the gateway reconnects by itself once signed in)"
+    elif failed:
         report["next"] = f"toolscript servers check {failed[0]['name']}, or fix its config: the gateway retries it"
     return _report(args, report)
 
@@ -255,7 +258,7 @@ def run_status(args: argparse.Namespace) -> int:
 def _report(args, report) -> int:
     from toolscript.servers import describe_count
 
-    ok = report["running"] and all(s["state"] != "failed" for s in report.get("servers", []))
+    ok = report["running"] and all(s["state"] not in ("failed", "needs-auth") for s in report.get("servers", []))
     if args.json:
         print_json(report)
         return 0 if ok else 1

@@ -9,8 +9,9 @@ SUMMARY = "the gateway's servers and their state"
 DESCRIPTION = """\
 List the servers of the running gateway: the built-in tools (server "builtin")
 and every configured MCP server, with state (connecting / ready / failed and
-why) and tool count, with the tools hidden and why ("12 tools (1 hidden:
-needs tasks)").  Servers still connecting are waited for briefly.
+why / needs-auth: run toolscript auth NAME) and tool count, with the tools
+hidden and why ("12 tools (1 hidden: needs tasks)").  Servers still connecting
+are waited for briefly.
 
 examples:
   toolscript list-servers

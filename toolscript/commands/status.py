@@ -132,6 +132,9 @@ def run(args: argparse.Namespace) -> int:
         servers = gateway.get("servers")
         count = f", {len(servers)} server(s)" if isinstance(servers, (list, dict)) else ""
         print(f"gateway:     running, pid {gateway.get('pid')}{count}")
+        signed_out = [name for name, state in servers.items() if state == "needs-auth"] if isinstance(servers, dict) else []
+        for name in signed_out:
+            print(f"             {name}: needs auth: run toolscript auth {name}")
     else:
         print(f"gateway:     not running ({gateway.get('error') or 'start it with: ' + gateway.get('fix', 'toolscript gateway start --detach')})")
     return 0

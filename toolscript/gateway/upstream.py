@@ -1,11 +1,20 @@
 """One configured MCP server as the gateway sees it: connection state, tools, restarts.
 
 States: ``connecting`` (first attempt or a reconnect under way), ``ready``,
-``failed`` (with the reason and, for stdio, the server's stderr tail).  A
-server that fails or crashes is retried with exponential backoff capped at
-``MAX_BACKOFF`` seconds, for as long as the gateway runs: a server whose
-command was missing starts working once it is installed.  Calls to a server
-that is not ready fail at once with the reason instead of waiting.
+``failed`` (with the reason and, for stdio, the server's stderr tail),
+``needs-auth`` (an http/sse server that wants an OAuth sign-in we do not have:
+no stored token, or it was revoked and cannot be refreshed; the error says
+``needs auth: run toolscript auth NAME``).  A server that fails or crashes is
+retried with exponential backoff capped at ``MAX_BACKOFF`` seconds, for as
+long as the gateway runs: a server whose command was missing starts working
+once it is installed.  A server that needs auth is not retried blindly: it is
+reconnected as soon as its stored token changes (``toolscript auth NAME``), so
+signing in needs no gateway restart.  Calls to a server that is not ready fail
+at once with the reason instead of waiting.
+
+http/sse servers get a ``BearerAuth`` over the token store
+(``mcp.oauth_store``): the stored token goes on every request, is refreshed
+before it expires, and the refreshed one is stored again.
 
 One worker thread per upstream does everything that is not a call: connect,
 back off, watch the connection (pinging remote servers), and refresh the tool
@@ -30,6 +39,10 @@ from toolscript.mcp.cancel import Cancel
 from toolscript.mcp.errors import ConnectionClosed, McpError, TransportError
 from toolscript.mcp.session import ClientSession
 from toolscript.mcp.stdio import StdioTransport
+
+NEEDS_AUTH = "needs-auth"
+# How often a server in needs-auth looks for a new sign-in in the token store (one stat call).
+AUTH_POLL_SECONDS = 0.5
 
 logger = log.get("gateway.upstream")
 
@@ -72,6 +85,8 @@ class Upstream:
         self._refresh_wanted = False
         self._backoff = FIRST_BACKOFF
         self._thread: Optional[threading.Thread] = None
+        self._store_signature: Any = None  # the token store's file as it was when the last attempt began
+        self._auth: Any = None  # the BearerAuth of an http/sse server (built in start: stdio servers never import OAuth)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -80,6 +95,10 @@ class Upstream:
             # Its config is incomplete (an unset ${VAR}): never connect with it, say why.
             self._set_state("failed", self.server.config_error)
             return
+        if self.server.type in ("http", "sse"):
+            from toolscript.mcp import oauth_store
+
+            self._auth = oauth_store.bearer_auth(self.server)
         self._thread = threading.Thread(target=self._run, name=f"upstream-{self.name}", daemon=True)
         self._thread.start()
 
@@ -137,6 +156,13 @@ class Upstream:
                 if self._stopped:
                     return
                 self.restarts += 1
+            if self.state == NEEDS_AUTH:
+                # Retrying cannot help until someone signs in: wait for the token store to change.
+                if self._wait_for_sign_in():
+                    return
+                self._backoff = FIRST_BACKOFF
+                self._set_state("connecting")
+                continue
             delay = self._backoff
             self._backoff = min(self._backoff * 2, MAX_BACKOFF)
             logger.info("%s: reconnecting in %.0fs", self.name, delay)
@@ -145,12 +171,42 @@ class Upstream:
                     return
             self._set_state("connecting")
 
+    def _wait_for_sign_in(self) -> bool:
+        """Block until this server's stored token changes to a new one (a sign-in); True when stopped instead."""
+        before = self._store_signature
+        while True:
+            with self._changed:
+                if self._changed.wait_for(lambda: self._stopped, AUTH_POLL_SECONDS):
+                    return True
+            now = self._auth_signature()
+            if now != before and now is not None:
+                logger.info("%s: a new sign-in was stored; reconnecting", self.name)
+                return False
+            before = now
+
+    def _auth_signature(self) -> Any:
+        from toolscript.mcp import oauth_store
+
+        try:
+            return oauth_store.signature(self.name)
+        except UserError:
+            return None
+
+    def _needs_auth(self, exc: Exception) -> None:
+        """This server wants a sign-in we do not have: say so (never an opaque 401)."""
+        self.stderr_tail = ""
+        self._set_state(NEEDS_AUTH, f"needs auth: run toolscript auth {self.name}")
+
     def _connect(self) -> Optional[ClientSession]:
         with self._lock:
             self._lost = False
             self._refresh_wanted = False
+        if self._auth is not None:
+            # Noted before connecting, so a sign-in that lands while this attempt fails is not missed.
+            self._store_signature = self._auth_signature()
         attempt: Dict[str, Any] = {"session": None, "closed": None}  # this attempt's session, and how it closed early
         era = eras.recall(self.server)
+        extra: Dict[str, Any] = {"auth": self._auth} if self._auth is not None else {}  # stdio servers: open_session as ever
         try:
             session = open_session(
                 self.server,
@@ -159,20 +215,34 @@ class Upstream:
                 on_close=lambda exc: self._closed_by_server(exc, attempt),
                 on_session=self._track,
                 era=era,
+                **extra,
             )
-        except McpError as exc:
-            self._drop_attempt()
-            if era is not None:
+        except Exception as exc:
+            if era is not None and not servers.is_oauth_error(exc):
                 eras.remember(self.server, None)  # perhaps the server changed: probe afresh next time
+            if servers.auth_required(exc) is None:
+                self._connect_failed(exc)
+                return None
+            self._drop_attempt()
+            if not self._stopped:
+                self._needs_auth(exc)
+            return None
+        return self._connected(session, attempt)
+
+    def _connect_failed(self, exc: Exception) -> None:
+        self._drop_attempt()
+        if isinstance(exc, McpError):
             if not self._stopped:
                 self.stderr_tail = exc.stderr_tail
                 self._set_state("failed", str(exc))
-            return None
-        except Exception as exc:  # a bug must not kill the thread silently
-            self._drop_attempt()
-            logger.exception("%s: connecting failed", self.name)
+        elif servers.is_oauth_error(exc):  # the authorization server failed us (unreachable, answered nonsense)
+            if not self._stopped:
+                self._set_state("failed", str(exc))
+        else:  # a bug must not kill the thread silently
+            logger.error("%s: connecting failed", self.name, exc_info=exc)
             self._set_state("failed", f"internal error: {type(exc).__name__}: {exc}")
-            return None
+
+    def _connected(self, session: ClientSession, attempt: Dict[str, Any]) -> Optional[ClientSession]:
         with self._lock:
             stopped = self._stopped
             if not stopped:
@@ -187,11 +257,17 @@ class Upstream:
         self.instructions = session.instructions
         try:
             self._load_tools(session)
-        except McpError as exc:
+        except Exception as exc:
             self._forget(session)
             session.close()
-            if not self._stopped:
+            if self._stopped:
+                return None
+            if servers.auth_required(exc) is not None:
+                self._needs_auth(exc)
+            elif isinstance(exc, McpError) or servers.is_oauth_error(exc):
                 self._set_state("failed", f"tools/list failed: {exc}")
+            else:
+                raise
             return None
         self.stderr_tail = ""
         self._set_state("ready")
@@ -225,8 +301,13 @@ class Upstream:
                 next_ping = time.monotonic() + PING_INTERVAL
                 try:
                     session.ping(timeout=min(10.0, self.server.connect_timeout))
-                except McpError as exc:
-                    self._went_away(session, exc)
+                except Exception as exc:
+                    if servers.auth_required(exc) is not None:
+                        self._lost_auth(session, exc)
+                    elif isinstance(exc, McpError) or servers.is_oauth_error(exc):
+                        self._went_away(session, exc)
+                    else:
+                        raise
 
     def _closed_by_server(self, exc: Exception, attempt: Dict[str, Any]) -> None:
         """``on_close`` of one attempt's session: its server went away on its own.
@@ -254,6 +335,18 @@ class Upstream:
             self._lost = True
             self._changed.notify_all()
 
+    def _lost_auth(self, session: ClientSession, exc: Exception) -> None:
+        """A ready server stopped accepting our token and it cannot be refreshed: needs-auth, and the worker waits for a sign-in."""
+        with self._lock:
+            if self._stopped or self._session is not session:
+                return
+        self._forget(session)
+        session.close()
+        self._needs_auth(exc)
+        with self._changed:
+            self._lost = True
+            self._changed.notify_all()
+
     def _load_tools(self, session: ClientSession) -> None:
         tools = session.list_tools(self.server.connect_timeout)
         shown, hidden = servers.visible_tools(self.server, tools)
@@ -273,7 +366,12 @@ class Upstream:
             return
         try:
             self._load_tools(session)
-        except McpError as exc:
+        except Exception as exc:
+            if servers.auth_required(exc) is not None:
+                self._lost_auth(session, exc)
+                return
+            if not (isinstance(exc, McpError) or servers.is_oauth_error(exc)):
+                raise
             logger.warning("%s: refreshing tools failed: %s", self.name, exc)
             return
         logger.info("%s: tool list changed (%d tools)", self.name, len(self.tools))
@@ -315,11 +413,31 @@ class Upstream:
                 tool, arguments, timeout=timeout or self.server.call_timeout, on_progress=on_progress, on_log=on_log, cancel=cancel
             )
         except (ConnectionClosed, TransportError) as exc:
+            if servers.auth_required(exc) is not None:
+                self._call_needs_auth(session, exc)
             # HTTP servers have no connection to watch: a transport failure on a
             # call is how we learn they went away.
             if not isinstance(exc, ConnectionClosed) or session.transport.name != "stdio":
                 self._went_away(session, exc)
             raise
+        except Exception as exc:
+            if servers.auth_required(exc) is not None:
+                self._call_needs_auth(session, exc)
+            if servers.is_oauth_error(exc):
+                raise McpError(str(exc)) from None
+            raise
+
+    def _call_needs_auth(self, session: ClientSession, exc: Exception) -> None:
+        """A call was refused for want of a sign-in: raise the error that says which command fixes it."""
+        from toolscript.mcp.oauth_store import StepUpRequired
+
+        found = servers.auth_required(exc)
+        if isinstance(found, StepUpRequired):
+            # Only this tool needs more scope: the server stays ready for the others.
+            raise McpError(str(found)) from None
+        # Our token was refused and could not be refreshed: the server needs a sign-in.
+        self._lost_auth(session, exc)
+        raise UpstreamUnavailable(self.unavailable_reason()) from None
 
     def wait_while_connecting(self, timeout: float) -> None:
         """Give a (re)connecting server up to ``timeout`` seconds; failed servers return at once."""
@@ -329,6 +447,8 @@ class Upstream:
     def unavailable_reason(self) -> str:
         if self.state == "connecting":
             return f"server {self.name!r} is still connecting; try again in a moment"
+        if self.state == NEEDS_AUTH:
+            return f"{self.error} (server {self.name!r} needs an OAuth sign-in; the gateway reconnects by itself once it is done)"
         reason = f"server {self.name!r} is not available: {self.error}"
         return reason + " (toolscript retries it automatically; check it with 'toolscript servers check " + self.name + "')"
 

@@ -1,0 +1,156 @@
+"""``toolscript auth``: sign in to remote MCP servers that use OAuth, list and delete the stored tokens."""
+
+import argparse
+import sys
+
+from toolscript.errors import UserError
+from toolscript.output import format_table, print_json
+
+SUMMARY = "sign in to an http/sse MCP server that needs OAuth"
+DESCRIPTION = """\
+Sign in to a remote (http or sse) MCP server that needs OAuth, so toolscript
+and its gateway can use it. toolscript finds the server's authorization
+server (protected resource and authorization server metadata), registers
+itself there (dynamic client registration or a client ID metadata document,
+unless "oauth": {"clientId": ...} names a client registered by hand), and
+sends you to sign in with PKCE. The browser comes back to a one-shot listener
+on http://127.0.0.1:PORT/callback.
+
+The token is stored in the state directory (0600, never printed unmasked);
+the gateway refreshes it and, when it can no longer, shows the server in
+state needs-auth with "needs auth: run toolscript auth NAME". A running gateway picks up a new
+sign-in within a few seconds, without a restart.
+
+Browser: $TOOLSCRIPT_AUTH_BROWSER (a command; the URL is appended or replaces
+%s), else your default browser when there is a display ($BROWSER honoured);
+the URL is always printed too. No browser on this machine (ssh, container)?
+--paste: open the URL on any device, sign in, and paste the address the
+browser ends up at (http://127.0.0.1:PORT/callback?code=...; that page will
+not load there, the address bar is all that is needed).
+
+Per-server settings in the config ("oauth" of an http/sse server):
+clientId, clientSecret (write ${VAR}), scope, clientMetadataUrl (https),
+redirectPort; or "oauth": false to never sign in.
+
+examples:
+  toolscript auth github                 sign in (opens the browser)
+  toolscript auth github --no-browser    print the URL; the callback still lands here
+  toolscript auth github --paste         sign in from another device, paste the result
+  toolscript auth github --scope "repo"  a step-up: a tool said it needs more scope
+  toolscript auth --list                 servers with a stored token, scope, expiry
+  toolscript auth --list --json
+  toolscript auth --logout github        delete github's stored token
+
+exit status: 0 signed in (or the server needs no sign-in), 1 sign-in failed
+(refused, timed out, state mismatch), 2 usage error (unknown server, a stdio
+server, "oauth": false), 130 interrupted.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    parser.add_argument("server", nargs="?", metavar="SERVER", help="the configured http/sse server to sign in to")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--list", action="store_true", help="list the stored tokens (masked), with issuer, scope and expiry")
+    what.add_argument("--logout", action="store_true", help="delete SERVER's stored token")
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--no-browser", action="store_true", help="do not open a browser; print the URL to open")
+    how.add_argument("--paste", action="store_true", help="no callback listener: paste the address the browser ends up at on stdin")
+    parser.add_argument("--scope", metavar="SCOPES", help='ask for these scopes (space-separated) besides those granted before: a step-up')
+    parser.add_argument("--force", action="store_true", help="sign in even when the server answers without asking for it")
+    parser.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS", help="how long to wait for the browser (default 300)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list:
+        if args.server:
+            raise UserError("--list takes no SERVER; run 'toolscript auth --list'", exit_code=2)
+        return _list(args)
+    if not args.server:
+        raise UserError("name the server to sign in to: toolscript auth SERVER (or --list, --logout SERVER)", exit_code=2)
+    if args.logout:
+        return _logout(args)
+    return _sign_in(args)
+
+
+def _server(args: argparse.Namespace):
+    from toolscript import config as configuration
+    from toolscript.cliargs import unknown_name
+
+    config = configuration.load_config(args.config_paths)
+    server = config.servers.get(args.server)
+    if server is None:
+        raise unknown_name("server", args.server, list(config.servers), "toolscript config show")
+    if server.type not in ("http", "sse"):
+        raise UserError(f"server {server.name!r} is a {server.type} server; OAuth sign-in is for http/sse servers only", exit_code=2)
+    if not server.oauth.enabled:
+        raise UserError(f"server {server.name!r} has \"oauth\": false in {server.source}; remove that to sign in", exit_code=2)
+    if any(key.lower() == "authorization" for key in server.headers):
+        raise UserError(f"server {server.name!r} sends its own Authorization header (\"headers\" in {server.source}); "
+                        "remove it to sign in with OAuth instead", exit_code=2)
+    if server.config_error:
+        raise UserError(f"server {server.name!r} cannot start: {server.config_error}", exit_code=2)
+    return server
+
+
+def _sign_in(args: argparse.Namespace) -> int:
+    from toolscript.mcp import oauth_login, oauth_store
+    from toolscript.mcp.oauth import OAuthError
+
+    server = _server(args)
+    try:
+        grant = oauth_login.sign_in(
+            server, paste=args.paste, no_browser=args.no_browser, force=args.force or bool(args.scope), scope=args.scope, timeout=args.timeout
+        )
+    except OAuthError as exc:
+        raise UserError(f"sign-in to {server.name!r} failed: {exc}") from None
+    if grant is None:
+        message = f"{server.name} answered without asking for authorization: nothing to do (--force signs in anyway)"
+        if args.json:
+            print_json({"server": server.name, "authorized": False, "needed": False, "message": message})
+        else:
+            print(message)
+        return 0
+    shown = oauth_store.describe(grant)
+    if args.json:
+        print_json(dict({"server": server.name, "authorized": True, "stored": oauth_store.grant_path(server.name)}, **shown))
+        return 0
+    print(
+        f"signed in to {server.name} (issuer {grant.issuer}, scope {grant.scope or '-'}, token {shown['accessToken']}, "
+        f"expires {oauth_login.expires_in(grant)}{', refreshable' if grant.refresh_token else ''})"
+    )
+    print(f"stored in {oauth_store.grant_path(server.name)} (0600); a running gateway picks it up within seconds")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from toolscript.mcp import oauth_login, oauth_store
+    from toolscript.mcp.oauth import mask
+
+    grants = oauth_store.list_grants()
+    if args.json:
+        print_json([dict({"server": name}, **oauth_store.describe(grant)) for name, grant in grants])
+        return 0
+    if not grants:
+        print("no stored tokens; sign in with: toolscript auth SERVER")
+        return 0
+    rows = [
+        (name, grant.issuer, grant.scope or "-", oauth_login.expires_in(grant), mask(grant.access_token))
+        for name, grant in grants
+    ]
+    for line in format_table(rows, ("SERVER", "ISSUER", "SCOPE", "EXPIRES", "TOKEN")):
+        print(line)
+    return 0
+
+
+def _logout(args: argparse.Namespace) -> int:
+    from toolscript.mcp import oauth_store
+
+    removed = oauth_store.delete(args.server)
+    if args.json:
+        print_json({"server": args.server, "removed": removed})
+    elif removed:
+        print(f"deleted the stored token of {args.server} (the authorization server may honour it until it expires)")
+    else:
+        print(f"no stored token for {args.server!r} (see 'toolscript auth --list')", file=sys.stderr)
+    return 0 if removed else 1
