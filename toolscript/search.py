@@ -38,7 +38,13 @@ import re
 from functools import lru_cache
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-__all__ = ["SearchIndex", "tokenize", "stem", "terms"]
+__all__ = ["SearchIndex", "SIGNALS", "tokenize", "stem", "terms"]
+
+# The named signals a score is made of, in the order --explain shows them:
+# query words found as written (BM25F), words reached through the synonym
+# table, typo corrections, adjacent query words joined ("web search" meets
+# "websearch"), and a query that is a tool's name.
+SIGNALS = ("bm25", "synonym", "typo", "joined_words", "exact_name")
 
 # -- words -------------------------------------------------------------------
 
@@ -353,23 +359,32 @@ class SearchIndex:
         limit: int = 3,
         threshold: float = 0.0,
         servers: Optional[List[str]] = None,
+        explain: bool = False,
     ) -> List[Dict[str, Any]]:
         """The best ``limit`` tools for ``query``, best first, each scoring at least ``threshold``.
 
         Each result is ``{"id", "server", "name", "score", "description"}``
         with ``score`` in 0..1 rounded to 3 places (see the module docstring
         for what it means).  ``servers``, when not None, keeps only tools of
-        those servers.  An empty or blank query finds nothing.
+        those servers.  An empty or blank query finds nothing.  ``explain``
+        adds ``"signals"``: each signal's contribution to the score
+        (see :data:`SIGNALS`), unrounded; they add up to the score before
+        it is capped at 1 and rounded.
         """
         if not isinstance(query, str) or not query.strip() or limit <= 0:
             return []
         allowed = None if servers is None else set(servers)
         lookups, ideal = self._lookups(query)
         raw: Dict[int, float] = {}
-        for term, weight in lookups.items():
+        by_signal: Dict[str, Dict[int, float]] = {}
+        for term, (weight, signal) in lookups.items():
             idf = self._idf[term] * weight
+            parts = by_signal.setdefault(signal, {}) if explain else None
             for i, tf in self._postings[term].items():
-                raw[i] = raw.get(i, 0.0) + idf * tf * (_K1 + 1) / (tf + _K1)
+                value = idf * tf * (_K1 + 1) / (tf + _K1)
+                raw[i] = raw.get(i, 0.0) + value
+                if parts is not None:
+                    parts[i] = parts.get(i, 0.0) + value
         # A query that is a tool's name puts that tool first, whatever the words say.
         exact = self._exact.get(_compact(query), ())
         for i in exact:
@@ -388,23 +403,47 @@ class SearchIndex:
         for _, _, tool_id, score, i in ranked[:limit]:
             tool = self._tools[i]
             description = tool.get("description")
-            results.append({
+            result = {
                 "id": tool_id,
                 "server": tool.get("server"),
                 "name": tool.get("name"),
                 "score": score,
                 "description": description if isinstance(description, str) else "",
-            })
+            }
+            if explain:
+                signals = {name: by_signal[name][i] / ideal for name in SIGNALS if i in by_signal.get(name, {})}
+                if i in exact:
+                    signals["exact_name"] = 1.0  # alone enough for the top score
+                result["signals"] = signals
+            results.append(result)
         return results
 
-    def _lookups(self, query: str) -> Tuple[Dict[str, float], float]:
-        """The index terms to look up for ``query`` with their weights, and the ideal score."""
+    def explain_terms(self, query: str) -> List[Dict[str, Any]]:
+        """What ``query`` looks up: ``{"term", "signal", "weight", "idf"}`` per index term, in lookup order.
+
+        ``idf`` is the term's rarity in this catalog; ``weight`` the discount
+        its signal puts on it (1 for a word as written).
+        """
+        if not isinstance(query, str) or not query.strip():
+            return []
+        lookups, _ = self._lookups(query)
+        return [{"term": term, "signal": signal, "weight": round(weight, 4), "idf": round(self._idf[term], 4)}
+                for term, (weight, signal) in lookups.items()]
+
+    def _lookups(self, query: str) -> Tuple[Dict[str, Tuple[float, str]], float]:
+        """The index terms to look up for ``query``, each with its weight and signal, and the ideal score."""
         literal: Dict[str, float] = {}
-        extra: Dict[str, float] = {}
+        extra: Dict[str, Tuple[float, str]] = {}
         ideal = 0.0
         gain = _IDEAL_TF * (_K1 + 1) / (_IDEAL_TF + _K1)
         words = [w for w in tokenize(query) if len(w) > 1 and w not in _STOPWORDS]
         stems = [stem(w) for w in words]
+
+        def add(term: str, weight: float, signal: str) -> None:
+            # A term reached two ways is looked up once, at the higher weight.
+            if term not in extra or extra[term][0] < weight:
+                extra[term] = (weight, signal)
+
         for word, term in zip(words, stems):
             if term in self._postings:
                 literal[term] = literal.get(term, 0.0) + 1.0  # a repeated word counts again
@@ -412,16 +451,16 @@ class SearchIndex:
             else:
                 corrections = self._correct(word)
                 for fixed, similarity in corrections:
-                    extra[fixed] = max(extra.get(fixed, 0.0), _FUZZY_WEIGHT * similarity)
+                    add(fixed, _FUZZY_WEIGHT * similarity, "typo")
                 # A misspelt word is worth what its correction is worth; a word
                 # no tool has, as much as the rarest word.
                 ideal += (self._idf[corrections[0][0]] if corrections else self._unknown_idf) * gain
             for synonym, weight in _SYNONYMS.get(term, {}).items():
-                extra[synonym] = max(extra.get(synonym, 0.0), weight)
+                add(synonym, weight, "synonym")
         for a, b in zip(stems, stems[1:]):
-            extra[a + b] = 1.0  # "web search" meets the joined name part "websearch"
+            extra[a + b] = (1.0, "joined_words")  # "web search" meets the joined name part "websearch"
         lookups = {t: w for t, w in extra.items() if t in self._postings and t not in literal}
-        lookups.update(literal)
+        lookups.update((t, (w, "bm25")) for t, w in literal.items())
         return lookups, ideal
 
     def _correct(self, word: str) -> List[Tuple[str, float]]:

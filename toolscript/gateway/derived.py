@@ -104,8 +104,11 @@ class Derived:
 
     # -- what the endpoints serve ------------------------------------------------
 
-    def search(self, query: str, *, limit: int, threshold: float, servers: Optional[List[str]]) -> List[Dict[str, Any]]:
-        return self.current().index.search(query, limit=limit, threshold=threshold, servers=servers)
+    def search(self, query: str, *, limit: int, threshold: float, servers: Optional[List[str]], explain: bool = False) -> List[Dict[str, Any]]:
+        return self.current().index.search(query, limit=limit, threshold=threshold, servers=servers, explain=explain)
+
+    def explain_terms(self, query: str) -> List[Dict[str, Any]]:
+        return self.current().index.explain_terms(query)
 
     def types(self, *, lang: str, selection: Optional[List[str]] = None, full: bool = False) -> Dict[str, Any]:
         """Stubs for every tool (pre-generated) or for ``selection`` (servers or tool ids)."""
