@@ -115,3 +115,103 @@ def test_search_explain_through_the_gateway_and_cli(gateway, tmp_path):
 
     refused = run_cli("search", "add", "--explain", "--output", "types", env=env, cwd=str(tmp_path))
     assert refused.returncode == 2 and "--explain shows a table or JSON" in refused.stderr
+
+
+# --- the vector signal -------------------------------------------------------------
+
+vectors = pytest.importorskip("toolscript.vectors")
+needs_vectors = pytest.mark.skipif(not vectors.available(), reason="no vectors data in this checkout")
+
+PARAPHRASE_CATALOG = CATALOG + [
+    tool("browser", "page_screenshot", "Capture a PNG of the current browser tab"),
+    tool("filesystem", "delete_file", "Remove a file from disk"),
+    tool("git", "git_log", "Shows the commit logs",
+         inputSchema={"type": "object", "properties": {"max_count": {"type": "integer"}}}),
+]
+
+
+def test_importing_search_loads_no_vectors():
+    code = "import sys, toolscript.search; print('toolscript.vectors' in sys.modules)"
+    import subprocess
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT,
+                         env=dict(os.environ, PYTHONPATH=REPO_ROOT), timeout=60)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_without_vectors_data_search_is_words_only(monkeypatch):
+    words_only = SearchIndex(PARAPHRASE_CATALOG, semantic=False)
+    monkeypatch.setattr(vectors, "available", lambda: False)
+    degraded = SearchIndex(PARAPHRASE_CATALOG)
+    assert not degraded.semantic
+    for query in ["take a picture of the page", "serach isues", "create a new issue", "search_issues", "web search"]:
+        assert degraded.search(query, limit=10, explain=True) == words_only.search(query, limit=10, explain=True)
+
+
+@needs_vectors
+def test_vector_signal_finds_what_no_word_matches():
+    query = "what commits happened recently"
+    index = SearchIndex(PARAPHRASE_CATALOG)
+    assert index.semantic
+    top = index.search(query, limit=3, explain=True)
+    assert top[0]["id"] == "git__git_log", top
+    assert top[0]["signals"]["vector"] > 0
+    assert round(min(1.0, sum(top[0]["signals"].values())), 3) == pytest.approx(top[0]["score"], abs=0.001)
+
+
+@needs_vectors
+@pytest.mark.parametrize("query, expected", [
+    ("search_issues", "github__search_issues"),
+    ("serach isues", "github__search_issues"),
+    ("IANA timezone", "time__get_current_time"),
+])
+def test_exact_names_typos_and_parameters_still_lead(query, expected):
+    assert SearchIndex(PARAPHRASE_CATALOG).search(query)[0]["id"] == expected
+
+
+@needs_vectors
+def test_noise_stays_below_the_threshold_with_vectors():
+    index = SearchIndex(PARAPHRASE_CATALOG)
+    assert index.search("bake a chocolate cake", threshold=0.3) == []
+    assert index.search("book a flight to rome for my holiday", threshold=0.3) == []
+
+
+@needs_vectors
+def test_a_new_catalog_version_encodes_only_the_tools_that_changed(monkeypatch):
+    first = SearchIndex(PARAPHRASE_CATALOG)
+    encoded = []
+    real = vectors.encode_many
+
+    def counting(texts):
+        encoded.extend(texts)
+        return real(texts)
+
+    monkeypatch.setattr(vectors, "encode_many", counting)
+    changed = PARAPHRASE_CATALOG[:-1] + [tool("git", "git_status", "Shows the working tree status")]
+    second = SearchIndex(changed, vector_cache=first.vector_cache)
+    assert len(encoded) == 1 and "status" in encoded[0]
+    assert set(second.vector_cache) <= set(first.vector_cache) | set(encoded)
+    query = "what commits happened recently"
+    assert second.search(query, limit=5) == SearchIndex(changed).search(query, limit=5)
+
+
+@needs_vectors
+def test_gateway_keeps_tool_vectors_across_catalog_versions(monkeypatch):
+    from toolscript.gateway.catalog import Catalog
+    from toolscript.gateway.derived import Derived
+
+    tools = {"git": [{"name": "git_log", "description": "Shows the commit logs", "inputSchema": {"type": "object"}}]}
+    catalog = Catalog(lambda: list(tools.items()))
+    derived = Derived(catalog)
+    try:
+        before = derived.current()
+        encoded = []
+        real = vectors.encode_many
+        monkeypatch.setattr(vectors, "encode_many", lambda texts: encoded.extend(texts) or real(texts))
+        tools["git"] = tools["git"] + [{"name": "git_status", "description": "Shows the working tree status", "inputSchema": {"type": "object"}}]
+        assert catalog.rebuild()
+        after = derived.current()
+        assert after.version > before.version and after.index.semantic
+        assert len(encoded) == 1 and "status" in encoded[0]
+        assert derived.search("what commits happened recently", limit=1, threshold=0, servers=None)[0]["id"] == "git__git_log"
+    finally:
+        derived.close()

@@ -92,10 +92,11 @@ def _print_explained(query: str, answer: Dict[str, Any], *, as_json: bool) -> in
     if not results:
         print(f"No tools matched {query!r}. Try fewer or broader words, lower --threshold, or see 'toolscript list-servers'.")
     else:
-        # One column per signal that contributed to any result, in the order the gateway lists them.
-        names: List[str] = []
-        for r in results:
-            names += [n for n in r.get("signals", {}) if n not in names]
+        from toolscript.search import SIGNALS
+
+        # One column per signal that contributed to any result; signals this CLI does not know go last.
+        present = {n for r in results for n in r.get("signals", {})}
+        names: List[str] = [n for n in SIGNALS if n in present] + sorted(present - set(SIGNALS))
         rows = [[f"{r['score']:.3f}", r["id"]] + [_share(r.get("signals", {}).get(n)) for n in names] for r in results]
         for line in format_table(rows, headers=["SCORE", "TOOL"] + [n.upper() for n in names]):
             print(line)
