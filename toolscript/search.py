@@ -34,7 +34,6 @@ id, so the order is deterministic.
 """
 
 import math
-import operator
 import re
 from functools import lru_cache
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
@@ -452,9 +451,10 @@ class SearchIndex:
         wanted = vectors.encode(query)
         if wanted is None:
             return {}
-        # sum(map(mul)) is the fastest dot product pure Python has: ~3 us for 128 dimensions.
-        mul = operator.mul
-        return {i: sum(map(mul, wanted, vector)) for i, vector in self._vectors}
+        # For unit vectors |a - b|^2 = 2 - 2 cos(a, b), and math.dist runs in C:
+        # 500 tools x 128 dimensions take ~0.5 ms, sum(map(mul, a, b)) ~1.5 ms.
+        dist = math.dist
+        return {i: 1.0 - dist(wanted, vector) ** 2 / 2.0 for i, vector in self._vectors}
 
     @property
     def semantic(self) -> bool:
@@ -582,7 +582,7 @@ def _tool_vectors(
     tools: List[Dict[str, Any]],
     previous: Dict[str, Optional[List[float]]],
     mine: Dict[str, Optional[List[float]]],
-) -> Optional[List[Tuple[int, List[float]]]]:
+) -> Optional[List[Tuple[int, Tuple[float, ...]]]]:
     """(tool index, unit vector) for every tool that has one; None when the vectors data is not there.
 
     Texts found in ``previous`` are not encoded again; ``mine`` receives every text's vector.
@@ -596,7 +596,7 @@ def _tool_vectors(
     missing = sorted({t for t in texts if t not in mine})
     mine.update(zip(missing, vectors.encode_many(missing)))
     found = [(i, mine[text]) for i, text in enumerate(texts)]
-    return [(i, vector) for i, vector in found if vector is not None]
+    return [(i, tuple(vector)) for i, vector in found if vector is not None]
 
 
 # -- fusion ------------------------------------------------------------------
@@ -628,8 +628,13 @@ def _fuse(lexical: Dict[int, float], semantic: Dict[int, float]) -> Dict[int, fl
     if not semantic:
         return lexical
     fused = {i: share * _LEXICAL_WEIGHT for i, share in lexical.items()}
+    # _vector_share inlined: this loop runs once per tool and query.
+    floor, span, weight, alone = _VECTOR_FLOOR, _VECTOR_CEILING - _VECTOR_FLOOR, _VECTOR_WEIGHT, _VECTOR_ALONE
     for i, cosine in semantic.items():
-        extra = _vector_share(cosine)
-        if extra > 0.0 and (i in fused or cosine >= _VECTOR_ALONE):
-            fused[i] = fused.get(i, 0.0) + extra
+        if cosine > floor:
+            extra = weight * min(1.0, (cosine - floor) / span)
+            if i in fused:
+                fused[i] += extra
+            elif cosine >= alone:
+                fused[i] = extra
     return fused
