@@ -51,23 +51,63 @@ def _first_sentence(text: str) -> str:
     return re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]
 
 
+def _desc(t: dict) -> str:
+    return t.get("description") or ""
+
+
+# Each recipe: a tool -> [(weight, text)]; the tool's vector is the normalised weighted sum of the parts'
+# vectors (one part = plain encode of one text).
 RECIPES = {
-    # name words twice: the name is the densest statement of what the tool does
-    "name+desc": lambda t: f"{_name_words(t['name'])}. {t.get('description') or ''}",
-    "name2+desc": lambda t: f"{_name_words(t['name'])}. {_name_words(t['name'])}. {t.get('description') or ''}",
-    "name+sentence": lambda t: f"{_name_words(t['name'])}. {_first_sentence(t.get('description') or '')}",
-    "name+desc+params": lambda t: " ".join([_name_words(t["name"]) + ".", t.get("description") or ""]
-                                           + [_name_words(n) for n, _ in _params(t)]),
-    "name+desc+paramdocs": lambda t: " ".join([_name_words(t["name"]) + ".", t.get("description") or ""]
-                                              + [f"{_name_words(n)} {d}" for n, d in _params(t)]),
-    "server+name+desc": lambda t: f"{_name_words(t['server'])} {_name_words(t['name'])}. {t.get('description') or ''}",
+    "name+desc": lambda t: [(1.0, f"{_name_words(t['name'])}. {_desc(t)}")],
+    "name+sentence": lambda t: [(1.0, f"{_name_words(t['name'])}. {_first_sentence(_desc(t))}")],
+    "name+desc+params": lambda t: [(1.0, " ".join([_name_words(t["name"]) + ".", _desc(t)]
+                                                  + [_name_words(n) for n, _ in _params(t)]))],
+    "name+desc+paramdocs": lambda t: [(1.0, " ".join([_name_words(t["name"]) + ".", _desc(t)]
+                                                     + [f"{_name_words(n)} {d}" for n, d in _params(t)]))],
+    "server+name+desc": lambda t: [(1.0, f"{_name_words(t['server'])} {_name_words(t['name'])}. {_desc(t)}")],
+    "server+name+sentence": lambda t: [(1.0, f"{_name_words(t['server'])} {_name_words(t['name'])}. "
+                                             f"{_first_sentence(_desc(t))}")],
+    # the name and the description as separate vectors, so a long description does not drown the name
+    "name|desc": lambda t: [(1.0, _name_words(t["name"])), (1.0, _desc(t))],
+    "server name|desc": lambda t: [(1.0, f"{_name_words(t['server'])} {_name_words(t['name'])}"), (1.0, _desc(t))],
+    "server name|sentence|desc": lambda t: [(1.0, f"{_name_words(t['server'])} {_name_words(t['name'])}"),
+                                            (1.0, _first_sentence(_desc(t))), (1.0, _desc(t))],
+    "server name*1.5|sentence|desc": lambda t: [(1.5, f"{_name_words(t['server'])} {_name_words(t['name'])}"),
+                                                (1.0, _first_sentence(_desc(t))), (1.0, _desc(t))],
+    "server name*0.7|sentence|desc": lambda t: [(0.7, f"{_name_words(t['server'])} {_name_words(t['name'])}"),
+                                                (1.0, _first_sentence(_desc(t))), (1.0, _desc(t))],
+    "server name|sentence|desc*0.5": lambda t: [(1.0, f"{_name_words(t['server'])} {_name_words(t['name'])}"),
+                                                (1.0, _first_sentence(_desc(t))), (0.5, _desc(t))],
+    "server|name|sentence|desc": lambda t: [(0.5, _name_words(t['server'])), (1.0, _name_words(t['name'])),
+                                            (1.0, _first_sentence(_desc(t))), (1.0, _desc(t))],
+    "server name|sentence|desc|params*0.5": lambda t: [(1.0, f"{_name_words(t['server'])} {_name_words(t['name'])}"),
+                                                       (1.0, _first_sentence(_desc(t))), (1.0, _desc(t)),
+                                                       (0.5, " ".join(_name_words(n) for n, _ in _params(t)))],
+    "encode_tool": None,  # what toolscript.vectors.encode_tool does (= "server name|sentence|desc")
+    "name+sentence|desc": lambda t: [(1.0, f"{_name_words(t['name'])}. {_first_sentence(_desc(t))}"), (1.0, _desc(t))],
 }
-DEFAULT_RECIPE = "name+desc"
+DEFAULT_RECIPE = "encode_tool"
+
+
+def tool_vector(tool: dict, recipe: str):
+    """The tool's vector under ``recipe`` (None when no part has a known token)."""
+    if recipe == "encode_tool":
+        return vectors.encode_tool(tool)
+    total = None
+    for weight, text in RECIPES[recipe](tool):
+        part = vectors.encode(text)
+        if part is None:
+            continue
+        total = [weight * x for x in part] if total is None else [a + weight * x for a, x in zip(total, part)]
+    if total is None:
+        return None
+    norm = sum(x * x for x in total) ** 0.5
+    return [x / norm for x in total] if norm else None
 
 
 def ranker(tools: list, recipe: str):
     """``search(query) -> [ids]`` by cosine alone over ``tools`` encoded with ``recipe``."""
-    encoded = [(t["id"], vectors.encode(RECIPES[recipe](t))) for t in tools]
+    encoded = [(t["id"], tool_vector(t, recipe)) for t in tools]
     encoded = [(tid, v) for tid, v in encoded if v is not None]
 
     def search(query: str) -> list:
@@ -107,9 +147,8 @@ print((time.perf_counter() - start) * 1000)
 
 def speed(repeat: int, data_size: int) -> dict:
     tools = search_bench.load_catalog()
-    texts = [RECIPES[DEFAULT_RECIPE](t) for t in tools]
-    # 500 distinct tool texts: the recorded ones, then the same with a serial word so none is identical.
-    many = [f"{texts[n % len(texts)]} variant{n // len(texts)}" for n in range(500)]
+    # 500 distinct tools: the recorded ones, then copies under a numbered server so none is identical.
+    many = [dict(tools[n % len(tools)], server=f"{tools[n % len(tools)]['server']}{n // len(tools)}") for n in range(500)]
     query = "show me every commit that touched the billing module during the last week"  # 12 words... plus one
     query = " ".join(query.split()[:12])
 
@@ -142,7 +181,7 @@ def speed(repeat: int, data_size: int) -> dict:
         vectors._table.pieces.clear()
         vectors._table.floats.clear()
         start = time.perf_counter()
-        tool_vectors = [v for v in vectors.encode_many(many) if v is not None]
+        tool_vectors = [v for v in map(vectors.encode_tool, many) if v is not None]
         build.append((time.perf_counter() - start) * 1000)
 
     q = vectors.encode(query)
@@ -163,7 +202,7 @@ def speed(repeat: int, data_size: int) -> dict:
         "encode_12_word_query_ms": summary(encode_cold),
         "encode_12_word_query_cached_words_ms": summary(encode_warm),
         "dot_500_tools_ms": summary(dots),
-        "index_build_500_tools_ms": summary(build),
+        "index_build_500_tools_encode_tool_ms": summary(build),
     }
 
 
@@ -178,6 +217,7 @@ def main(argv=None) -> int:
     if args.data:
         with open(args.data, "rb") as f:
             data = f.read()
+        vectors.DIM = int.from_bytes(data[8:10], "little")  # a candidate may have another width
         vectors._use(data)
         size = len(data)
     else:
