@@ -369,7 +369,7 @@ def tune(tools, queries, noise):
 
     rows = []
     try:
-        for values in itertools.product((0.7, 0.85, 1.0), (0.1, 0.2, 0.3, 0.5), (0.2, 0.3, 0.4, 0.5), (0.8, 0.9, 1.0)):
+        for values in itertools.product((0.5, 0.7, 0.85, 1.0), (0.2, 0.3, 0.5, 0.7, 1.0), (0.2, 0.3, 0.4, 0.5), (0.8, 0.9, 1.0)):
             for n, v in zip(names, values):
                 setattr(mod, n, v)
             answers, kept = {}, 0
@@ -389,7 +389,14 @@ def tune(tools, queries, noise):
             setattr(mod, n, v)
     rows.sort(key=lambda r: (-r["recall@3"], -r["mrr@10"]))
     shipped = dict(zip(("lexical_weight", "vector_weight", "floor", "ceiling"), (saved[n] for n in names)))
-    return {"shipped": shipped, "blend_best": rows[:15], "blend_grid": len(rows), "rrf": rrf_rows(index, queries)}
+    # The rule the shipped constants follow: the best recall@3, then MRR@10,
+    # among the points where threshold 0.3 still rejects >= 90% of the noise.
+    chosen = next((r for r in rows if r["noise_rejected@0.3"] >= 0.9), None)
+    best_noise_cosines = sorted(max(semantic.values(), default=0.0) for _, _, semantic in rejected)
+    return {"shipped": shipped, "chosen_by_rule": chosen, "blend_best": rows[:15], "blend_grid": len(rows),
+            "noise_best_cosine": {p: round(best_noise_cosines[int(round(p * (len(best_noise_cosines) - 1)))], 3)
+                                  for p in (0.5, 0.9, 0.95)},
+            "rrf": rrf_rows(index, queries)}
 
 
 def rrf_rows(index, queries):

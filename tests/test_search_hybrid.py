@@ -179,17 +179,17 @@ def test_noise_stays_below_the_threshold_with_vectors():
 def test_a_new_catalog_version_encodes_only_the_tools_that_changed(monkeypatch):
     first = SearchIndex(PARAPHRASE_CATALOG)
     encoded = []
-    real = vectors.encode_many
+    real = vectors.encode_tool
 
-    def counting(texts):
-        encoded.extend(texts)
-        return real(texts)
+    def counting(t):
+        encoded.append(t["name"])
+        return real(t)
 
-    monkeypatch.setattr(vectors, "encode_many", counting)
+    monkeypatch.setattr(vectors, "encode_tool", counting)
     changed = PARAPHRASE_CATALOG[:-1] + [tool("git", "git_status", "Shows the working tree status")]
     second = SearchIndex(changed, vector_cache=first.vector_cache)
-    assert len(encoded) == 1 and "status" in encoded[0]
-    assert set(second.vector_cache) <= set(first.vector_cache) | set(encoded)
+    assert encoded == ["git_status"]
+    assert len(second.vector_cache) == len(changed)
     query = "what commits happened recently"
     assert second.search(query, limit=5) == SearchIndex(changed).search(query, limit=5)
 
@@ -205,13 +205,13 @@ def test_gateway_keeps_tool_vectors_across_catalog_versions(monkeypatch):
     try:
         before = derived.current()
         encoded = []
-        real = vectors.encode_many
-        monkeypatch.setattr(vectors, "encode_many", lambda texts: encoded.extend(texts) or real(texts))
+        real = vectors.encode_tool
+        monkeypatch.setattr(vectors, "encode_tool", lambda t: encoded.append(t["name"]) or real(t))
         tools["git"] = tools["git"] + [{"name": "git_status", "description": "Shows the working tree status", "inputSchema": {"type": "object"}}]
         assert catalog.rebuild()
         after = derived.current()
         assert after.version > before.version and after.index.semantic
-        assert len(encoded) == 1 and "status" in encoded[0]
+        assert encoded == ["git_status"]
         assert derived.search("what commits happened recently", limit=1, threshold=0, servers=None)[0]["id"] == "git__git_log"
     finally:
         derived.close()
