@@ -22,8 +22,8 @@ long description.  On top of that:
 * meaning, when the package has its vectors data (toolscript/vectors.py, a
   static word-vector table distilled from a sentence-embedding model): the
   cosine of the query's vector with each tool's (server and name, first
-  sentence and description) is blended with the word score, so "what did I
-  change last week" can find ``git_log`` although no word matches.  Tool
+  sentence and description) is blended with the word score, so "what commits
+  happened recently" finds ``git_log`` although only "commit" matches.  Tool
   vectors are computed once per index (the gateway builds one per catalog
   version and re-encodes only the tools that changed).  Without the data,
   ranking and scores are the words' alone, exactly as before the vectors.

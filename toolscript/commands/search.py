@@ -13,8 +13,10 @@ logger = log.get("search")
 SUMMARY = "find tools by what they do"
 DESCRIPTION = """\
 Rank every tool of the gateway (built-ins and MCP servers) against a query:
-names, descriptions and parameters, with stemming and typo tolerance.
-Scores are 0..1; --threshold drops weak matches.
+names, descriptions and parameters, with stemming and typo tolerance, blended
+with what the query means (static word vectors shipped with toolscript).
+Scores are 0..1; --threshold drops weak matches (0.3 drops most unrelated
+tools); --explain shows what each signal added.
 
 examples:
   toolscript search "create a github issue"
