@@ -148,6 +148,27 @@ def test_without_vectors_data_search_is_words_only(monkeypatch):
 
 
 @needs_vectors
+def test_words_only_per_query_matches_an_index_without_vectors():
+    hybrid, words = SearchIndex(PARAPHRASE_CATALOG), SearchIndex(PARAPHRASE_CATALOG, semantic=False)
+    for query in ["what commits happened recently", "serach isues", "create a new issue", "search_issues"]:
+        assert hybrid.search(query, limit=10, semantic=False, explain=True) == words.search(query, limit=10, explain=True)
+    assert hybrid.search("what commits happened recently", limit=10) != words.search("what commits happened recently", limit=10)
+
+
+@needs_vectors
+def test_gateway_search_words_only_on_request(gateway):
+    from toolscript.gateway.client import GatewayClient
+
+    _, url = gateway(stdio_fixture())
+    client = GatewayClient(url)
+    mixed = client.get("/search", q="add two integers", explain="1")["results"]
+    words = client.get("/search", q="add two integers", explain="1", semantic="0")["results"]
+    assert mixed[0]["id"] == words[0]["id"] == "fixture__add"
+    assert "vector" in mixed[0]["signals"] and "vector" not in words[0]["signals"]
+    assert words[0]["score"] != mixed[0]["score"]
+
+
+@needs_vectors
 def test_vector_signal_finds_what_no_word_matches():
     query = "what commits happened recently"
     index = SearchIndex(PARAPHRASE_CATALOG)

@@ -384,6 +384,7 @@ class SearchIndex:
         threshold: float = 0.0,
         servers: Optional[List[str]] = None,
         explain: bool = False,
+        semantic: bool = True,
     ) -> List[Dict[str, Any]]:
         """The best ``limit`` tools for ``query``, best first, each scoring at least ``threshold``.
 
@@ -393,13 +394,15 @@ class SearchIndex:
         those servers.  An empty or blank query finds nothing.  ``explain``
         adds ``"signals"``: each signal's contribution to the score
         (see :data:`SIGNALS`), unrounded; they add up to the score before
-        it is capped at 1 and rounded.
+        it is capped at 1 and rounded.  ``semantic=False`` ranks and scores
+        by the words alone, as an index without vectors does (for callers
+        whose thresholds were calibrated on word scores).
         """
         if not isinstance(query, str) or not query.strip() or limit <= 0:
             return []
         allowed = None if servers is None else set(servers)
         lexical, by_signal, exact = self._lexical(query, explain)
-        semantic = self._semantic(query)
+        semantic = self._semantic(query) if semantic else {}
         fused = _fuse(lexical, semantic)
         ranked = []
         for i, value in fused.items():

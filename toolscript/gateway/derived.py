@@ -107,8 +107,10 @@ class Derived:
 
     # -- what the endpoints serve ------------------------------------------------
 
-    def search(self, query: str, *, limit: int, threshold: float, servers: Optional[List[str]], explain: bool = False) -> List[Dict[str, Any]]:
-        return self.current().index.search(query, limit=limit, threshold=threshold, servers=servers, explain=explain)
+    def search(self, query: str, *, limit: int, threshold: float, servers: Optional[List[str]], explain: bool = False,
+               semantic: bool = True) -> List[Dict[str, Any]]:
+        return self.current().index.search(query, limit=limit, threshold=threshold, servers=servers, explain=explain,
+                                           semantic=semantic)
 
     def explain_terms(self, query: str) -> List[Dict[str, Any]]:
         return self.current().index.explain_terms(query)
