@@ -168,15 +168,29 @@ def test_gateway_search_words_only_on_request(gateway):
     assert words[0]["score"] != mixed[0]["score"]
 
 
+DECOYS = [
+    tool("browser", "resize_window", "Resize the browser window to a width and height"),
+    tool("browser", "close_tab", "Close the current browser tab"),
+]
+
+
 @needs_vectors
 def test_vector_signal_finds_what_no_word_matches():
-    query = "what commits happened recently"
-    index = SearchIndex(PARAPHRASE_CATALOG)
-    assert index.semantic
-    top = index.search(query, limit=3, explain=True)
-    assert top[0]["id"] == "git__git_log", top
-    assert top[0]["signals"]["vector"] > 0
-    assert round(min(1.0, sum(top[0]["signals"].values())), 3) == pytest.approx(top[0]["score"], abs=0.001)
+    query = "grab a picture of the window"  # no word of it is in page_screenshot's name or description
+    words = SearchIndex(PARAPHRASE_CATALOG + DECOYS, semantic=False).search(query, limit=5)
+    assert "browser__page_screenshot" not in [r["id"] for r in words]
+    found = SearchIndex(PARAPHRASE_CATALOG + DECOYS).search(query, limit=5, explain=True)
+    shot = next(r for r in found if r["id"] == "browser__page_screenshot")
+    assert set(shot["signals"]) == {"vector"} and shot["signals"]["vector"] > 0
+    assert round(min(1.0, sum(shot["signals"].values())), 3) == pytest.approx(shot["score"], abs=0.001)
+
+
+@needs_vectors
+def test_vector_signal_lifts_the_tool_that_means_the_query():
+    index, words = SearchIndex(PARAPHRASE_CATALOG), SearchIndex(PARAPHRASE_CATALOG, semantic=False)
+    top = index.search("what commits happened recently", limit=1, explain=True)[0]
+    assert top["id"] == "git__git_log" and top["signals"]["vector"] > 0
+    assert top["score"] > words.search("what commits happened recently", limit=1)[0]["score"]
 
 
 @needs_vectors
