@@ -24,9 +24,29 @@ and prints one JSON document:
   catalogs plus the development catalogs (a gateway holds many servers);
 - build and query time at scale: the catalog plus copies of it under renamed
   servers, with their words altered so the vocabulary grows too, until it
-  holds about 1000 tools (recall@3 there shows what the decoys cost).
+  holds about 1000 tools (recall@3 there shows what the decoys cost);
+- ``rankers`` (issue 13): rows ``bm25`` (words only), ``vectors`` (the
+  cosine of the static word vectors alone) and ``hybrid`` (what search
+  ranks with when the vectors data is there) on both sets, recall@1/3/5,
+  MRR@10 and nDCG@10 per kind.  The development set has no kind labels but
+  ``typo``; bench labels its other queries mechanically (no ranker involved):
+  ``shared_words`` when at least half of the query's index terms occur in a
+  labelled tool's name, title, description or parameter names, else
+  ``few_shared_words`` (the paraphrase- and task-like queries).  Plus the
+  hybrid's score thresholds against the noise queries;
+- ``speed``: in-process query latency p50/p95 over 500 tools (bm25 and
+  hybrid; wall and the thread's CPU time, with the load average, since a
+  shared machine's wall-time p95 is mostly waiting), the 500-tool index
+  build with vectors, the CLI's ``search`` through
+  a gateway holding 500 tools, ``toolscript --version`` against a bare
+  ``python3 -c pass`` in the same run, and the vectors data file's size.
 
-    python3 bench/search.py [--repeat 5] [--misses]
+    python3 bench/search.py [--repeat 5] [--misses] [--dev-only] [--tune]
+
+``--dev-only`` leaves out everything that touches the held-out set (what
+tuning runs; the held-out figures are for the final configuration only).
+``--tune`` prints instead the development-set grid the fusion's constants
+were chosen from.
 
 ``--misses`` adds every query the ranker does not answer in its top 3, with
 what it returned instead.
@@ -34,18 +54,22 @@ what it returned instead.
 
 import argparse
 import glob
+import itertools
 import json
 import math
 import os
 import re
 import statistics
+import subprocess
 import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import toolscript.search  # noqa: E402
+from stats import summary  # noqa: E402  (bench/stats.py)
 from toolscript.search import SearchIndex  # noqa: E402
 
 EVAL = os.path.join(ROOT, "bench", "eval")
@@ -170,8 +194,9 @@ def heldout_report(dev_tools, dev_queries):
     held_queries = load_queries(held_path)
     held_noise = load_queries(held_path, key="noise")
     tools = sorted(held_tools + dev_tools, key=lambda t: t["id"])
-    index = SearchIndex(tools)
-    dev_index = SearchIndex(dev_tools)
+    index = SearchIndex(tools, semantic=False)
+    dev_index = SearchIndex(dev_tools, semantic=False)
+    hybrid = SearchIndex(tools)
     return {
         "catalog": {"servers": len({t["server"] for t in held_tools}), "tools": len(held_tools),
                     "index_tools": len(tools)},
@@ -181,12 +206,238 @@ def heldout_report(dev_tools, dev_queries):
             "bm25": graded(lambda q: [r["id"] for r in index.search(q, limit=DEPTH)], held_queries),
             "baseline_keyword_overlap": graded(Baseline(tools).search, held_queries),
             "threshold": thresholds(index, held_queries, held_noise),
+            "rankers": ranker_rows(tools, held_queries, hybrid),
+            "hybrid_threshold": thresholds(hybrid, held_queries, held_noise) if hybrid.semantic else None,
         },
         "development": {
             "bm25": graded(lambda q: [r["id"] for r in dev_index.search(q, limit=DEPTH)], dev_queries),
             "baseline_keyword_overlap": graded(Baseline(dev_tools).search, dev_queries),
         },
     }
+
+
+def vector_ranking(index):
+    """``search(query) -> [ids]`` by the vectors' cosine alone (the hybrid's vector signal, unfused)."""
+    def search(query):
+        cosines = index._semantic(query)
+        order = sorted(cosines, key=lambda i: (-cosines[i], index._ids[i]))
+        return [index._ids[i] for i in order[:DEPTH]]
+    return search
+
+
+def ranker_rows(tools, queries, hybrid=None):
+    """graded() of the three rankers: bm25 (words only), vectors (cosine alone), hybrid (what search ships)."""
+    hybrid = hybrid or SearchIndex(tools)
+    words = SearchIndex(tools, semantic=False)
+    rows = {"bm25": graded(lambda q: [r["id"] for r in words.search(q, limit=DEPTH)], queries)}
+    if hybrid.semantic:
+        rows["vectors"] = graded(vector_ranking(hybrid), queries)
+        rows["hybrid"] = graded(lambda q: [r["id"] for r in hybrid.search(q, limit=DEPTH)], queries)
+    return rows
+
+
+def with_dev_kinds(tools, queries):
+    """The development queries, each with a mechanical ``kind``: typo, shared_words or few_shared_words.
+
+    shared_words: at least half of the query's index terms occur in one of
+    its labelled tools' name, title, description or parameter names.  Only
+    the labels and the catalog decide; no ranker runs.
+    """
+    by_id = {t["id"]: t for t in tools}
+    out = []
+    for q in queries:
+        if q.get("typo"):
+            kind = "typo"
+        else:
+            wanted = set(toolscript.search.terms(q["query"]))
+            best = 0.0
+            for tid in q["ids"]:
+                t = by_id[tid]
+                names = []
+                toolscript.search._schema_text(t.get("inputSchema"), names, [])
+                text = set(toolscript.search.terms(" ".join([t["name"], t.get("title") or "", t.get("description") or ""] + names)))
+                best = max(best, len(wanted & text) / len(wanted) if wanted else 0.0)
+            kind = "shared_words" if best >= 0.5 else "few_shared_words"
+        out.append(dict(q, kind=kind))
+    return out
+
+
+def speed(tools, queries, repeat):
+    """Build and query time over a 500-tool catalog, words only and hybrid."""
+    big = scaled(tools, target=500)[:500]
+    out = {"tools": len(big)}
+    for label, semantic in (("bm25", False), ("hybrid", True)):
+        samples = []
+        index = None
+        for _ in range(repeat):
+            toolscript.search.stem.cache_clear()
+            toolscript.search._chunk_terms.cache_clear()
+            start = time.perf_counter()
+            index = SearchIndex(big, semantic=semantic)
+            samples.append((time.perf_counter() - start) * 1000)
+        if semantic and not index.semantic:
+            out[label] = None
+            continue
+        for q in queries[:20]:
+            index.search(q["query"], limit=DEPTH)  # warm caches, as a running gateway has them
+        timings, cpu = [], []
+        for _ in range(repeat):
+            for q in queries:
+                start, start_cpu = time.perf_counter(), time.thread_time()
+                index.search(q["query"], limit=DEPTH)
+                cpu.append((time.thread_time() - start_cpu) * 1000)
+                timings.append((time.perf_counter() - start) * 1000)
+        # Wall time includes waiting for a CPU on a busy machine; the thread's
+        # CPU time is what the query itself costs.
+        out[label] = {"build_ms": round(statistics.median(samples), 2), "query_ms": percentiles(timings),
+                      "query_cpu_ms": percentiles(cpu)}
+    out["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    return out
+
+
+def vectors_file():
+    """Size and location of the vectors data file (None when search has none)."""
+    try:
+        from toolscript import vectors
+    except ImportError:
+        return None
+    path = getattr(vectors, "DATA_PATH", None) or getattr(vectors, "PATH", None)
+    candidates = [path] if isinstance(path, str) else glob.glob(os.path.join(ROOT, "toolscript", "data", "*"))
+    files = [c for c in candidates if c and os.path.isfile(c)]
+    return {"files": {os.path.relpath(f, ROOT): os.path.getsize(f) for f in files}, "available": vectors.available()}
+
+
+def timed_run(argv, env=None):
+    start = time.perf_counter()
+    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return (time.perf_counter() - start) * 1000
+
+
+def startup(repeat):
+    """``toolscript --version`` (the checkout) against a bare ``python3 -c pass``, alternating, same run."""
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    version, bare = [], []
+    for _ in range(repeat):
+        version.append(timed_run([sys.executable, "-m", "toolscript", "--version"], env))
+        bare.append(timed_run([sys.executable, "-c", "pass"], env))
+    out = {"toolscript_version": summary(version, digits=1), "python_c_pass": summary(bare, digits=1)}
+    out["version_minus_bare_median_ms"] = round(out["toolscript_version"]["median_ms"] - out["python_c_pass"]["median_ms"], 1)
+    return out
+
+
+def cli_latency(queries, repeat):
+    """``toolscript search`` as a subprocess against a gateway whose fixture server lists 500 tools."""
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    from gateway import GatewayProcess  # bench/gateway.py
+    from mcp_servers import launch
+
+    command = launch.stdio_command("--tools", "500")
+    gateway = GatewayProcess({"big": {"command": command[0], "args": command[1:]}})
+    try:
+        _, started = gateway.start()
+        gateway.wait_ready(["big"], started)
+        env = dict(gateway.env, TOOLSCRIPT_GATEWAY_URL=gateway.url)
+        timed_run([sys.executable, "-m", "toolscript", "search", "warm up"], env)
+        samples = []
+        for _ in range(repeat):
+            for q in queries[:10]:
+                samples.append(timed_run([sys.executable, "-m", "toolscript", "search", q["query"]], env))
+        return summary(samples, digits=1)
+    finally:
+        gateway.stop()
+
+
+def tune(tools, queries, noise):
+    """The development-set grid the fusion constants were picked from (see toolscript/search.py).
+
+    Each query's word shares and cosines are computed once; every grid
+    point then runs search's own ``_fuse`` with its constants patched.
+    """
+    mod = toolscript.search
+    names = ("_LEXICAL_WEIGHT", "_VECTOR_WEIGHT", "_VECTOR_FLOOR", "_VECTOR_CEILING")
+    saved = {n: getattr(mod, n) for n in names}
+    index = SearchIndex(tools)
+    if not index.semantic:
+        return {"error": "no vectors data: nothing to tune"}
+
+    def prepare(text):
+        lexical, _, exact = index._lexical(text)
+        return lexical, set(exact), index._semantic(text)
+
+    labelled = [(q, prepare(q["query"])) for q in queries]
+    rejected = [prepare(n) for n in noise]
+    ids = index._ids
+
+    def ranked(lexical, exact, semantic):
+        fused = mod._fuse(lexical, semantic)
+        order = sorted(fused, key=lambda i: (i not in exact, -fused[i], ids[i]))[:DEPTH]
+        return fused, order
+
+    rows = []
+    try:
+        for values in itertools.product((0.5, 0.7, 0.85, 1.0), (0.2, 0.3, 0.5, 0.7, 1.0), (0.2, 0.3, 0.4, 0.5), (0.8, 0.9, 1.0)):
+            for n, v in zip(names, values):
+                setattr(mod, n, v)
+            answers, kept = {}, 0
+            for q, (lexical, exact, semantic) in labelled:
+                fused, order = ranked(lexical, exact, semantic)
+                answers[q["query"]] = [ids[i] for i in order]
+                kept += any(ids[i] in q["ids"] and (i in exact or round(min(1.0, fused[i]), 3) >= 0.3) for i in order[:3])
+            quiet = sum(1 for lexical, exact, semantic in rejected
+                        if not exact and round(min(1.0, max(mod._fuse(lexical, semantic).values(), default=0.0)), 3) < 0.3)
+            g = graded(lambda text: answers[text], queries)
+            rows.append(dict(zip(("lexical_weight", "vector_weight", "floor", "ceiling"), values),
+                             **{"recall@3": g["all"]["recall@3"], "mrr@10": g["all"]["mrr@10"],
+                                "few_shared_words@3": g["few_shared_words"]["recall@3"], "typo@3": g["typo"]["recall@3"],
+                                "noise_rejected@0.3": round(quiet / len(rejected), 4), "recall@3_at_0.3": round(kept / len(labelled), 4)}))
+    finally:
+        for n, v in saved.items():
+            setattr(mod, n, v)
+    rows.sort(key=lambda r: (-r["recall@3"], -r["mrr@10"]))
+    shipped = dict(zip(("lexical_weight", "vector_weight", "floor", "ceiling"), (saved[n] for n in names)))
+    # The rule the shipped constants follow: the best recall@3, then MRR@10,
+    # among the points where threshold 0.3 still rejects >= 90% of the noise.
+    chosen = next((r for r in rows if r["noise_rejected@0.3"] >= 0.9), None)
+    best_noise_cosines = sorted(max(semantic.values(), default=0.0) for _, _, semantic in rejected)
+    return {"shipped": shipped, "chosen_by_rule": chosen, "blend_best": rows[:15], "blend_grid": len(rows),
+            "noise_best_cosine": {p: round(best_noise_cosines[int(round(p * (len(best_noise_cosines) - 1)))], 3)
+                                  for p in (0.5, 0.9, 0.95)},
+            "rrf": rrf_rows(index, queries)}
+
+
+def rrf_rows(index, queries):
+    """Reciprocal rank fusion of the word ranking and the vector ranking, for comparison with the blend.
+
+    score = 1/(k + word rank) + w/(k + vector rank); a tool a query names
+    exactly still comes first.  RRF has no 0..1 score to threshold, so only
+    its ranking quality is shown.
+    """
+    prepared = []
+    for q in queries:
+        lexical, _, exact = index._lexical(q["query"])
+        semantic = index._semantic(q["query"])
+        by_words = sorted((i for i, v in lexical.items() if v > 0), key=lambda i: (-lexical[i], index._ids[i]))
+        by_vector = sorted(semantic, key=lambda i: (-semantic[i], index._ids[i]))
+        prepared.append((q, {i: r for r, i in enumerate(by_words, 1)}, {i: r for r, i in enumerate(by_vector, 1)}, set(exact)))
+    rows = []
+    for k in (5, 10, 30, 60):
+        for weight in (0.5, 0.75, 1.0, 1.5):
+            answers = {}
+            for q, words, vector, exact in prepared:
+                fused = {}
+                for i, r in words.items():
+                    fused[i] = 1.0 / (k + r)
+                for i, r in vector.items():
+                    fused[i] = fused.get(i, 0.0) + weight / (k + r)
+                order = sorted(fused, key=lambda i: (i not in exact, -fused[i], index._ids[i]))
+                answers[q["query"]] = [index._ids[i] for i in order[:DEPTH]]
+            g = graded(lambda text: answers[text], queries)
+            rows.append({"k": k, "vector_weight": weight, "recall@3": g["all"]["recall@3"], "mrr@10": g["all"]["mrr@10"],
+                         "few_shared_words@3": g.get("few_shared_words", {}).get("recall@3"),
+                         "typo@3": g.get("typo", {}).get("recall@3")})
+    rows.sort(key=lambda r: (-r["recall@3"], -r["mrr@10"]))
+    return rows[:8]
 
 
 class Baseline:
@@ -257,12 +508,19 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5, help="times each query (and build) is timed")
     parser.add_argument("--misses", action="store_true", help="list the queries missed in the top 3")
+    parser.add_argument("--dev-only", action="store_true", help="leave out the held-out set (for tuning)")
+    parser.add_argument("--tune", action="store_true", help="print the development-set fusion grid and stop")
+    parser.add_argument("--no-cli", action="store_true", help="skip the subprocess timings (CLI search, --version)")
     args = parser.parse_args(argv)
 
     tools = load_catalog()
-    queries = load_queries()
+    queries = with_dev_kinds(tools, load_queries())
     noise = load_queries(key="noise")
     servers = sorted({t["server"] for t in tools})
+    if args.tune:
+        json.dump(tune(tools, queries, noise), sys.stdout, indent=2)
+        print()
+        return
 
     index, build_ms = timed_build(tools, args.repeat)
     ours, misses = evaluate(lambda q: [r["id"] for r in index.search(q, limit=DEPTH)], queries, args.repeat)
@@ -291,7 +549,8 @@ def main(argv=None):
         "toolscript": ours,
         "baseline_keyword_overlap": base,
         "ablations": ablations(tools, queries),
-        "heldout": heldout_report(tools, queries),
+        "rankers": {"development": ranker_rows(tools, queries)},
+        "heldout": None if args.dev_only else heldout_report(tools, queries),
         "scale": {
             "tools": len(big),
             "build_ms": big_build,
@@ -300,6 +559,12 @@ def main(argv=None):
             "recall@3": big_queries["recall@3"],
         },
     }
+    speeds = speed(tools, queries, args.repeat)
+    speeds["vectors_data"] = vectors_file()
+    if not args.no_cli:
+        speeds["cli_search_500_tools"] = cli_latency(queries, max(1, args.repeat // 2))
+        speeds["startup"] = startup(max(10, args.repeat * 2))
+    report["speed"] = speeds
     if args.misses:
         report["misses"] = misses
     json.dump(report, sys.stdout, indent=2)

@@ -82,7 +82,7 @@ _INDEX: Optional[SearchIndex] = None
 def tool_index() -> SearchIndex:
     global _INDEX
     if _INDEX is None:
-        _INDEX = SearchIndex(load_catalog())
+        _INDEX = SearchIndex(load_catalog(), semantic=False)  # as the hook asks the gateway: words only
     return _INDEX
 
 

@@ -5,7 +5,8 @@ The held-out set is 13 real servers that are not in the development set
 figures say how search does on catalogs it was never tuned on.  The index
 holds the held-out and the development catalogs together, as a gateway with
 many servers would.  bench/search.py prints the full figures (recall@1/3/5,
-MRR@10, nDCG@10 per kind); the floors here are the measured values minus 0.02.
+MRR@10, nDCG@10 per kind, for words alone, vectors alone and the hybrid);
+the floors here are the hybrid's measured values minus 0.02, rounded down.
 """
 
 import collections
@@ -97,11 +98,16 @@ def recall_at(index, queries, k):
 
 def test_heldout_recall_floor(index, heldout):
     _, _, queries, _ = heldout
-    # Measured with BM25 when the floor was set (155 held-out + 126 development
-    # tools, 335 queries): recall@3 0.761; direct 1.0, typo 1.0.
-    assert recall_at(index, queries, 3) >= 0.74
+    # Measured once, with the hybrid ranker (words + vectors, constants chosen
+    # on the development set only) when the floor was set (155 held-out + 126
+    # development tools, 335 queries): recall@3 0.770; direct 1.0, typo 1.0,
+    # paraphrase 0.238, task 0.687.  Words alone (BM25) measured 0.761;
+    # direct 1.0, typo 1.0, paraphrase 0.206, task 0.687.
+    assert recall_at(index, queries, 3) >= 0.75
     by_kind = collections.defaultdict(list)
     for q in queries:
         by_kind[q["kind"]].append(q)
     assert recall_at(index, by_kind["direct"], 3) >= 0.98
     assert recall_at(index, by_kind["typo"], 3) >= 0.98
+    assert recall_at(index, by_kind["paraphrase"], 3) >= 0.21
+    assert recall_at(index, by_kind["task"], 3) >= 0.66

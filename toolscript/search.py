@@ -18,27 +18,45 @@ long description.  On top of that:
   related words (``remove`` / ``delete``, ``folder`` / ``directory``) adds
   lookups, also at a discount, so a literal match always counts more;
 * a query that *is* a tool's name (``search_issues``, ``search issues``,
-  ``github__search_issues``) ranks that tool first with score 1.
+  ``github__search_issues``) ranks that tool first with score 1;
+* meaning, when the package has its vectors data (toolscript/vectors.py, a
+  static word-vector table distilled from a sentence-embedding model): the
+  cosine of the query's vector with each tool's (server and name, first
+  sentence and description) is blended with the word score, so "what commits
+  happened recently" finds ``git_log`` although only "commit" matches.  Tool
+  vectors are computed once per index (the gateway builds one per catalog
+  version and re-encodes only the tools that changed).  Without the data,
+  ranking and scores are the words' alone, exactly as before the vectors.
 
-What a score means: the tool's BM25F score divided by the score of an ideal
-tool for the query -- one that has every query word, each about twice (say
-in its name and its description).  Every query word weighs by its rarity
-(idf), and a word no tool contains weighs as much as the rarest word, since
-no tool can explain it.  So the score is, roughly, the share of the query
-that the tool accounts for: about 1 when the tool's name and description say
-what the query says, about 0.5 when the description covers most of it, and
-below 0.3 when only a common word or two matched.  A threshold of 0.3 keeps
-plausible tools and drops most noise (bench/search.py measures both).
-Scores are capped at 1; results are ordered by the uncapped score, then by
-id, so the order is deterministic.
+What a score means: the word part is the tool's BM25F score divided by the
+score of an ideal tool for the query -- one that has every query word, each
+about twice (say in its name and its description).  Every query word weighs
+by its rarity (idf), and a word no tool contains weighs as much as the
+rarest word, since no tool can explain it.  So it is, roughly, the share of
+the query that the tool accounts for: about 1 when the tool's name and
+description say what the query says, about 0.5 when the description covers
+most of it, and below 0.3 when only a common word or two matched.  With the
+vectors, the score is half that share plus half the cosine mapped onto 0..1
+(0 at cosine 0.2 or less, 1 at 0.9 or more; see _fuse): a tool that says the
+query's words *and* means it scores near 1, words or meaning alone about
+half.  A threshold of 0.3 keeps plausible tools and drops most noise
+(bench/search.py measures both).  Scores are capped at 1; results are
+ordered by the uncapped score, then by id, so the order is deterministic.
+``search(explain=True)`` shows each signal's part of the score.
 """
 
 import math
 import re
 from functools import lru_cache
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
-__all__ = ["SearchIndex", "tokenize", "stem", "terms"]
+__all__ = ["SearchIndex", "SIGNALS", "tokenize", "stem", "terms"]
+
+# The named signals a score is made of, in the order --explain shows them:
+# query words found as written (BM25F), words reached through the synonym
+# table, typo corrections, adjacent query words joined ("web search" meets
+# "websearch"), and a query that is a tool's name.
+SIGNALS = ("bm25", "synonym", "typo", "joined_words", "vector", "exact_name")
 
 # -- words -------------------------------------------------------------------
 
@@ -310,7 +328,16 @@ class SearchIndex:
     concurrent searches.  Build a new one when the catalog changes.
     """
 
-    def __init__(self, tools: List[Dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        tools: List[Dict[str, Any]],
+        *,
+        semantic: bool = True,
+        vector_cache: Optional[Dict[str, Optional[List[float]]]] = None,
+    ) -> None:
+        # semantic=False, or no vectors data: words only (BM25F and friends).
+        # vector_cache: the previous index's ``vector_cache`` ({tool texts:
+        # vector}), so a catalog change re-encodes only the tools that changed.
         self._tools = [t for t in tools if isinstance(t, dict)]
         self._ids = [str(t.get("id") or f"{t.get('server', '')}__{t.get('name', '')}") for t in self._tools]
         surface: Dict[str, str] = {}
@@ -337,6 +364,9 @@ class SearchIndex:
         # is built on the first misspelt query (most queries need none).
         self._surface = {w: t for w, t in surface.items() if len(w) > 3 and w.isalpha()}
         self._by_trigram: Optional[Dict[str, List[str]]] = None
+        # {tool texts: vector} of this index, for the next one (see vector_cache above).
+        self.vector_cache: Dict[str, Optional[List[float]]] = {}
+        self._vectors = _tool_vectors(self._tools, vector_cache or {}, self.vector_cache) if semantic else None
         self._exact: Dict[str, List[int]] = {}
         for i, t in enumerate(self._tools):
             for key in {_compact(str(t.get("name", ""))), _compact(self._ids[i])}:
@@ -353,33 +383,33 @@ class SearchIndex:
         limit: int = 3,
         threshold: float = 0.0,
         servers: Optional[List[str]] = None,
+        explain: bool = False,
+        semantic: bool = True,
     ) -> List[Dict[str, Any]]:
         """The best ``limit`` tools for ``query``, best first, each scoring at least ``threshold``.
 
         Each result is ``{"id", "server", "name", "score", "description"}``
         with ``score`` in 0..1 rounded to 3 places (see the module docstring
         for what it means).  ``servers``, when not None, keeps only tools of
-        those servers.  An empty or blank query finds nothing.
+        those servers.  An empty or blank query finds nothing.  ``explain``
+        adds ``"signals"``: each signal's contribution to the score
+        (see :data:`SIGNALS`), unrounded; they add up to the score before
+        it is capped at 1 and rounded.  ``semantic=False`` ranks and scores
+        by the words alone, as an index without vectors does (for callers
+        whose thresholds were calibrated on word scores).
         """
         if not isinstance(query, str) or not query.strip() or limit <= 0:
             return []
         allowed = None if servers is None else set(servers)
-        lookups, ideal = self._lookups(query)
-        raw: Dict[int, float] = {}
-        for term, weight in lookups.items():
-            idf = self._idf[term] * weight
-            for i, tf in self._postings[term].items():
-                raw[i] = raw.get(i, 0.0) + idf * tf * (_K1 + 1) / (tf + _K1)
-        # A query that is a tool's name puts that tool first, whatever the words say.
-        exact = self._exact.get(_compact(query), ())
-        for i in exact:
-            raw.setdefault(i, 0.0)
+        lexical, by_signal, exact = self._lexical(query, explain)
+        semantic = self._semantic(query) if semantic else {}
+        fused = _fuse(lexical, semantic)
         ranked = []
-        for i, value in raw.items():
+        for i, value in fused.items():
             if allowed is not None and self._tools[i].get("server") not in allowed:
                 continue
             # Rounded before the threshold applies, so it cuts where the scores shown do.
-            score = 1.0 if i in exact else round(min(1.0, value / ideal), 3) if ideal else 0.0
+            score = 1.0 if i in exact else round(min(1.0, value), 3)
             if score > 0.0 and score >= threshold:
                 # Exact names first, in id order; then by the uncapped score and id.
                 ranked.append((0, 0.0, self._ids[i], score, i) if i in exact else (1, -value, self._ids[i], score, i))
@@ -388,23 +418,100 @@ class SearchIndex:
         for _, _, tool_id, score, i in ranked[:limit]:
             tool = self._tools[i]
             description = tool.get("description")
-            results.append({
+            result = {
                 "id": tool_id,
                 "server": tool.get("server"),
                 "name": tool.get("name"),
                 "score": score,
                 "description": description if isinstance(description, str) else "",
-            })
+            }
+            if explain:
+                result["signals"] = self._contributions(i, by_signal, semantic, i in exact)
+            results.append(result)
         return results
 
-    def _lookups(self, query: str) -> Tuple[Dict[str, float], float]:
-        """The index terms to look up for ``query`` with their weights, and the ideal score."""
+    def _lexical(self, query: str, explain: bool = False) -> Tuple[Dict[int, float], Dict[str, Dict[int, float]], Sequence[int]]:
+        """The word-based share of ``query`` each tool accounts for (uncapped), per signal when ``explain``, and exact names.
+
+        The share is the tool's BM25F score over the ideal tool's (see the
+        module docstring); tools a query names exactly are in the result
+        with at least 0.
+        """
+        lookups, ideal = self._lookups(query)
+        raw: Dict[int, float] = {}
+        by_signal: Dict[str, Dict[int, float]] = {}
+        for term, (weight, signal) in lookups.items():
+            idf = self._idf[term] * weight
+            parts = by_signal.setdefault(signal, {}) if explain else None
+            for i, tf in self._postings[term].items():
+                value = idf * tf * (_K1 + 1) / (tf + _K1)
+                raw[i] = raw.get(i, 0.0) + value
+                if parts is not None:
+                    parts[i] = parts.get(i, 0.0) + value
+        # A query that is a tool's name puts that tool first, whatever the words say.
+        exact = self._exact.get(_compact(query), ())
+        for i in exact:
+            raw.setdefault(i, 0.0)
+        if not ideal:
+            return {i: 0.0 for i in raw}, {}, exact
+        shares = {i: value / ideal for i, value in raw.items()}
+        return shares, {name: {i: v / ideal for i, v in part.items()} for name, part in by_signal.items()}, exact
+
+    def _semantic(self, query: str) -> Dict[int, float]:
+        """Cosine of the query's vector with each tool's; empty without vectors data or a known query word."""
+        if not self._vectors or not any(len(w) > 1 and w not in _STOPWORDS for w in tokenize(query)):
+            return {}  # stopwords alone ("the of a") mean nothing, whatever their vectors say
+        from toolscript import vectors
+
+        wanted = vectors.encode(query)
+        if wanted is None:
+            return {}
+        # For unit vectors |a - b|^2 = 2 - 2 cos(a, b), and math.dist runs in C:
+        # 500 tools x 128 dimensions take ~0.5 ms, sum(map(mul, a, b)) ~1.5 ms.
+        dist = math.dist
+        return {i: 1.0 - dist(wanted, vector) ** 2 / 2.0 for i, vector in self._vectors}
+
+    @property
+    def semantic(self) -> bool:
+        """Whether this index ranks with the vectors as well as the words."""
+        return bool(self._vectors)
+
+    def _contributions(self, i: int, by_signal: Dict[str, Dict[int, float]], semantic: Dict[int, float], exact: bool) -> Dict[str, float]:
+        """Each signal's share of tool ``i``'s fused score, in :data:`SIGNALS` order."""
+        weight = _LEXICAL_WEIGHT if semantic else 1.0
+        signals = {name: by_signal[name][i] * weight for name in SIGNALS if i in by_signal.get(name, {})}
+        if i in semantic:
+            signals["vector"] = _vector_share(semantic[i])
+        if exact:
+            signals["exact_name"] = 1.0  # alone enough for the top score
+        return signals
+
+    def explain_terms(self, query: str) -> List[Dict[str, Any]]:
+        """What ``query`` looks up: ``{"term", "signal", "weight", "idf"}`` per index term, in lookup order.
+
+        ``idf`` is the term's rarity in this catalog; ``weight`` the discount
+        its signal puts on it (1 for a word as written).
+        """
+        if not isinstance(query, str) or not query.strip():
+            return []
+        lookups, _ = self._lookups(query)
+        return [{"term": term, "signal": signal, "weight": round(weight, 4), "idf": round(self._idf[term], 4)}
+                for term, (weight, signal) in lookups.items()]
+
+    def _lookups(self, query: str) -> Tuple[Dict[str, Tuple[float, str]], float]:
+        """The index terms to look up for ``query``, each with its weight and signal, and the ideal score."""
         literal: Dict[str, float] = {}
-        extra: Dict[str, float] = {}
+        extra: Dict[str, Tuple[float, str]] = {}
         ideal = 0.0
         gain = _IDEAL_TF * (_K1 + 1) / (_IDEAL_TF + _K1)
         words = [w for w in tokenize(query) if len(w) > 1 and w not in _STOPWORDS]
         stems = [stem(w) for w in words]
+
+        def add(term: str, weight: float, signal: str) -> None:
+            # A term reached two ways is looked up once, at the higher weight.
+            if term not in extra or extra[term][0] < weight:
+                extra[term] = (weight, signal)
+
         for word, term in zip(words, stems):
             if term in self._postings:
                 literal[term] = literal.get(term, 0.0) + 1.0  # a repeated word counts again
@@ -412,16 +519,16 @@ class SearchIndex:
             else:
                 corrections = self._correct(word)
                 for fixed, similarity in corrections:
-                    extra[fixed] = max(extra.get(fixed, 0.0), _FUZZY_WEIGHT * similarity)
+                    add(fixed, _FUZZY_WEIGHT * similarity, "typo")
                 # A misspelt word is worth what its correction is worth; a word
                 # no tool has, as much as the rarest word.
                 ideal += (self._idf[corrections[0][0]] if corrections else self._unknown_idf) * gain
             for synonym, weight in _SYNONYMS.get(term, {}).items():
-                extra[synonym] = max(extra.get(synonym, 0.0), weight)
+                add(synonym, weight, "synonym")
         for a, b in zip(stems, stems[1:]):
-            extra[a + b] = 1.0  # "web search" meets the joined name part "websearch"
+            extra[a + b] = (1.0, "joined_words")  # "web search" meets the joined name part "websearch"
         lookups = {t: w for t, w in extra.items() if t in self._postings and t not in literal}
-        lookups.update(literal)
+        lookups.update((t, (w, "bm25")) for t, w in literal.items())
         return lookups, ideal
 
     def _correct(self, word: str) -> List[Tuple[str, float]]:
@@ -459,3 +566,83 @@ class SearchIndex:
 def _idf(n: int, df: int) -> float:
     # BM25's idf, kept positive for words most tools share.
     return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+# -- vectors -----------------------------------------------------------------
+
+
+def _tool_vectors(
+    tools: List[Dict[str, Any]],
+    previous: Dict[str, Optional[List[float]]],
+    mine: Dict[str, Optional[List[float]]],
+) -> Optional[List[Tuple[int, Tuple[float, ...]]]]:
+    """(tool index, unit vector) for every tool that has one; None when the vectors data is not there.
+
+    A tool's vector is ``vectors.encode_tool``: server and name as words,
+    the description's first sentence and the whole description, encoded
+    apart and summed (on the development set that beat one text of name,
+    title, description and parameter names, 0.876 against 0.839 recall@3
+    for the vectors alone; parameters are left to the words).  Tools whose
+    texts are in ``previous`` are not encoded again; ``mine`` receives every
+    tool's vector, keyed by its texts.
+    """
+    from toolscript import vectors
+
+    if not tools or not vectors.available():
+        return None
+    out = []
+    for i, tool in enumerate(tools):
+        key = "\n".join(vectors.tool_texts(tool))
+        if key in mine:
+            vector = mine[key]
+        elif key in previous:
+            vector = mine[key] = previous[key]
+        else:
+            vector = mine[key] = vectors.encode_tool(tool)
+        if vector is not None:
+            out.append((i, tuple(vector)))
+    return out
+
+
+# -- fusion ------------------------------------------------------------------
+
+# How the word-based share and the vectors' cosine make one score.  Chosen on
+# the development set only (bench/search.py --tune prints the grid): the best
+# recall@3, then MRR@10, among the blends where threshold 0.3 still rejects
+# >= 90% of the noise queries (dev recall@3 0.909 against 0.867 for words
+# alone; rank fusion, RRF, reached 0.906 with a worse MRR and no 0..1 score
+# to threshold).  A cosine at or below _VECTOR_FLOOR adds nothing: static
+# word vectors of unrelated texts still point the same way a little.
+_LEXICAL_WEIGHT = 0.5
+_VECTOR_WEIGHT = 0.5
+_VECTOR_FLOOR = 0.2
+_VECTOR_CEILING = 0.9
+# A tool no query word reaches is a result on its vector alone only above
+# this cosine: the best cosine of 95% of the development noise queries
+# ("book a flight to rome") is below it.  Lower, every query would list
+# some tool, gibberish included.
+_VECTOR_ALONE = 0.45
+
+
+def _vector_share(cosine: float) -> float:
+    """What a cosine adds to the score: 0 at the floor or below, _VECTOR_WEIGHT at the ceiling or above."""
+    if cosine <= _VECTOR_FLOOR:
+        return 0.0
+    return _VECTOR_WEIGHT * min(1.0, (cosine - _VECTOR_FLOOR) / (_VECTOR_CEILING - _VECTOR_FLOOR))
+
+
+def _fuse(lexical: Dict[int, float], semantic: Dict[int, float]) -> Dict[int, float]:
+    """Tool index -> fused score (uncapped).  Without a vector signal, the word-based share as it is."""
+    if not semantic:
+        return lexical
+    fused = {i: share * _LEXICAL_WEIGHT for i, share in lexical.items()}
+    # _vector_share inlined: this loop runs once per tool and query.
+    floor, span, weight, alone = _VECTOR_FLOOR, _VECTOR_CEILING - _VECTOR_FLOOR, _VECTOR_WEIGHT, _VECTOR_ALONE
+    for i, cosine in semantic.items():
+        if cosine > floor:
+            extra = weight * min(1.0, (cosine - floor) / span)
+            if i in fused:
+                fused[i] += extra
+            elif cosine >= alone:
+                fused[i] = extra
+    return fused

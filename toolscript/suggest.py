@@ -214,7 +214,8 @@ def search_gateway(url: str, queries: Sequence[str], *, timeout: float, max_tool
     def one(index: int, query: str) -> None:
         try:
             answer = GatewayClient(url, timeout=max(timeout, 0.05)).get(
-                "/search", q=query, limit=str(max_tools), threshold=f"{floor:g}", wait="0")
+                "/search", q=query, limit=str(max_tools), threshold=f"{floor:g}", wait="0",
+                semantic="0")  # the floors were set on word scores (issue 13 left them as they were)
             hits = answer.get("results") if isinstance(answer, dict) else None
             results[index] = [h for h in hits if isinstance(h, dict)] if isinstance(hits, list) else []
         except Exception as exc:  # noqa: BLE001 - any failure of one query is that query's alone

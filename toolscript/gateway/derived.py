@@ -1,9 +1,11 @@
 """What the gateway derives from its catalog for code mode, kept current.
 
-The search index, the Python stubs, the TypeScript declarations and the
-name map the sandbox runtime uses are built once per catalog version into one
-immutable ``Artifacts`` object, which is swapped in whole: a reader takes it
-once and never sees half of one version and half of another.  One worker
+The search index (with its tool vectors when search has its vectors data),
+the Python stubs, the TypeScript declarations and the name map the sandbox
+runtime uses are built once per catalog version into one immutable
+``Artifacts`` object (a new version re-encodes only the tools that changed),
+which is swapped in whole: a reader takes it once and never sees half of one
+version and half of another.  One worker
 thread per ``Derived`` rebuilds after catalog changes (a burst of changes is
 one rebuild), so the agent's next ``search`` or ``get-types`` is answered at
 once; a request that arrives before the rebuild finishes builds synchronously.
@@ -33,13 +35,14 @@ class Artifacts:
     names: Dict[str, Any]
 
 
-def build_artifacts(snapshot: Snapshot) -> Artifacts:
+def build_artifacts(snapshot: Snapshot, previous: Optional[Artifacts] = None) -> Artifacts:
+    """The artifacts of ``snapshot``; tool vectors the ``previous`` version already computed are reused."""
     tools = [entry.describe() for entry in snapshot.entries()]
     attributes = typegen.python_names(tools)
     return Artifacts(
         version=snapshot.version,
         tools=tools,
-        index=search.SearchIndex(tools),
+        index=search.SearchIndex(tools, vector_cache=previous.index.vector_cache if previous is not None else None),
         stubs={"python": typegen.python_stubs(tools), "ts": typegen.typescript_declarations(tools)},
         attributes=attributes,
         names=name_map(tools, attributes),
@@ -97,15 +100,20 @@ class Derived:
             artifacts = self._artifacts
             snapshot = self.catalog.snapshot()
             if artifacts is None or artifacts.version != snapshot.version:
-                artifacts = build_artifacts(snapshot)
+                artifacts = build_artifacts(snapshot, artifacts)
                 self._artifacts = artifacts
                 logger.debug("derived artifacts rebuilt for catalog version %d (%d tools)", artifacts.version, len(artifacts.tools))
         return artifacts
 
     # -- what the endpoints serve ------------------------------------------------
 
-    def search(self, query: str, *, limit: int, threshold: float, servers: Optional[List[str]]) -> List[Dict[str, Any]]:
-        return self.current().index.search(query, limit=limit, threshold=threshold, servers=servers)
+    def search(self, query: str, *, limit: int, threshold: float, servers: Optional[List[str]], explain: bool = False,
+               semantic: bool = True) -> List[Dict[str, Any]]:
+        return self.current().index.search(query, limit=limit, threshold=threshold, servers=servers, explain=explain,
+                                           semantic=semantic)
+
+    def explain_terms(self, query: str) -> List[Dict[str, Any]]:
+        return self.current().index.explain_terms(query)
 
     def types(self, *, lang: str, selection: Optional[List[str]] = None, full: bool = False) -> Dict[str, Any]:
         """Stubs for every tool (pre-generated) or for ``selection`` (servers or tool ids)."""

@@ -26,7 +26,7 @@ JSON API (paths relative to the token prefix):
     GET  /servers                      every server with state, error, stderr tail
     GET  /tools?server=a,b&id=x,y      tool descriptions (id, schema, ...)
     POST /call  {"tool": id, "arguments": {...}, "timeout": s}   -> ToolResult
-    GET  /search?q=..&limit=3&threshold=0&server=a&wait=S   ranked tools, scores 0..1
+    GET  /search?q=..&limit=3&threshold=0&server=a&wait=S&explain=1&semantic=0   ranked tools, scores 0..1
     GET  /types?lang=python|ts&filter=a,b__x&full=1  stubs (pre-generated when unfiltered)
     GET  /runtime/names                the sandbox runtime's attribute -> tool id map
     GET  /runtime/tools.ts             the module TypeScript scripts import (exec --lang ts)
@@ -555,8 +555,15 @@ class GatewayHandler(BaseHTTPRequestHandler):
             return
         gateway = self.server.gateway
         pending = gateway.wait_for_servers() if wait is None else gateway.wait_for_servers(timeout=wait)
-        results = gateway.derived.search(text, limit=limit, threshold=threshold, servers=_split(query.get("server")) or None)
-        self._json(200, {"results": results, "pending": pending})
+        explain = query.get("explain") in ("1", "true")
+        # semantic=0: words only, for callers whose score thresholds were set on word scores (the suggestion hook).
+        semantic = query.get("semantic") not in ("0", "false")
+        results = gateway.derived.search(text, limit=limit, threshold=threshold, servers=_split(query.get("server")) or None,
+                                         explain=explain, semantic=semantic)
+        answer: Dict[str, Any] = {"results": results, "pending": pending}
+        if explain:  # per-signal contributions in each result, and what the query looked up
+            answer["terms"] = gateway.derived.explain_terms(text)
+        self._json(200, answer)
 
     def _types(self, query: Dict[str, str]) -> None:
         lang = query.get("lang", "python")

