@@ -91,7 +91,7 @@ class _Table:
             self.row_bytes = body
         self.bits = bits
         self.width = width
-        self.column = list(column)
+        self.column_fixed = [c * _FIXED for c in column]  # column factors in the packed rows' fixed point
         self.index: Dict[str, int] = {word: n for n, word in enumerate(words)}
         self.scales = scales
         self.fields = struct.Struct(f"<{dim}q")
@@ -110,7 +110,7 @@ class _Table:
             start = row * self.width
             packed = self.row_bytes[start:start + self.width]  # type: ignore[index]
             levels = packed if self.bits == 8 else [n for byte in packed for n in _NIBBLES[byte]]
-            fixed = [_BIAS + round(scale * q * c * _FIXED) for q, c in zip(levels, self.column)]
+            fixed = [_BIAS + int(scale * q * c) for q, c in zip(levels, self.column_fixed)]
             value = int.from_bytes(self.fields.pack(*fixed), "little")
         self.packed[row] = value
         return value
