@@ -1,8 +1,8 @@
 """Static semantic vectors for tool search: a distilled token-embedding table shipped as package data.
 
-``toolscript/data/embeddings.bin`` holds one int8 vector (with a float scale) per WordPiece token of a
-sentence-embedding model's vocabulary, distilled at development time by distill/distill.py (see
-distill/README.md).  A text's vector is the sum of its tokens' vectors, normalised to unit length: the
+``toolscript/data/embeddings.bin`` holds one small quantised vector (int4, with float scales) per
+WordPiece token of a sentence-embedding model's vocabulary (all-MiniLM-L6-v2), distilled at development
+time by distill/distill.py (see distill/README.md).  A text's vector is the sum of its tokens' vectors, normalised to unit length: the
 scales already carry a per-token weight (frequent words like "the" count little), so the sum is a weighted
 mean.  Paraphrases land close together ("take a picture of the page" near "screenshot") without a model
 at run time: the tokenizer (BERT basic tokenisation + greedy longest-match WordPiece) and the maths are
@@ -100,7 +100,7 @@ class _Table:
         self.names: Optional[List[str]] = None
 
     def vector(self, row: int) -> int:
-        """Row ``row`` packed into one integer (see _FIELD_BITS); 0 for a token kept for tokenisation only."""
+        """Row ``row`` packed into one integer (see _FIXED and _BIAS); 0 for a token kept for tokenisation only."""
         found = self.packed.get(row)
         if found is not None:
             return found
