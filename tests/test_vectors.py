@@ -165,6 +165,18 @@ def test_encode_is_unit_length_and_deterministic():
     assert json.loads(proc.stdout) == first  # a fresh process (cold caches) gives the same floats
 
 
+def test_word_order_does_not_change_the_vector():
+    """Rows are summed as exact integers: the same words in any order give the very same floats."""
+    assert vectors.encode("create issue github") == vectors.encode("github issue create")
+
+
+def test_a_text_longer_than_one_summing_round_gives_the_same_vector(monkeypatch):
+    text = "list all open pull requests in the repository and show their review status"
+    whole = vectors.encode(text)
+    monkeypatch.setattr(vectors, "_MAX_SUMMED", 3)  # the rows are then summed in rounds of 3
+    assert vectors.encode(text) == whole
+
+
 def test_encode_many_is_encode_of_each():
     texts = ["create an issue", "", "screenshot the page"]
     assert vectors.encode_many(texts) == [vectors.encode(t) for t in texts]
