@@ -79,6 +79,7 @@ bench: venv peers peer-proxy
 	$(VPY) bench/memory_hooks.py
 	$(VPY) bench/ask_loop.py
 	$(VPY) bench/mcp_modern.py
+	$(VPY) bench/oauth.py
 	$(VPY) bench/hostile.py
 	$(VPY) bench/load.py
 	$(VPY) bench/upstream_limits.py
