@@ -134,7 +134,7 @@ def test_upstream_closes_the_session_on_session_hands_it(tmp_path, monkeypatch):
     from toolscript.mcp.session import ClientSession
     from toolscript.mcp.stdio import StdioTransport
 
-    def contract_open_session(server, *, on_tools_changed=None, on_log=None, on_close=None, on_session=None):
+    def contract_open_session(server, *, on_tools_changed=None, on_log=None, on_close=None, on_session=None, era=None, auth=None):
         transport = StdioTransport(server.command, server.args, server.env, server.cwd)
         session = ClientSession(transport, on_tools_changed=on_tools_changed, on_log=on_log, on_close=on_close)
         on_session(session)
