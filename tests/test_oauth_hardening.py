@@ -1,0 +1,112 @@
+"""OAuth hardening: the faults an adversarial review of the OAuth code found, each proven here, plus the
+follow-ups of issue 14 item 3 (legacy SSE servers with OAuth through the gateway, revocation on logout,
+client ID metadata documents).
+
+Real programs throughout: the loopback callback listener, ``tests/mcp_servers/oauth_fixture.py`` (in-process
+MCP server + authorization server), ``tests/mcp_servers/oauth_server.py`` (the same as a process), the CLI,
+and small stdlib HTTP servers below that answer what a hostile or broken authorization server would.
+"""
+
+import http.client
+import json
+import math
+import os
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Dict, List, Optional, Tuple
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from mcp_servers.oauth_fixture import OAuthFixture
+from toolscript.mcp import oauth, oauth_login
+from toolscript.mcp.oauth import Grant, OAuthError
+
+REDIRECT = "http://127.0.0.1:9/callback"
+
+
+def _get(url: str, timeout: float = 10.0) -> Tuple[int, bytes]:
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=timeout)
+    try:
+        conn.request("GET", parts.path + ("?" + parts.query if parts.query else ""))
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+# -- the loopback callback listener -----------------------------------------------------------------
+
+
+def test_a_callback_with_the_wrong_state_does_not_end_the_wait_for_the_right_one() -> None:
+    listener = oauth_login.CallbackListener()
+    try:
+        listener.expected_state = "the-right-state"
+        status, _ = _get(listener.redirect_uri + "?code=forged&state=someone-elses")
+        assert status == 400
+        status, _ = _get(listener.redirect_uri + "?code=forged")  # no state at all
+        assert status == 400
+        status, _ = _get(listener.redirect_uri + "?code=real&state=the-right-state")
+        assert status == 200
+        arrived = listener.wait(10)
+    finally:
+        listener.close()
+    assert arrived is not None and "code=real" in arrived
+
+
+def test_a_second_callback_is_refused_and_the_first_answer_kept() -> None:
+    listener = oauth_login.CallbackListener()
+    try:
+        listener.expected_state = "s"
+        assert _get(listener.redirect_uri + "?code=first&state=s")[0] == 200
+        status, body = _get(listener.redirect_uri + "?code=second&state=s")
+        arrived = listener.wait(10)
+    finally:
+        listener.close()
+    assert status == 409 and b"already" in body
+    assert arrived is not None and "code=first" in arrived
+
+
+@pytest.mark.timeout(60)
+def test_an_idle_connection_to_the_listener_does_not_block_the_real_callback() -> None:
+    # Browsers open speculative connections and leave them idle; any local process can too.
+    listener = oauth_login.CallbackListener()
+    idle = socket.create_connection(("127.0.0.1", listener.port))
+    half = socket.create_connection(("127.0.0.1", listener.port))
+    try:
+        half.sendall(b"GET /callback?code=x HTTP/1.1\r\n")  # a request line, then nothing
+        listener.expected_state = "s"
+        status, _ = _get(listener.redirect_uri + "?code=real&state=s", timeout=20)
+        arrived = listener.wait(10)
+    finally:
+        idle.close()
+        half.close()
+        listener.close()
+    assert status == 200
+    assert arrived is not None and "code=real" in arrived
+
+
+def test_the_listener_answers_only_its_path_and_listens_on_loopback_only() -> None:
+    listener = oauth_login.CallbackListener()
+    try:
+        listener.expected_state = "s"
+        assert _get(f"http://127.0.0.1:{listener.port}/favicon.ico")[0] == 404
+        assert _get(f"http://127.0.0.1:{listener.port}/callbackx?state=s&code=c")[0] == 404
+        assert listener.wait(0.2) is None
+        assert listener._server.server_address[0] == "127.0.0.1"
+    finally:
+        listener.close()
+
+
+def test_an_oversized_request_line_is_refused_without_ending_the_wait() -> None:
+    listener = oauth_login.CallbackListener()
+    try:
+        listener.expected_state = "s"
+        status, _ = _get(listener.redirect_uri + "?state=s&pad=" + "x" * 70000)
+        assert status == 414
+        assert listener.wait(0.2) is None
+    finally:
+        listener.close()
