@@ -110,3 +110,143 @@ def test_an_oversized_request_line_is_refused_without_ending_the_wait() -> None:
         assert listener.wait(0.2) is None
     finally:
         listener.close()
+
+
+# -- authorization server mix-up and plain http -------------------------------------------------------
+
+
+def _follow(url: str) -> str:
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+    try:
+        conn.request("GET", parts.path + "?" + parts.query)
+        resp = conn.getresponse()
+        resp.read()
+        assert resp.status == 302, resp.status
+        return resp.getheader("Location") or ""
+    finally:
+        conn.close()
+
+
+def test_a_missing_iss_is_refused_when_the_authorization_server_promises_one() -> None:
+    # RFC 9207 2.4: a client that knows the server sends iss must reject an answer without it (a mix-up attack).
+    with OAuthFixture(metadata_extra={"authorization_response_iss_parameter_supported": True}) as server:
+        with pytest.raises(OAuthError, match="RFC 9207"):
+            oauth.authorize(server.mcp_url, _follow, REDIRECT, timeout=10)
+        assert server.token_forms == []  # the code was never exchanged
+
+
+def test_an_iss_from_another_issuer_is_refused_and_the_right_one_accepted() -> None:
+    with OAuthFixture(callback_iss="https://evil.example", metadata_extra={"authorization_response_iss_parameter_supported": True}) as server:
+        with pytest.raises(OAuthError, match="another issuer"):
+            oauth.authorize(server.mcp_url, _follow, REDIRECT, timeout=10)
+        assert server.token_forms == []
+    with OAuthFixture(callback_iss="", metadata_extra={"authorization_response_iss_parameter_supported": True}) as server:
+        assert oauth.authorize(server.mcp_url, _follow, REDIRECT, timeout=10).access_token
+
+
+def test_a_plain_http_mcp_server_on_another_host_never_gets_a_token() -> None:
+    # Its 401 may point at https metadata (so discovery alone would not object); the token would then go out in clear.
+    challenge = 'Bearer resource_metadata="https://metadata.invalid/.well-known/oauth-protected-resource"'
+    with pytest.raises(OAuthError, match="not https"):
+        oauth.authorize("http://mcp.invalid/mcp", _follow, REDIRECT, www_authenticate=challenge, timeout=2)
+
+
+# -- hostile token responses --------------------------------------------------------------------------
+
+
+class _TokenEndpoint:
+    """A token endpoint that answers whatever the test sets (status, raw body)."""
+
+    def __init__(self) -> None:
+        self.status, self.body, self.forms = 200, b"{}", []  # type: Tuple[int, bytes, List[Dict[str, str]]]
+        self.delay = 0.0
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                form = {k: v[0] for k, v in parse_qs(self.rfile.read(length).decode()).items()}
+                endpoint.forms.append(form)
+                time.sleep(endpoint.delay)
+                self.send_response(endpoint.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(endpoint.body)))
+                self.end_headers()
+                self.wfile.write(endpoint.body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/token"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def answer(self, doc: Any, status: int = 200) -> None:
+        self.status, self.body = status, doc if isinstance(doc, bytes) else json.dumps(doc).encode()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def token_endpoint():
+    endpoint = _TokenEndpoint()
+    yield endpoint
+    endpoint.close()
+
+
+def _grant(token_endpoint: str, **changes: Any) -> Grant:
+    values = dict(resource="http://127.0.0.1:9/mcp", issuer="http://127.0.0.1:9", authorization_endpoint="http://127.0.0.1:9/authorize",
+                  token_endpoint=token_endpoint, client_id="c", client_secret=None, token_endpoint_auth_method="none",
+                  access_token="at-old", refresh_token="rt-old", expires_at=time.time() - 1, scope="s", redirect_uri=REDIRECT)
+    values.update(changes)
+    return Grant(**values)
+
+
+@pytest.mark.parametrize("expires_in", [float("nan"), float("inf"), 1e300, "1e400", "nan", -3600, 0, "-5", 10 ** 30])
+def test_a_hostile_expires_in_gives_a_usable_grant_that_lists_and_round_trips(token_endpoint: _TokenEndpoint, expires_in: Any) -> None:
+    from toolscript.mcp import oauth_store
+
+    body = json.dumps({"access_token": "at-new-token", "token_type": "Bearer", "expires_in": expires_in}).encode()  # NaN/Infinity as Python writes them
+    token_endpoint.answer(body)
+    grant = oauth.refresh(_grant(token_endpoint.url), timeout=10)
+    assert grant.access_token == "at-new-token"
+    assert grant.expires_at is None or (math.isfinite(grant.expires_at) and time.time() < grant.expires_at <= time.time() + oauth.MAX_EXPIRES_IN_SECONDS)
+    shown = oauth_store.describe(grant)  # auth --list and the sign-in message format the expiry
+    assert oauth_login.expires_in(grant)
+    assert json.loads(json.dumps(grant.to_dict(), allow_nan=False))["access_token"] == "at-new-token"
+    assert shown["accessToken"].startswith("at-n")
+
+
+def test_a_stored_grant_with_a_non_finite_expiry_is_read_as_no_expiry() -> None:
+    data = _grant("http://127.0.0.1:9/token").to_dict()
+    for bad in (float("nan"), float("inf"), 1e300):
+        data["expires_at"] = bad
+        assert Grant.from_dict(data).expires_at is None
+
+
+@pytest.mark.parametrize("token", ["at with space", "at\r\nX-Injected: 1", "at\x00", "", 42, ["at"], "at-é"])
+def test_an_access_token_that_cannot_be_a_header_value_is_refused(token_endpoint: _TokenEndpoint, token: Any) -> None:
+    token_endpoint.answer({"access_token": token, "token_type": "Bearer", "expires_in": 60})
+    with pytest.raises(OAuthError) as caught:
+        oauth.refresh(_grant(token_endpoint.url), timeout=10)
+    assert "\n" not in str(caught.value) and "X-Injected" not in str(caught.value)
+
+
+@pytest.mark.parametrize("body", [b"<html>oops</html>", b"[1, 2]", b"\xff\xfe", b"x" * (oauth.MAX_RESPONSE_BYTES + 10), b""])
+def test_a_token_answer_that_is_not_a_json_object_is_an_error_not_a_crash(token_endpoint: _TokenEndpoint, body: bytes) -> None:
+    token_endpoint.answer(body)
+    with pytest.raises(OAuthError):
+        oauth.refresh(_grant(token_endpoint.url), timeout=10)
+
+
+@pytest.mark.timeout(60)
+def test_a_token_endpoint_that_never_answers_times_out(token_endpoint: _TokenEndpoint) -> None:
+    token_endpoint.delay = 8
+    started = time.monotonic()
+    with pytest.raises(OAuthError, match="timed out"):
+        oauth.refresh(_grant(token_endpoint.url), timeout=1)
+    assert time.monotonic() - started < 7  # generous: the timeout is 1s

@@ -22,6 +22,7 @@ import base64
 import hashlib
 import ipaddress
 import json
+import math
 import secrets
 import threading
 import time
@@ -36,6 +37,7 @@ from toolscript.mcp.httpconn import USER_AGENT, Endpoint, describe_oserror, open
 logger = log.get("mcp.oauth")
 
 MAX_RESPONSE_BYTES = 1 << 20  # metadata, registration and token answers are small
+MAX_EXPIRES_IN_SECONDS = 366 * 86400.0  # a longer (or infinite) token lifetime is read as this: a year is "no expiry" in practice
 REFRESH_MARGIN_SECONDS = 60.0  # refresh a token that expires sooner than this
 MAX_INTERACTIVE_RUNS = 3  # authorizations one BearerAuth may start before it gives up (a server that never accepts)
 PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
@@ -100,7 +102,8 @@ class Grant:
         for field in fields(cls):
             value = data.get(field.name)
             if field.name == "expires_at":
-                value = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+                finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and abs(value) < 1e11
+                value = float(value) if finite else None  # NaN, infinity or year 5000: a hand-edited or hostile file
             elif value is not None and not isinstance(value, str):
                 raise OAuthError(f"a stored OAuth grant has a bad {field.name!r}; run toolscript auth again")
             values[field.name] = value
@@ -507,6 +510,7 @@ def authorize(
     lends its client registration and its scope (a step-up asks for more).
     """
     client = client or ClientSettings()
+    _check_url(server_url, "MCP server URL")  # the token will go there: never in clear to another host
     if www_authenticate is None:
         www_authenticate = probe(server_url, timeout)
     challenge = bearer_challenge(www_authenticate)
@@ -547,6 +551,9 @@ def authorize(
         )
     if "iss" in answer and answer["iss"].rstrip("/") != server.issuer.rstrip("/"):
         raise OAuthError("the authorization answer comes from another issuer than the one asked (RFC 9207); run toolscript auth again")
+    if "iss" not in answer and metadata.get("authorization_response_iss_parameter_supported") is True:
+        raise OAuthError("the authorization answer lacks the iss its server promises (RFC 9207: a possible mix-up attack); "
+                         "run toolscript auth again")
     code = answer.get("code")
     if not code:
         raise OAuthError("the authorization answer has no code; run toolscript auth again")
@@ -585,18 +592,40 @@ def _token_request(
         for secret in secrets_to_hide + ((client_secret,) if client_secret else ()):
             text = text.replace(secret, "***")
         raise OAuthError(f"the token endpoint {redact_url(endpoint)} refused ({text}); run toolscript auth again")
+    if not _is_header_safe(answer["access_token"]):
+        # It goes into an Authorization header as is: a space, a control character or a CR/LF would break or inject headers.
+        raise OAuthError(f"the token endpoint {redact_url(endpoint)} issued an access token with characters a Bearer token cannot have; "
+                         "report it to the authorization server's operator")
     token_type = answer.get("token_type")
     if isinstance(token_type, str) and token_type.lower() != "bearer":
         raise OAuthError(f"the token endpoint {redact_url(endpoint)} issued a {token_type[:20]!r} token; toolscript supports only Bearer tokens")
     return answer
 
 
+def _is_header_safe(token: str) -> bool:
+    """Whether ``token`` can follow ``Bearer `` in a header: visible ASCII only (RFC 6750's b64token is stricter still)."""
+    return all("\x21" <= char <= "\x7e" for char in token)
+
+
+def _expires_at(expires_in: Any) -> Optional[float]:
+    """When a token with this ``expires_in`` expires: a number or a numeric string as some servers send.
+
+    None (unknown: a 401 will tell) for anything else, and for a lifetime that
+    is not positive and finite; a huge one is capped, so the grant stays storable and showable.
+    """
+    if expires_in is None or isinstance(expires_in, bool):
+        return None
+    try:
+        seconds = float(expires_in)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if math.isnan(seconds) or seconds <= 0:
+        return None
+    return time.time() + min(seconds, MAX_EXPIRES_IN_SECONDS)
+
+
 def _grant_from(tokens: Dict[str, Any], previous_refresh: Optional[str], requested_scope: Optional[str], **known: Any) -> Grant:
-    expires_in = tokens.get("expires_in")
-    try:  # a number, or a numeric string as some servers send
-        expires_at: Optional[float] = time.time() + float(expires_in) if expires_in is not None and not isinstance(expires_in, bool) else None
-    except (TypeError, ValueError):
-        expires_at = None
+    expires_at = _expires_at(tokens.get("expires_in"))
     refresh_token = tokens.get("refresh_token") if isinstance(tokens.get("refresh_token"), str) else previous_refresh
     scope = tokens.get("scope") if isinstance(tokens.get("scope"), str) else requested_scope
     return Grant(access_token=tokens["access_token"], refresh_token=refresh_token, expires_at=expires_at, scope=scope, **known)
