@@ -250,3 +250,68 @@ def test_a_token_endpoint_that_never_answers_times_out(token_endpoint: _TokenEnd
     with pytest.raises(OAuthError, match="timed out"):
         oauth.refresh(_grant(token_endpoint.url), timeout=1)
     assert time.monotonic() - started < 7  # generous: the timeout is 1s
+
+
+# -- two processes refreshing one grant -------------------------------------------------------------------
+
+import shlex  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+from conftest import REPO_ROOT, run_cli  # noqa: E402
+from mcp_servers import oauth_server  # noqa: E402
+
+BROWSER = " ".join(shlex.quote(word) for word in oauth_server.BROWSER)
+
+
+def _sign_in(tmp_path: Any, server: Any, state: Any, name: str = "remote", url: Optional[str] = None, **entry: Any) -> Any:
+    config = tmp_path / f"auth-{name}.json"
+    config.write_text(json.dumps({"mcpServers": {name: dict({"url": url or server.url}, **entry)}}))
+    env = dict(os.environ, TOOLSCRIPT_STATE_DIR=str(state), TOOLSCRIPT_AUTH_BROWSER=BROWSER)
+    proc = run_cli("--config", str(config), "auth", name, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return config, env
+
+
+_USE_STORED_TOKEN = """
+import sys
+from toolscript.mcp import oauth_store
+auth = oauth_store.StoredBearerAuth("remote", sys.argv[1])
+value = auth.authorization()
+print("ok" if value else "none")
+"""
+
+
+@pytest.mark.timeout(120)
+def test_two_processes_refreshing_at_once_use_one_refresh_and_both_keep_a_working_token(tmp_path: Any) -> None:
+    # With refresh token rotation and reuse detection (OAuth 2.1 4.3.1), the loser of an unserialized race
+    # presents a rotated refresh token: the server then revokes the whole sign-in, the winner's new tokens included.
+    state = tmp_path / "state"
+    with oauth_server.start("--token-lifetime", "30", "--token-delay", "1", "--reuse-detection") as server:
+        _sign_in(tmp_path, server, state)  # a 30s token: every new process refreshes it before use
+        env = dict(os.environ, TOOLSCRIPT_STATE_DIR=str(state), PYTHONPATH=REPO_ROOT)
+        procs = [subprocess.Popen([sys.executable, "-c", _USE_STORED_TOKEN, server.url], env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        outputs = [proc.communicate(timeout=60) for proc in procs]
+        for proc, (out, err) in zip(procs, outputs):
+            assert proc.returncode == 0 and out.strip() == "ok", err
+        stats = server.stats()
+        assert (stats["refresh_token"], stats["refresh_refused"], stats.get("families_revoked", 0)) == (1, 0, 0), stats
+        with open(os.path.join(str(state), "oauth", "remote.json")) as f:
+            token = json.load(f)["grant"]["access_token"]
+        status, _ = _post_initialize(server.url, token)
+        assert status == 200
+
+
+def _post_initialize(url: str, token: str) -> Tuple[int, bytes]:
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    try:
+        conn.request("POST", parts.path, body=body, headers={"Authorization": "Bearer " + token, "Content-Type": "application/json",
+                                                             "Accept": "application/json, text/event-stream"})
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()

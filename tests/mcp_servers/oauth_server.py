@@ -29,6 +29,8 @@ Knobs (flags at start, or POST ``/_admin/<knob>`` with a JSON body while running
     --write-tool NAME     tools/call NAME needs scope mcp:write (repeatable)
     --client ID:SECRET    a pre-registered confidential client (any loopback redirect)
     --deny                /authorize answers error=access_denied
+    --token-delay S       /token waits S seconds before answering (two refreshes then overlap)
+    --reuse-detection     a rotated refresh token presented again revokes its whole sign-in (OAuth 2.1 4.3.1)
                           POST /_admin/revoke  revokes every access and refresh token
                           POST /_admin/expire  expires every access token now
                           GET  /_admin/stats   counters: registrations, authorizations, token grants, 401s
@@ -75,6 +77,10 @@ class AuthState(object):
         self.refresh_enabled = not opts.no_refresh
         self.deny = opts.deny
         self.write_tools = set(opts.write_tool or [])
+        self.token_delay = float(opts.token_delay)  # seconds /token waits before answering (to make two refreshes overlap)
+        self.reuse_detection = opts.reuse_detection  # a rotated refresh token presented again revokes its whole family
+        self.families = {}  # refresh or access token -> the family (one sign-in and its refreshes)
+        self.used_refresh = {}  # rotated refresh token -> its family
         self.clients = {}  # client_id -> {"secret", "redirect_uris", "auth_method", "any_loopback"}
         for spec in opts.client or []:
             cid, _, secret = spec.partition(":")
@@ -90,17 +96,27 @@ class AuthState(object):
         with self.lock:
             self.stats[key] = self.stats.get(key, 0) + 1
 
-    def issue(self, client_id, scope, resource):
+    def revoke_family(self, family):
+        """Forget every access and refresh token of ``family`` (call with the lock held)."""
+        for token in [t for t, f in self.families.items() if f == family]:
+            self.access.pop(token, None)
+            self.refresh.pop(token, None)
+        self.stats["families_revoked"] = self.stats.get("families_revoked", 0) + 1
+
+    def issue(self, client_id, scope, resource, family=None):
         """A token response (and the tokens remembered)."""
+        family = family or secrets.token_hex(6)
         access = "at-" + secrets.token_urlsafe(24)
         answer = {"access_token": access, "token_type": "Bearer", "expires_in": int(self.lifetime) if self.lifetime >= 1 else 1,
                   "scope": scope}
         with self.lock:
             self.access[access] = {"expires": time.time() + self.lifetime, "scope": scope, "client_id": client_id,
                                    "resource": resource}
+            self.families[access] = family
             if self.refresh_enabled:
                 refresh = "rt-" + secrets.token_urlsafe(24)
-                self.refresh[refresh] = {"scope": scope, "client_id": client_id, "resource": resource}
+                self.refresh[refresh] = {"scope": scope, "client_id": client_id, "resource": resource, "family": family}
+                self.families[refresh] = family
                 answer["refresh_token"] = refresh
         return answer
 
@@ -315,6 +331,8 @@ class OAuthHandler(fixture_server.StreamableHandler):
     def token(self):
         auth = self.server.auth
         form = dict((k, v[0]) for k, v in parse_qs(self.read_body().decode("utf-8")).items())
+        if auth.token_delay:
+            time.sleep(auth.token_delay)
         cid, error = self.client_from_request(form)
         if error:
             return self.send_json(401, {"error": error})
@@ -334,15 +352,20 @@ class OAuthHandler(fixture_server.StreamableHandler):
             return self.send_json(200, auth.issue(cid, code["scope"], code["resource"]), headers=[("Cache-Control", "no-store")])
         if grant == "refresh_token":
             with auth.lock:
-                old = auth.refresh.get(form.get("refresh_token") or "")
+                presented = form.get("refresh_token") or ""
+                old = auth.refresh.get(presented)
                 usable = old is not None and old["client_id"] == cid and auth.refresh_enabled
                 if usable:
-                    del auth.refresh[form["refresh_token"]]  # rotation: a refresh token works once
+                    del auth.refresh[presented]  # rotation: a refresh token works once
+                    auth.used_refresh[presented] = old["family"]
+                elif auth.reuse_detection and presented in auth.used_refresh:
+                    # OAuth 2.1 4.3.1: a rotated refresh token used again means it leaked; end the whole sign-in.
+                    auth.revoke_family(auth.used_refresh[presented])
             if not usable:
                 auth.count("refresh_refused")
                 return self.send_json(400, {"error": "invalid_grant", "error_description": "refresh token not valid"})
             auth.count("refresh_token")
-            return self.send_json(200, auth.issue(cid, old["scope"], old["resource"]), headers=[("Cache-Control", "no-store")])
+            return self.send_json(200, auth.issue(cid, old["scope"], old["resource"], old["family"]), headers=[("Cache-Control", "no-store")])
         return self.send_json(400, {"error": "unsupported_grant_type"})
 
     def admin(self, knob):
@@ -497,6 +520,8 @@ def main(argv=None):
     s.add_argument("--write-tool", action="append")
     s.add_argument("--client", action="append", metavar="ID:SECRET")
     s.add_argument("--deny", action="store_true")
+    s.add_argument("--token-delay", type=float, default=0.0)
+    s.add_argument("--reuse-detection", action="store_true")
     b = sub.add_parser("browse")
     b.add_argument("url")
     b.add_argument("--tamper-state", action="store_true")
