@@ -315,3 +315,116 @@ def _post_initialize(url: str, token: str) -> Tuple[int, bytes]:
         return resp.status, resp.read()
     finally:
         conn.close()
+
+
+# -- the bearer token never goes to another origin -----------------------------------------------------------
+
+
+class _Hostile:
+    """A stdlib HTTP server whose answers the test scripts: ``routes[(method, path)] = (status, headers, body)``.
+
+    A GET answered with ``text/event-stream`` keeps the stream open after its body.  Every request is
+    recorded as (method, path, Authorization).
+    """
+
+    def __init__(self) -> None:
+        self.routes: Dict[Tuple[str, str], Tuple[int, Dict[str, str], bytes]] = {}
+        self.seen: List[Tuple[str, str, Optional[str]]] = []
+        hostile = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _answer(self) -> None:
+                path = urlsplit(self.path).path
+                hostile.seen.append((self.command, path, self.headers.get("Authorization")))
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+                status, headers, body = hostile.routes.get((self.command, path), (404, {}, b"{}"))
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                streaming = headers.get("Content-Type") == "text/event-stream"
+                if not streaming:
+                    self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                self.wfile.flush()
+                if streaming:
+                    time.sleep(3)
+                    self.close_connection = True
+
+            do_GET = do_POST = do_DELETE = _answer  # noqa: N815
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.base = f"http://127.0.0.1:{self.port}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def hostile():
+    servers: List[_Hostile] = []
+
+    def make() -> _Hostile:
+        servers.append(_Hostile())
+        return servers[-1]
+
+    yield make
+    for server in servers:
+        server.close()
+
+
+def _auth_with_token(url: str) -> oauth.BearerAuth:
+    grant = _grant("http://127.0.0.1:9/token", resource=url, access_token="at-secret-token", expires_at=time.time() + 3600)
+    return oauth.BearerAuth("remote", lambda: grant, lambda new: None)
+
+
+@pytest.mark.parametrize("endpoint", ["{other}/messages", "//localhost:{port}/messages", "https://127.0.0.1:{port}/messages"])
+def test_a_legacy_sse_endpoint_event_naming_another_origin_gets_no_token(hostile: Callable[[], _Hostile], endpoint: str) -> None:
+    from toolscript.config import ServerConfig
+    from toolscript.mcp.connect import open_session
+    from toolscript.mcp.errors import McpError
+
+    server, other = hostile(), hostile()
+    event = "event: endpoint\ndata: " + endpoint.format(other=other.base, port=server.port) + "\n\n"
+    server.routes[("GET", "/sse")] = (200, {"Content-Type": "text/event-stream"}, event.encode())
+    config = ServerConfig(name="remote", type="sse", source="<test>", url=server.base + "/sse", timeout=5.0)
+    with pytest.raises(McpError, match="another origin"):
+        open_session(config, auth=_auth_with_token(config.url))
+    assert other.seen == [] and [s for s in server.seen if s[0] == "POST"] == []
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+def test_an_http_redirect_is_not_followed_with_the_token(hostile: Callable[[], _Hostile], status: int) -> None:
+    from toolscript.config import ServerConfig
+    from toolscript.mcp.connect import open_session
+    from toolscript.mcp.errors import McpError
+
+    server, other = hostile(), hostile()
+    server.routes[("POST", "/mcp")] = (status, {"Location": other.base + "/mcp"}, b"")
+    config = ServerConfig(name="remote", type="http", source="<test>", url=server.base + "/mcp", timeout=5.0)
+    with pytest.raises(McpError):
+        open_session(config, auth=_auth_with_token(config.url))
+    assert other.seen == []
+
+
+def test_metadata_on_another_origin_is_fetched_without_the_token(hostile: Callable[[], _Hostile]) -> None:
+    # The 401's resource_metadata may name any https (or loopback) URL: it is fetched, but never with a token.
+    mcp, metadata = hostile(), hostile()
+    challenge = f'Bearer resource_metadata="{metadata.base}/prm"'
+    mcp.routes[("POST", "/mcp")] = (401, {"WWW-Authenticate": challenge}, b"{}")
+    metadata.routes[("GET", "/prm")] = (200, {"Content-Type": "application/json"},
+                                        json.dumps({"resource": mcp.base + "/mcp", "authorization_servers": [metadata.base]}).encode())
+    with pytest.raises(OAuthError, match="no OAuth metadata"):
+        oauth.authorize(mcp.base + "/mcp", _follow, REDIRECT, timeout=5)  # no AS metadata there: fails after fetching the PRM
+    assert metadata.seen and all(authorization is None for _, _, authorization in metadata.seen)
