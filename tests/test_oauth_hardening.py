@@ -428,3 +428,35 @@ def test_metadata_on_another_origin_is_fetched_without_the_token(hostile: Callab
     with pytest.raises(OAuthError, match="no OAuth metadata"):
         oauth.authorize(mcp.base + "/mcp", _follow, REDIRECT, timeout=5)  # no AS metadata there: fails after fetching the PRM
     assert metadata.seen and all(authorization is None for _, _, authorization in metadata.seen)
+
+
+# -- server-supplied text on the terminal ------------------------------------------------------------------
+
+
+def test_an_error_description_cannot_put_escape_sequences_on_the_terminal(token_endpoint: _TokenEndpoint) -> None:
+    token_endpoint.answer({"error": "invalid_client\x1b[2J", "error_description": "bad\x1b]0;pwned\x07\nsecond line"}, status=401)
+    with pytest.raises(OAuthError) as caught:
+        oauth.refresh(_grant(token_endpoint.url), timeout=10)
+    message = str(caught.value)
+    assert "\x1b" not in message and "\x07" not in message and "\n" not in message
+    assert "invalid_client" in message and "second line" in message
+
+
+def test_a_refusal_in_the_callback_cannot_put_escape_sequences_on_the_terminal() -> None:
+    with OAuthFixture() as server:
+        def refused(url: str) -> str:
+            state = parse_qs(urlsplit(url).query)["state"][0]
+            return REDIRECT + "?error=access_denied%1B%5B31m&error_description=no%0D%0Away%1B%5D0%3Bx%07&state=" + state
+        with pytest.raises(OAuthError) as caught:
+            oauth.authorize(server.mcp_url, refused, REDIRECT, timeout=10)
+    message = str(caught.value)
+    assert "access_denied" in message and not any(char in message for char in "\x1b\x07\r\n")
+
+
+@pytest.mark.parametrize("endpoint", ["http://127.0.0.1:1/authorize\x1b[2J", "http://127.0.0.1:1/auth orize", "http://127.0.0.1:1/a\nb"])
+def test_a_metadata_url_with_control_characters_is_refused_before_it_is_printed(endpoint: str) -> None:
+    with OAuthFixture(metadata_extra={"authorization_endpoint": endpoint}) as server:
+        opened: List[str] = []
+        with pytest.raises(OAuthError, match="control characters") as caught:
+            oauth.authorize(server.mcp_url, lambda url: opened.append(url) or "", REDIRECT, timeout=10)
+    assert opened == [] and "\x1b" not in str(caught.value) and "\n" not in str(caught.value)

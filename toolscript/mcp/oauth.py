@@ -119,6 +119,11 @@ class Grant:
         return self.expires_at is not None and self.expires_at - time.time() < seconds
 
 
+def printable(text: str, limit: int = 160) -> str:
+    """Server-supplied text as it may reach a terminal: control characters (escape sequences, newlines) replaced, shortened."""
+    return "".join(char if char.isprintable() else "?" for char in text[:limit])
+
+
 def mask(secret: Optional[str]) -> str:
     """A secret as it may be shown: its first 4 characters and its length."""
     if not secret:
@@ -204,9 +209,12 @@ def _is_loopback(host: str) -> bool:
 
 def _check_url(url: str, what: str) -> str:
     """``url`` if it may carry OAuth traffic: https, or http to a loopback host."""
+    if not isinstance(url, str) or any(not char.isprintable() or char.isspace() for char in url):
+        # A URL from metadata is printed for the user to open: no escape sequences, no hidden parts.
+        raise OAuthError(f"the {what} {printable(str(url), 200)!r} has spaces or control characters; check the server's OAuth metadata")
     parts = urlsplit(url or "")
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise OAuthError(f"the {what} {url!r} is not an http(s) URL; check the server's OAuth metadata")
+        raise OAuthError(f"the {what} {printable(url, 200)!r} is not an http(s) URL; check the server's OAuth metadata")
     if parts.fragment:
         raise OAuthError(f"the {what} {redact_url(url)} has a fragment, which OAuth forbids; check the server's OAuth metadata")
     if parts.scheme != "https" and not _is_loopback(parts.hostname):
@@ -453,9 +461,9 @@ def _describe_oauth_error(status: int, answer: Dict[str, Any]) -> str:
     """An OAuth error answer in a few words: the server's error code and (shortened) description."""
     text = f"HTTP {status}"
     if isinstance(answer.get("error"), str):
-        text += f" {answer['error'][:60]}"
+        text += f" {printable(answer['error'], 60)}"
     if isinstance(answer.get("error_description"), str):
-        text += f": {answer['error_description'][:160]}"
+        text += f": {printable(answer['error_description'], 160)}"
     return text
 
 
@@ -545,8 +553,8 @@ def authorize(
         raise OAuthError("the authorization answer's state does not match the request (a stale or forged redirect); run toolscript auth again")
     if "error" in answer:
         raise OAuthError(
-            f"the authorization server refused: {answer['error'][:60]}"
-            + (f": {answer['error_description'][:160]}" if answer.get("error_description") else "")
+            f"the authorization server refused: {printable(answer['error'], 60)}"
+            + (f": {printable(answer['error_description'], 160)}" if answer.get("error_description") else "")
             + "; run toolscript auth again"
         )
     if "iss" in answer and answer["iss"].rstrip("/") != server.issuer.rstrip("/"):

@@ -277,7 +277,8 @@ def sign_in(
         error = _query_value(returned, "error")
         if error:
             detail = _query_value(returned, "error_description")
-            raise OAuthError(f"the authorization server refused: {error}" + (f" ({detail})" if detail else "")
+            raise OAuthError(f"the authorization server refused: {oauth.printable(error, 60)}"
+                             + (f" ({oauth.printable(detail)})" if detail else "")
                              + f"; run 'toolscript auth {name}' again")
         return returned
 
