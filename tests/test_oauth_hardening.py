@@ -460,3 +460,41 @@ def test_a_metadata_url_with_control_characters_is_refused_before_it_is_printed(
         with pytest.raises(OAuthError, match="control characters") as caught:
             oauth.authorize(server.mcp_url, lambda url: opened.append(url) or "", REDIRECT, timeout=10)
     assert opened == [] and "\x1b" not in str(caught.value) and "\n" not in str(caught.value)
+
+
+# -- the store's files ------------------------------------------------------------------------------------
+
+
+def _store_env(tmp_path: Any, monkeypatch: Any) -> str:
+    monkeypatch.setenv("TOOLSCRIPT_STATE_DIR", str(tmp_path / "state"))
+    from toolscript.mcp import oauth_store
+
+    return oauth_store.store_dir()
+
+
+def test_a_grant_file_readable_by_others_is_made_private_when_read(tmp_path: Any, monkeypatch: Any) -> None:
+    import stat
+
+    from toolscript.mcp import oauth_store
+
+    directory = _store_env(tmp_path, monkeypatch)
+    oauth_store.save("remote", _grant("http://127.0.0.1:9/token"))
+    path = os.path.join(directory, "remote.json")
+    os.chmod(path, 0o644)
+    assert oauth_store.load("remote", "http://127.0.0.1:9/mcp") is not None
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+def test_a_symlinked_grant_file_is_replaced_not_written_through(tmp_path: Any, monkeypatch: Any) -> None:
+    import stat
+
+    from toolscript.mcp import oauth_store
+
+    directory = _store_env(tmp_path, monkeypatch)
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text("not yours")
+    os.symlink(str(elsewhere), os.path.join(directory, "remote.json"))
+    oauth_store.save("remote", _grant("http://127.0.0.1:9/token"))
+    path = os.path.join(directory, "remote.json")
+    assert elsewhere.read_text() == "not yours"
+    assert not os.path.islink(path) and stat.S_IMODE(os.stat(path).st_mode) == 0o600

@@ -232,6 +232,10 @@ def _read(path: str) -> Optional[Tuple[str, Grant]]:
     try:
         with open(path, "rb") as f:
             data = f.read()
+            mode = os.fstat(f.fileno()).st_mode
+            if mode & 0o077:  # restored from a backup, copied by hand: a token must not stay readable by others
+                os.chmod(path, 0o600)
+                logger.warning("the stored OAuth token %s was readable by others (mode %o); made it 0600", path, mode & 0o777)
     except FileNotFoundError:
         return None
     except OSError as exc:
