@@ -498,3 +498,82 @@ def test_a_symlinked_grant_file_is_replaced_not_written_through(tmp_path: Any, m
     path = os.path.join(directory, "remote.json")
     assert elsewhere.read_text() == "not yours"
     assert not os.path.islink(path) and stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+# -- legacy HTTP+SSE servers with OAuth, end to end through the gateway ---------------------------------------
+
+from conftest import running_gateway, wait_for  # noqa: E402
+from toolscript.config import ServerConfig  # noqa: E402
+
+SSE_NEEDS_AUTH = "needs auth: run toolscript auth remote"
+
+
+def _sse_remote(server: Any) -> ServerConfig:
+    return ServerConfig(name="remote", type="sse", source="test", url=server.sse_url, timeout=20)
+
+
+def _echo(gw: Any, message: str = "hi") -> Any:
+    return gw.call("remote__echo", {"message": message}, source="test")
+
+
+def _stored(state: Any, name: str = "remote") -> Dict[str, Any]:
+    with open(os.path.join(str(state), "oauth", name + ".json")) as f:
+        return json.load(f)["grant"]
+
+
+@pytest.fixture
+def state(tmp_path: Any, monkeypatch: Any) -> Any:
+    path = tmp_path / "state"
+    monkeypatch.setenv("TOOLSCRIPT_STATE_DIR", str(path))
+    return path
+
+
+@pytest.mark.timeout(120)
+def test_sse_server_sign_in_then_calls_through_the_gateway_survive_expiry_by_refreshing(tmp_path: Any, state: Any) -> None:
+    with oauth_server.start() as server:
+        _sign_in(tmp_path, server, state, url=server.sse_url, type="sse")
+        grant = _stored(state)
+        assert grant["resource"] == server.sse_url  # the SSE endpoint's own protected resource
+        with running_gateway([_sse_remote(server)], tmp_path) as (gw, _):
+            upstream = gw.upstreams["remote"]
+            assert wait_for(lambda: upstream.state == "ready", 20), upstream.describe()
+            assert upstream.describe()["transport"] == "sse"
+            result = _echo(gw)
+            assert result.ok, result.error
+            assert result.data["content"][0]["text"] == "Echo: hi"
+
+            server.admin("expire")  # every access token dies; the SSE stream stays open, the next POST gets a 401
+            result = _echo(gw, "after expiry")
+            assert result.ok, result.error
+            assert result.data["content"][0]["text"] == "Echo: after expiry"
+            assert server.stats()["refresh_token"] >= 1
+            assert _stored(state)["access_token"] != grant["access_token"]  # the refreshed grant was stored
+            assert upstream.state == "ready"
+
+
+@pytest.mark.timeout(120)
+def test_sse_server_without_a_sign_in_is_needs_auth_and_recovers_after_toolscript_auth(tmp_path: Any, state: Any) -> None:
+    with oauth_server.start() as server:
+        with running_gateway([_sse_remote(server)], tmp_path) as (gw, _):
+            upstream = gw.upstreams["remote"]
+            assert wait_for(lambda: upstream.state == "needs-auth", 20), upstream.describe()
+            assert upstream.describe()["error"] == SSE_NEEDS_AUTH
+            result = _echo(gw)
+            assert not result.ok and SSE_NEEDS_AUTH in result.error["message"]
+
+            _sign_in(tmp_path, server, state, url=server.sse_url, type="sse")
+            assert wait_for(lambda: upstream.state == "ready", 20), upstream.describe()
+            assert _echo(gw).ok
+
+
+@pytest.mark.timeout(120)
+def test_sse_server_whose_sign_in_is_revoked_mid_session_is_needs_auth(tmp_path: Any, state: Any) -> None:
+    with oauth_server.start() as server:
+        _sign_in(tmp_path, server, state, url=server.sse_url, type="sse")
+        with running_gateway([_sse_remote(server)], tmp_path) as (gw, _):
+            upstream = gw.upstreams["remote"]
+            assert wait_for(lambda: upstream.state == "ready", 20), upstream.describe()
+            server.admin("revoke")  # access and refresh tokens: nothing left to refresh with
+            result = _echo(gw)
+            assert not result.ok and SSE_NEEDS_AUTH in result.error["message"], result.error
+            assert wait_for(lambda: upstream.state == "needs-auth", 20), upstream.describe()

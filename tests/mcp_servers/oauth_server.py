@@ -9,6 +9,9 @@ One process, one port, two roles:
 * the protected MCP server: ``/mcp`` is ``fixture_server.py``'s Streamable HTTP
   server (same tools: echo, add, ...), but every request needs a valid
   ``Authorization: Bearer`` token issued for resource ``http://127.0.0.1:P/mcp``.
+  ``/sse`` (GET, the stream) + ``/messages`` (POST) is its legacy HTTP+SSE
+  server, the same way behind resource ``http://127.0.0.1:P/sse`` (its metadata
+  at ``/.well-known/oauth-protected-resource/sse``).
   Without one: 401 with ``WWW-Authenticate: Bearer resource_metadata="...",
   scope="mcp:read"``.  A tool named by ``--write-tool`` needs scope
   ``mcp:write``: a call with a token lacking it gets 403 ``insufficient_scope``
@@ -62,6 +65,7 @@ READ_SCOPE = "mcp:read"
 WRITE_SCOPE = "mcp:write"
 SCOPES = (READ_SCOPE, WRITE_SCOPE)
 AUTH_METHODS = ("none", "client_secret_post", "client_secret_basic")
+SSE_PATHS = ("/sse", "/messages", "/messages/")  # the legacy HTTP+SSE endpoint: a protected resource of its own
 
 
 def log(msg):
@@ -145,7 +149,11 @@ class OAuthHandler(fixture_server.StreamableHandler):
         return "http://127.0.0.1:%d" % self.server.server_address[1]
 
     def resource(self):
-        return self.base() + "/mcp"
+        """The protected resource this request is for: the legacy SSE endpoint (/sse and its /messages) or /mcp."""
+        return self.base() + ("/sse" if self.url_path() in SSE_PATHS else "/mcp")
+
+    def prm_url(self):
+        return self.base() + "/.well-known/oauth-protected-resource" + ("/sse" if self.url_path() in SSE_PATHS else "/mcp")
 
     def read_body(self):
         # The step-up check reads the body before the MCP handler does: read it once per request.
@@ -156,8 +164,10 @@ class OAuthHandler(fixture_server.StreamableHandler):
     def do_GET(self):
         self._body = None
         path = self.url_path()
-        if path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
-            return self.send_json(200, {"resource": self.resource(), "authorization_servers": [self.base()],
+        if path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource",
+                    "/.well-known/oauth-protected-resource/sse"):
+            resource = self.base() + ("/sse" if path.endswith("/sse") else "/mcp")
+            return self.send_json(200, {"resource": resource, "authorization_servers": [self.base()],
                                         "scopes_supported": list(SCOPES), "bearer_methods_supported": ["header"]})
         if path == "/.well-known/oauth-authorization-server":
             return self.send_json(200, self.as_metadata())
@@ -170,6 +180,10 @@ class OAuthHandler(fixture_server.StreamableHandler):
             return self.send_json(200, stats)
         if path == "/mcp" and self.check_token(None):
             return fixture_server.StreamableHandler.do_GET(self)
+        if path == "/sse":
+            if self.check_token(None):
+                return fixture_server.LegacySSEHandler.do_GET(self)
+            return
         if path != "/mcp":
             self.send_raw(404, [("Content-Type", "text/plain")], b"Not Found")
 
@@ -186,6 +200,10 @@ class OAuthHandler(fixture_server.StreamableHandler):
             if self.check_token(self.read_body()):
                 return fixture_server.StreamableHandler.do_POST(self)
             return
+        if path in ("/messages", "/messages/"):
+            if self.check_token(self.read_body()):
+                return fixture_server.LegacySSEHandler.do_POST(self)
+            return
         self.drain_body_if_any()
         self.send_raw(404, [("Content-Type", "text/plain")], b"Not Found")
 
@@ -200,7 +218,7 @@ class OAuthHandler(fixture_server.StreamableHandler):
     def challenge(self, status, error, scope):
         auth = self.server.auth
         auth.count("unauthorized" if status == 401 else "insufficient_scope")
-        value = 'Bearer resource_metadata="%s/.well-known/oauth-protected-resource/mcp", scope="%s"' % (self.base(), scope)
+        value = 'Bearer resource_metadata="%s", scope="%s"' % (self.prm_url(), scope)
         if error:
             value += ', error="%s"' % error
         self.drain_body_if_any()
@@ -295,8 +313,8 @@ class OAuthHandler(fixture_server.StreamableHandler):
             return back(dict(extra, error="unsupported_response_type"))
         if q.get("code_challenge_method") != "S256" or not q.get("code_challenge"):
             return back(dict(extra, error="invalid_request", error_description="PKCE S256 required"))
-        if q.get("resource") != self.resource():
-            return back(dict(extra, error="invalid_target", error_description="resource must be %s" % self.resource()))
+        if q.get("resource") not in (self.base() + "/mcp", self.base() + "/sse"):
+            return back(dict(extra, error="invalid_target", error_description="resource must be %s/mcp or /sse" % self.base()))
         if auth.deny:
             return back(dict(extra, error="access_denied", error_description="the user said no"))
         scope = " ".join(s for s in (q.get("scope") or READ_SCOPE).split() if s in SCOPES) or READ_SCOPE
@@ -457,6 +475,7 @@ class Running(object):
         self.process, self.port, self.log_path = process, port, log_path
         self.base = "http://127.0.0.1:%d" % port
         self.url = self.base + "/mcp"
+        self.sse_url = self.base + "/sse"
 
     def admin(self, knob, **body):
         import urllib.request
