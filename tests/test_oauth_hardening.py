@@ -161,6 +161,7 @@ class _TokenEndpoint:
     def __init__(self) -> None:
         self.status, self.body, self.forms = 200, b"{}", []  # type: Tuple[int, bytes, List[Dict[str, str]]]
         self.delay = 0.0
+        self.then: List[Tuple[int, bytes]] = []  # answers for the requests after the next one, in order
         endpoint = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -169,11 +170,14 @@ class _TokenEndpoint:
                 form = {k: v[0] for k, v in parse_qs(self.rfile.read(length).decode()).items()}
                 endpoint.forms.append(form)
                 time.sleep(endpoint.delay)
-                self.send_response(endpoint.status)
+                status, body = endpoint.status, endpoint.body
+                if endpoint.then:
+                    endpoint.status, endpoint.body = endpoint.then.pop(0)
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(endpoint.body)))
+                self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(endpoint.body)
+                self.wfile.write(body)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -577,3 +581,107 @@ def test_sse_server_whose_sign_in_is_revoked_mid_session_is_needs_auth(tmp_path:
             result = _echo(gw)
             assert not result.ok and SSE_NEEDS_AUTH in result.error["message"], result.error
             assert wait_for(lambda: upstream.state == "needs-auth", 20), upstream.describe()
+
+
+# -- toolscript auth --logout revokes at the server (RFC 7009) ---------------------------------------------------
+
+
+def _auth_cli(config: Any, env: Dict[str, str], *args: str) -> Any:
+    return run_cli("--config", str(config), "auth", *args, env=env)
+
+
+@pytest.mark.timeout(120)
+def test_logout_revokes_the_refresh_and_access_token_at_the_server(tmp_path: Any) -> None:
+    state = tmp_path / "state"
+    with oauth_server.start() as server:
+        config, env = _sign_in(tmp_path, server, state)
+        grant = _stored(state)
+        assert grant["revocation_endpoint"] == server.base + "/revoke"  # kept at sign-in from the metadata
+        assert _post_initialize(server.url, grant["access_token"])[0] == 200
+        proc = _auth_cli(config, env, "--logout", "remote")
+        assert proc.returncode == 0, proc.stderr
+        assert "revoked at the server" in proc.stdout and "refresh and access tokens" in proc.stdout
+        assert grant["access_token"] not in proc.stdout + proc.stderr and grant["refresh_token"] not in proc.stdout + proc.stderr
+        stats = server.stats()
+        assert (stats.get("revoked_refresh_token"), stats.get("live_access_tokens")) == (1, 0), stats
+        assert _post_initialize(server.url, grant["access_token"])[0] == 401
+        assert not os.path.exists(os.path.join(str(state), "oauth", "remote.json"))
+
+
+@pytest.mark.timeout(120)
+def test_logout_json_says_revoked(tmp_path: Any) -> None:
+    state = tmp_path / "state"
+    with oauth_server.start() as server:
+        config, env = _sign_in(tmp_path, server, state)
+        proc = _auth_cli(config, env, "--logout", "remote", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"server": "remote", "removed": True, "revocation": "revoked", "revoked": ["refresh_token", "access_token"]}
+
+
+@pytest.mark.timeout(120)
+def test_logout_without_a_revocation_endpoint_deletes_locally_only_and_says_so(tmp_path: Any) -> None:
+    state = tmp_path / "state"
+    with oauth_server.start("--no-revocation") as server:
+        config, env = _sign_in(tmp_path, server, state)
+        assert _stored(state)["revocation_endpoint"] is None
+        proc = _auth_cli(config, env, "--logout", "remote")
+        assert proc.returncode == 0, proc.stderr
+        assert "deleted the stored token of remote locally only (the server offers no revocation" in proc.stdout
+        assert not os.path.exists(os.path.join(str(state), "oauth", "remote.json"))
+        config, env = _sign_in(tmp_path, server, state)
+        as_json = json.loads(_auth_cli(config, env, "--logout", "remote", "--json").stdout)
+    assert as_json == {"server": "remote", "removed": True, "revocation": "unsupported", "revoked": []}
+
+
+@pytest.mark.timeout(120)
+def test_logout_with_the_server_gone_still_deletes_and_says_revocation_failed(tmp_path: Any) -> None:
+    state = tmp_path / "state"
+    with oauth_server.start() as server:
+        config, env = _sign_in(tmp_path, server, state)
+    # The server is stopped: revocation cannot reach it.
+    proc = _auth_cli(config, env, "--logout", "remote", "--json")
+    assert proc.returncode == 0, proc.stderr
+    answer = json.loads(proc.stdout)
+    assert (answer["removed"], answer["revocation"], answer["revoked"]) == (True, "failed", [])
+    assert "cannot connect" in answer["detail"]
+    assert not os.path.exists(os.path.join(str(state), "oauth", "remote.json"))
+
+
+@pytest.mark.timeout(120)
+def test_logout_of_a_grant_stored_without_the_endpoint_finds_it_in_the_metadata(tmp_path: Any) -> None:
+    # Grants stored before toolscript kept the revocation endpoint: the issuer's metadata names it.
+    state = tmp_path / "state"
+    with oauth_server.start() as server:
+        config, env = _sign_in(tmp_path, server, state)
+        path = os.path.join(str(state), "oauth", "remote.json")
+        with open(path) as f:
+            document = json.load(f)
+        del document["grant"]["revocation_endpoint"]
+        with open(path, "w") as f:
+            json.dump(document, f)
+        proc = _auth_cli(config, env, "--logout", "remote")
+        assert proc.returncode == 0, proc.stderr
+        assert "revoked at the server" in proc.stdout
+        assert server.stats().get("revoked_refresh_token") == 1
+
+
+def test_revoke_authenticates_the_client_and_hides_every_secret_in_errors(token_endpoint: _TokenEndpoint) -> None:
+    token_endpoint.answer({"error": "invalid_client", "error_description": "cs-secret-value with rt-old-refresh"}, status=401)
+    grant = _grant("http://127.0.0.1:9/token", revocation_endpoint=token_endpoint.url, refresh_token="rt-old-refresh",
+                   client_secret="cs-secret-value", token_endpoint_auth_method="client_secret_post")
+    with pytest.raises(OAuthError, match="refused the refresh token") as caught:
+        oauth.revoke(grant)
+    assert "cs-secret-value" not in str(caught.value) and "rt-old-refresh" not in str(caught.value)
+    assert token_endpoint.forms[0] == {"token": "rt-old-refresh", "token_type_hint": "refresh_token", "client_id": "c",
+                                       "client_secret": "cs-secret-value"}
+
+
+def test_an_access_token_the_server_does_not_revoke_is_not_a_failure(token_endpoint: _TokenEndpoint) -> None:
+    grant = _grant("http://127.0.0.1:9/token", revocation_endpoint=token_endpoint.url)
+    token_endpoint.answer({})
+    assert oauth.revoke(grant) == ["refresh_token", "access_token"]
+    token_endpoint.then = [(400, json.dumps({"error": "unsupported_token_type"}).encode())]  # the access token: not revocable here
+    assert oauth.revoke(grant) == ["refresh_token"]
+    token_endpoint.answer({"error": "unsupported_token_type"}, status=400)  # not even the refresh token: a failure
+    with pytest.raises(OAuthError, match="refused the refresh token"):
+        oauth.revoke(grant)

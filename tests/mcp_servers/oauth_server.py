@@ -23,7 +23,9 @@ One process, one port, two roles:
   (RFC 7591) at ``/register``, ``/authorize`` that approves at once and
   redirects to the client's ``redirect_uri`` with ``code`` and ``state`` (PKCE
   S256 and the ``resource`` parameter required), and ``/token`` for the
-  ``authorization_code`` and ``refresh_token`` grants (refresh tokens rotate).
+  ``authorization_code`` and ``refresh_token`` grants (refresh tokens rotate),
+  and ``/revoke`` (RFC 7009 token revocation; revoking a refresh token revokes
+  the access tokens of its sign-in too).
 
 Knobs (flags at start, or POST ``/_admin/<knob>`` with a JSON body while running):
 
@@ -34,6 +36,7 @@ Knobs (flags at start, or POST ``/_admin/<knob>`` with a JSON body while running
     --deny                /authorize answers error=access_denied
     --token-delay S       /token waits S seconds before answering (two refreshes then overlap)
     --reuse-detection     a rotated refresh token presented again revokes its whole sign-in (OAuth 2.1 4.3.1)
+    --no-revocation       no /revoke and no revocation_endpoint in the metadata (RFC 7009 revocation is on by default)
                           POST /_admin/revoke  revokes every access and refresh token
                           POST /_admin/expire  expires every access token now
                           GET  /_admin/stats   counters: registrations, authorizations, token grants, 401s
@@ -82,7 +85,8 @@ class AuthState(object):
         self.deny = opts.deny
         self.write_tools = set(opts.write_tool or [])
         self.token_delay = float(opts.token_delay)  # seconds /token waits before answering (to make two refreshes overlap)
-        self.reuse_detection = opts.reuse_detection  # a rotated refresh token presented again revokes its whole family
+        self.reuse_detection = opts.reuse_detection
+        self.revocation = not opts.no_revocation  # metadata names /revoke (RFC 7009)  # a rotated refresh token presented again revokes its whole family
         self.families = {}  # refresh or access token -> the family (one sign-in and its refreshes)
         self.used_refresh = {}  # rotated refresh token -> its family
         self.clients = {}  # client_id -> {"secret", "redirect_uris", "auth_method", "any_loopback"}
@@ -194,6 +198,8 @@ class OAuthHandler(fixture_server.StreamableHandler):
             return self.register()
         if path == "/token":
             return self.token()
+        if path == "/revoke" and self.server.auth.revocation:
+            return self.revoke()
         if path.startswith("/_admin/"):
             return self.admin(path[len("/_admin/"):])
         if path == "/mcp":
@@ -252,7 +258,7 @@ class OAuthHandler(fixture_server.StreamableHandler):
 
     def as_metadata(self):
         base = self.base()
-        return {
+        meta = {
             "issuer": base,
             "authorization_endpoint": base + "/authorize",
             "token_endpoint": base + "/token",
@@ -263,6 +269,10 @@ class OAuthHandler(fixture_server.StreamableHandler):
             "code_challenge_methods_supported": ["S256"],
             "token_endpoint_auth_methods_supported": list(AUTH_METHODS),
         }
+        if self.server.auth.revocation:
+            meta["revocation_endpoint"] = base + "/revoke"
+            meta["revocation_endpoint_auth_methods_supported"] = list(AUTH_METHODS)
+        return meta
 
     def register(self):
         auth = self.server.auth
@@ -324,6 +334,28 @@ class OAuthHandler(fixture_server.StreamableHandler):
                                 "scope": scope, "resource": q["resource"], "expires": time.time() + 120}
         auth.count("authorizations")
         return back(dict({"code": code}, iss=self.base(), **extra))
+
+    def revoke(self):
+        """RFC 7009: forget the token (a refresh token takes its sign-in's access tokens along); 200 even when unknown."""
+        auth = self.server.auth
+        form = dict((k, v[0]) for k, v in parse_qs(self.read_body().decode("utf-8")).items())
+        cid, error = self.client_from_request(form)
+        if error:
+            return self.send_json(401, {"error": error})
+        token = form.get("token") or ""
+        with auth.lock:
+            kind = "refresh_token" if token in auth.refresh else "access_token" if token in auth.access else "unknown"
+            if kind == "refresh_token":
+                family = auth.families.get(token)
+                auth.refresh.pop(token, None)
+                for other in [t for t, f in auth.families.items() if f == family and t in auth.access]:
+                    auth.access.pop(other, None)
+            elif kind == "access_token":
+                auth.access.pop(token, None)
+            key = "revoked_" + kind
+            auth.stats[key] = auth.stats.get(key, 0) + 1
+        log("revoked a %s (hint %s)" % (kind, form.get("token_type_hint")))
+        return self.send_json(200, {})
 
     def client_from_request(self, form):
         """(client_id, error) after client authentication per the client's registered method."""
@@ -541,6 +573,7 @@ def main(argv=None):
     s.add_argument("--deny", action="store_true")
     s.add_argument("--token-delay", type=float, default=0.0)
     s.add_argument("--reuse-detection", action="store_true")
+    s.add_argument("--no-revocation", action="store_true")
     b = sub.add_parser("browse")
     b.add_argument("url")
     b.add_argument("--tamper-state", action="store_true")

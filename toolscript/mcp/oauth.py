@@ -90,6 +90,7 @@ class Grant:
     expires_at: Optional[float]  # seconds since the epoch
     scope: Optional[str]
     redirect_uri: str
+    revocation_endpoint: Optional[str] = None  # RFC 7009, from the authorization server metadata (None: it offers none)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -569,7 +570,19 @@ def authorize(
     tokens = _token_request(token_endpoint, form, client_id, client_secret, method, timeout, secrets_to_hide=(code, verifier))
     return _grant_from(tokens, None, scope, resource=server.resource, issuer=server.issuer, authorization_endpoint=authorization_endpoint,
                        token_endpoint=token_endpoint, client_id=client_id, client_secret=client_secret, token_endpoint_auth_method=method,
-                       redirect_uri=redirect_uri)
+                       redirect_uri=redirect_uri, revocation_endpoint=_revocation_endpoint(metadata))
+
+
+def _revocation_endpoint(metadata: Dict[str, Any]) -> Optional[str]:
+    """The metadata's RFC 7009 revocation endpoint when it is usable (a bad one must not fail a sign-in: it is just not used)."""
+    endpoint = metadata.get("revocation_endpoint")
+    if not isinstance(endpoint, str) or not endpoint:
+        return None
+    try:
+        return _check_url(endpoint, "revocation endpoint")
+    except OAuthError as exc:
+        logger.debug("not using the revocation endpoint: %s", exc)
+        return None
 
 
 def _token_request(
@@ -582,15 +595,7 @@ def _token_request(
     secrets_to_hide: Tuple[str, ...] = (),
 ) -> Dict[str, Any]:
     """POST to the token endpoint with the client's authentication; the token answer, or OAuthError."""
-    headers = {"Content-Type": "application/x-www-form-urlencoded"}
-    form = dict(form)
-    if method == "client_secret_basic" and client_secret is not None:
-        pair = f"{quote(client_id, safe='')}:{quote(client_secret, safe='')}"  # RFC 6749 2.3.1: form-encoded first
-        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
-    else:
-        form["client_id"] = client_id
-        if method == "client_secret_post" and client_secret is not None:
-            form["client_secret"] = client_secret
+    headers, form = _client_authentication(form, client_id, client_secret, method)
     status, _, data = _http("POST", endpoint, timeout, body=urlencode(form).encode("ascii"), headers=headers)
     answer = _json_object(data)
     if status != 200 or not isinstance(answer.get("access_token"), str) or not answer["access_token"]:
@@ -632,6 +637,20 @@ def _expires_at(expires_in: Any) -> Optional[float]:
     return time.time() + min(seconds, MAX_EXPIRES_IN_SECONDS)
 
 
+def _client_authentication(form: Dict[str, str], client_id: str, client_secret: Optional[str], method: str) -> Tuple[Dict[str, str], Dict[str, str]]:
+    """(headers, form) of a form POST to the token or revocation endpoint, with the client authenticated as registered."""
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    form = dict(form)
+    if method == "client_secret_basic" and client_secret is not None:
+        pair = f"{quote(client_id, safe='')}:{quote(client_secret, safe='')}"  # RFC 6749 2.3.1: form-encoded first
+        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
+    else:
+        form["client_id"] = client_id
+        if method == "client_secret_post" and client_secret is not None:
+            form["client_secret"] = client_secret
+    return headers, form
+
+
 def _grant_from(tokens: Dict[str, Any], previous_refresh: Optional[str], requested_scope: Optional[str], **known: Any) -> Grant:
     expires_at = _expires_at(tokens.get("expires_in"))
     refresh_token = tokens.get("refresh_token") if isinstance(tokens.get("refresh_token"), str) else previous_refresh
@@ -652,6 +671,47 @@ def refresh(grant: Grant, timeout: float = 30.0) -> Grant:
     )
     known = {k: v for k, v in grant.to_dict().items() if k not in ("access_token", "refresh_token", "expires_at", "scope")}
     return _grant_from(tokens, grant.refresh_token, grant.scope, **known)
+
+
+REVOKE_TIMEOUT_SECONDS = 5.0  # logout revokes best effort: an unreachable server must not hold it up
+
+
+def revoke(grant: Grant, timeout: float = REVOKE_TIMEOUT_SECONDS) -> List[str]:
+    """Revoke the grant's tokens at its authorization server (RFC 7009); the kinds revoked, refresh token first.
+
+    [] when the server offers no revocation endpoint (none stored at sign-in,
+    and its metadata names none).  A refresh token the server refuses to revoke
+    is an ``OAuthError``; an access token it does not revoke
+    (``unsupported_token_type``, common for self-contained tokens) is left out
+    of the list.  Nothing secret is in an error.
+    """
+    endpoint = grant.revocation_endpoint
+    if not endpoint and grant.issuer:
+        # A grant stored before toolscript kept the endpoint: ask the authorization server's metadata.
+        metadata = discover_authorization_server(grant.issuer, timeout)
+        endpoint = _revocation_endpoint(metadata) if metadata is not None else None
+    if not endpoint:
+        return []
+    _check_url(endpoint, "revocation endpoint")
+    hide = tuple(value for value in (grant.refresh_token, grant.access_token, grant.client_secret) if value)
+    revoked: List[str] = []
+    for token, hint in ((grant.refresh_token, "refresh_token"), (grant.access_token, "access_token")):
+        if not token:
+            continue
+        headers, form = _client_authentication({"token": token, "token_type_hint": hint}, grant.client_id, grant.client_secret,
+                                               grant.token_endpoint_auth_method)
+        status, _, data = _http("POST", endpoint, timeout, body=urlencode(form).encode("ascii"), headers=headers)
+        if status == 200:
+            revoked.append(hint)
+            continue
+        answer = _json_object(data)
+        if hint == "access_token" and answer.get("error") == "unsupported_token_type" and revoked:
+            continue  # the refresh token is gone; this server lets access tokens run out instead
+        text = _describe_oauth_error(status, answer)
+        for secret in hide:
+            text = text.replace(secret, "***")
+        raise OAuthError(f"the revocation endpoint {redact_url(endpoint)} refused the {hint.replace('_', ' ')} ({text})")
+    return revoked
 
 
 def probe(server_url: str, timeout: float = 10.0) -> Optional[str]:

@@ -65,6 +65,12 @@ def load(server_name: str, server_url: str) -> Optional[Grant]:
     return grant
 
 
+def read(server_name: str) -> Optional[Grant]:
+    """The stored grant of ``server_name`` whatever URL it was issued for (for logout); None when there is none."""
+    found = _read(grant_path(server_name))
+    return found[1] if found is not None else None
+
+
 def save(server_name: str, grant: Grant) -> None:
     """Store ``grant`` as ``server_name``'s (0600 from creation, atomic)."""
     document = {"version": FILE_VERSION, "server": server_name, "savedAt": time.time(), "grant": grant.to_dict()}
