@@ -685,3 +685,88 @@ def test_an_access_token_the_server_does_not_revoke_is_not_a_failure(token_endpo
     token_endpoint.answer({"error": "unsupported_token_type"}, status=400)  # not even the refresh token: a failure
     with pytest.raises(OAuthError, match="refused the refresh token"):
         oauth.revoke(grant)
+
+
+# -- a client ID metadata document (config "clientMetadataUrl") ------------------------------------------------
+
+
+@pytest.fixture
+def client_document_host(tmp_path: Any) -> Any:
+    """An https server for ``localhost`` (a fresh self-signed certificate) that serves what ``documents[path]`` holds.
+
+    Yields (base URL, documents dict, CA file, requests seen).  The authorization server under test verifies
+    the certificate against the CA file, as a real one verifies a public client's host: nothing is weakened.
+    """
+    import shutil
+    import ssl
+    import subprocess as sp
+
+    openssl = shutil.which("openssl")
+    if not openssl:
+        pytest.skip("openssl is not installed: cannot make a test certificate")
+    cert, key = str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")
+    sp.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+            "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"], check=True, capture_output=True, timeout=60)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    documents: Dict[str, Any] = {}
+    seen: List[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            seen.append(self.path)
+            doc = documents.get(self.path)
+            body = json.dumps(doc).encode() if doc is not None else b"{}"
+            self.send_response(200 if doc is not None else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"https://localhost:{httpd.server_address[1]}", documents, cert, seen
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.mark.timeout(120)
+def test_sign_in_with_a_client_id_metadata_document(tmp_path: Any, state: Any, client_document_host: Any) -> None:
+    base, documents, ca_file, seen = client_document_host
+    url = base + "/oauth/toolscript-client.json"
+    documents["/oauth/toolscript-client.json"] = {
+        "client_id": url, "client_name": "toolscript", "redirect_uris": ["http://127.0.0.1/callback"],
+        "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"], "token_endpoint_auth_method": "none",
+    }
+    with oauth_server.start("--cimd-ca", ca_file) as server:
+        config, env = _sign_in(tmp_path, server, state, oauth={"clientMetadataUrl": url})
+        grant = _stored(state)
+        assert grant["client_id"] == url and grant["client_secret"] is None and grant["token_endpoint_auth_method"] == "none"
+        stats = server.stats()
+        assert (stats["registrations"], stats.get("cimd_fetches"), stats["authorization_code"]) == (0, 1, 1), stats
+        assert seen == ["/oauth/toolscript-client.json"]  # the authorization server fetched it; toolscript never needs to
+        assert _post_initialize(server.url, grant["access_token"])[0] == 200
+        # The client ID also works for refreshing and revoking (public client: client_id in the form).
+        from toolscript.mcp import oauth_store
+
+        oauth_store.save("remote", oauth.refresh(Grant.from_dict(grant), timeout=10))
+        assert server.stats()["refresh_token"] == 1
+        proc = _auth_cli(config, env, "--logout", "remote")
+        assert proc.returncode == 0 and "revoked at the server" in proc.stdout, proc.stdout + proc.stderr
+        assert server.stats().get("revoked_refresh_token") == 1  # the refreshed (live) refresh token
+
+
+@pytest.mark.timeout(120)
+def test_a_client_metadata_url_is_ignored_when_the_server_does_not_support_documents(tmp_path: Any) -> None:
+    state = tmp_path / "state"
+    with oauth_server.start() as server:  # no --cimd-ca: the metadata does not offer client ID metadata documents
+        _sign_in(tmp_path, server, state, oauth={"clientMetadataUrl": "https://localhost:1/oauth/toolscript-client.json"})
+        assert _stored(state)["client_id"].startswith("client-")  # registered dynamically instead
+        assert server.stats()["registrations"] == 1

@@ -37,6 +37,8 @@ Knobs (flags at start, or POST ``/_admin/<knob>`` with a JSON body while running
     --token-delay S       /token waits S seconds before answering (two refreshes then overlap)
     --reuse-detection     a rotated refresh token presented again revokes its whole sign-in (OAuth 2.1 4.3.1)
     --no-revocation       no /revoke and no revocation_endpoint in the metadata (RFC 7009 revocation is on by default)
+    --cimd-ca PEM         accept client ID metadata documents: an https client_id is fetched (the certificate
+                          verified against PEM) and its redirect_uris used; the metadata says it is supported
                           POST /_admin/revoke  revokes every access and refresh token
                           POST /_admin/expire  expires every access token now
                           GET  /_admin/stats   counters: registrations, authorizations, token grants, 401s
@@ -86,7 +88,8 @@ class AuthState(object):
         self.write_tools = set(opts.write_tool or [])
         self.token_delay = float(opts.token_delay)  # seconds /token waits before answering (to make two refreshes overlap)
         self.reuse_detection = opts.reuse_detection
-        self.revocation = not opts.no_revocation  # metadata names /revoke (RFC 7009)  # a rotated refresh token presented again revokes its whole family
+        self.revocation = not opts.no_revocation  # metadata names /revoke (RFC 7009)
+        self.cimd_ca = opts.cimd_ca  # accept client ID metadata documents, fetched over https trusting this CA file  # a rotated refresh token presented again revokes its whole family
         self.families = {}  # refresh or access token -> the family (one sign-in and its refreshes)
         self.used_refresh = {}  # rotated refresh token -> its family
         self.clients = {}  # client_id -> {"secret", "redirect_uris", "auth_method", "any_loopback"}
@@ -269,6 +272,8 @@ class OAuthHandler(fixture_server.StreamableHandler):
             "code_challenge_methods_supported": ["S256"],
             "token_endpoint_auth_methods_supported": list(AUTH_METHODS),
         }
+        if self.server.auth.cimd_ca:
+            meta["client_id_metadata_document_supported"] = True
         if self.server.auth.revocation:
             meta["revocation_endpoint"] = base + "/revoke"
             meta["revocation_endpoint_auth_methods_supported"] = list(AUTH_METHODS)
@@ -304,6 +309,13 @@ class OAuthHandler(fixture_server.StreamableHandler):
         cid, redirect = q.get("client_id"), q.get("redirect_uri")
         with auth.lock:
             client = auth.clients.get(cid)
+        if client is None and auth.cimd_ca and (cid or "").startswith("https://"):
+            client, problem = fetch_client_metadata(cid, auth.cimd_ca)
+            if client is None:
+                return self.send_json(400, {"error": "invalid_client", "error_description": problem})
+            with auth.lock:
+                auth.clients[cid] = client
+            auth.count("cimd_fetches")
         if client is None:
             return self.send_json(400, {"error": "invalid_client", "error_description": "unknown client_id"})
         allowed = client["redirect_uris"]
@@ -443,6 +455,43 @@ class OAuthHandler(fixture_server.StreamableHandler):
         return self.send_json(200, {"ok": True})
 
 
+def fetch_client_metadata(client_id, ca_file):
+    """A client from its client ID metadata document at the https URL ``client_id``: (client, None) or (None, problem).
+
+    As an authorization server must: https only, the certificate verified (against ``ca_file``, the test's CA),
+    a bounded JSON object whose ``client_id`` is the URL it came from, public clients only.
+    """
+    import ssl
+    parts = urlsplit(client_id)
+    if parts.scheme != "https" or not parts.path or parts.path == "/":
+        return None, "a client ID metadata document URL must be https with a path"
+    context = ssl.create_default_context(cafile=ca_file)
+    conn = http.client.HTTPSConnection(parts.hostname, parts.port or 443, timeout=10, context=context)
+    try:
+        conn.request("GET", parts.path + ("?" + parts.query if parts.query else ""), headers={"Accept": "application/json"})
+        resp = conn.getresponse()
+        body = resp.read(65537)
+    except (OSError, http.client.HTTPException) as exc:
+        return None, "cannot fetch the client metadata document: %s" % exc
+    finally:
+        conn.close()
+    if resp.status != 200 or len(body) > 65536:
+        return None, "the client metadata document answered HTTP %d (%d bytes)" % (resp.status, len(body))
+    try:
+        doc = json.loads(body.decode("utf-8"))
+    except ValueError:
+        return None, "the client metadata document is not JSON"
+    if not isinstance(doc, dict) or doc.get("client_id") != client_id:
+        return None, "the client metadata document's client_id is not its URL"
+    uris = doc.get("redirect_uris")
+    if not isinstance(uris, list) or not uris or not all(isinstance(u, str) for u in uris):
+        return None, "the client metadata document has no redirect_uris"
+    if doc.get("token_endpoint_auth_method", "none") != "none":
+        return None, "only public clients (token_endpoint_auth_method none) may use a client metadata document here"
+    log("client metadata document %s accepted (%s)" % (client_id, ", ".join(uris)))
+    return {"secret": None, "redirect_uris": list(uris), "auth_method": "none", "any_loopback": False}, None
+
+
 class OAuthHTTPServer(fixture_server.FixtureHTTPServer):
     auth = None  # the AuthState, set by serve()
 
@@ -574,6 +623,7 @@ def main(argv=None):
     s.add_argument("--token-delay", type=float, default=0.0)
     s.add_argument("--reuse-detection", action="store_true")
     s.add_argument("--no-revocation", action="store_true")
+    s.add_argument("--cimd-ca", metavar="PEM")
     b = sub.add_parser("browse")
     b.add_argument("url")
     b.add_argument("--tamper-state", action="store_true")
