@@ -770,3 +770,29 @@ def test_a_client_metadata_url_is_ignored_when_the_server_does_not_support_docum
         _sign_in(tmp_path, server, state, oauth={"clientMetadataUrl": "https://localhost:1/oauth/toolscript-client.json"})
         assert _stored(state)["client_id"].startswith("client-")  # registered dynamically instead
         assert server.stats()["registrations"] == 1
+
+
+_REFUSING_BROWSER = r"""
+import sys, urllib.parse, urllib.request, urllib.error
+query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(sys.argv[1]).query))
+answer = urllib.parse.urlencode({"error": "access_denied\x1b[31m", "error_description": "no\r\nway\x1b]0;x\x07", "state": query["state"]})
+try:
+    urllib.request.urlopen(query["redirect_uri"] + "?" + answer, timeout=10).read()
+except urllib.error.HTTPError:
+    pass
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_refusal_reaching_the_cli_callback_cannot_put_escape_sequences_on_the_terminal(tmp_path: Any) -> None:
+    state = tmp_path / "state"
+    script = tmp_path / "refusing_browser.py"
+    script.write_text(_REFUSING_BROWSER)
+    with oauth_server.start() as server:
+        config = tmp_path / "config.json"
+        config.write_text(json.dumps({"mcpServers": {"remote": {"url": server.url}}}))
+        env = dict(os.environ, TOOLSCRIPT_STATE_DIR=str(state), TOOLSCRIPT_AUTH_BROWSER=f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}")
+        proc = _auth_cli(config, env, "remote", "--timeout", "30")
+    assert proc.returncode == 1
+    assert "access_denied" in proc.stderr and "way" in proc.stderr
+    assert not any(char in proc.stderr for char in "\x1b\x07\r")
