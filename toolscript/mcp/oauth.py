@@ -103,8 +103,9 @@ class Grant:
         for field in fields(cls):
             value = data.get(field.name)
             if field.name == "expires_at":
-                finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and abs(value) < 1e11
-                value = float(value) if finite else None  # NaN, infinity or year 5000: a hand-edited or hostile file
+                # NaN, infinity or the year 5000: a hand-edited or hostile file; read as "no expiry known".
+                seconds = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < 1e11 else None
+                value = seconds if seconds is not None and math.isfinite(seconds) else None
             elif value is not None and not isinstance(value, str):
                 raise OAuthError(f"a stored OAuth grant has a bad {field.name!r}; run toolscript auth again")
             values[field.name] = value
