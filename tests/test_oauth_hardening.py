@@ -796,3 +796,41 @@ def test_a_refusal_reaching_the_cli_callback_cannot_put_escape_sequences_on_the_
     assert proc.returncode == 1
     assert "access_denied" in proc.stderr and "way" in proc.stderr
     assert not any(char in proc.stderr for char in "\x1b\x07\r")
+
+
+# -- logout and a refresh at the same time ------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+def test_logout_waits_for_a_refresh_under_way_and_revokes_the_tokens_it_stored(tmp_path: Any, state: Any) -> None:
+    from toolscript.mcp import oauth_store
+
+    with oauth_server.start() as server:
+        config, env = _sign_in(tmp_path, server, state)
+        with oauth_store.refresh_lock("remote"):  # a gateway in the middle of a refresh
+            logout = subprocess.Popen([sys.executable, "-m", "toolscript", "--config", str(config), "auth", "--logout", "remote", "--json"],
+                                      env=dict(env, PYTHONPATH=REPO_ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(1.5)
+            refreshed = oauth.refresh(Grant.from_dict(_stored(state)), timeout=10)  # the refresh completes and is stored
+            oauth_store.save("remote", refreshed)
+            assert logout.poll() is None  # still waiting for the lock
+        out, err = logout.communicate(timeout=60)
+        assert logout.returncode == 0, err
+        assert json.loads(out)["revocation"] == "revoked"
+        assert not os.path.exists(os.path.join(str(state), "oauth", "remote.json"))
+        assert _post_initialize(server.url, refreshed.access_token)[0] == 401  # the newest tokens were the ones revoked
+
+
+@pytest.mark.timeout(120)
+def test_a_refresh_after_logout_does_not_store_the_sign_in_again(tmp_path: Any, state: Any) -> None:
+    from toolscript.mcp import oauth_store
+
+    with oauth_server.start("--no-revocation") as server:  # logout can only delete: the refresh token still works
+        config, env = _sign_in(tmp_path, server, state)
+        auth = oauth_store.StoredBearerAuth("remote", server.url)
+        grant = auth.grant
+        assert grant is not None
+        assert _auth_cli(config, env, "--logout", "remote").returncode == 0
+        assert auth._try_refresh(grant) is False  # the gateway's refresh that lost the race with the logout
+        assert not os.path.exists(os.path.join(str(state), "oauth", "remote.json"))
+        assert server.stats()["refresh_token"] == 0

@@ -149,17 +149,20 @@ def _list(args: argparse.Namespace) -> int:
 def _logout(args: argparse.Namespace) -> int:
     from toolscript.mcp import oauth, oauth_store
 
-    grant = oauth_store.read(args.server)
-    revoked, revocation, detail = [], "none", ""
-    if grant is not None:
-        # Best effort, before the local copy goes: a server that cannot be reached or refuses leaves the token
-        # valid until it expires, which is what the message then says. The local copy is deleted in every case.
-        try:
-            revoked = oauth.revoke(grant)
-            revocation = "revoked" if revoked else "unsupported"
-        except oauth.OAuthError as exc:
-            revocation, detail = "failed", str(exc)
-    removed = oauth_store.delete(args.server)
+    # Under the refresh lock: a refresh under way in a gateway finishes (and stores its tokens) first, so the
+    # tokens revoked are the newest, and none is stored again after the file is gone.
+    with oauth_store.refresh_lock(args.server):
+        grant = oauth_store.read(args.server)
+        revoked, revocation, detail = [], "none", ""
+        if grant is not None:
+            # Best effort, before the local copy goes: a server that cannot be reached or refuses leaves the token
+            # valid until it expires, which is what the message then says. The local copy is deleted in every case.
+            try:
+                revoked = oauth.revoke(grant)
+                revocation = "revoked" if revoked else "unsupported"
+            except oauth.OAuthError as exc:
+                revocation, detail = "failed", str(exc)
+        removed = oauth_store.delete(args.server)
     if args.json:
         answer = {"server": args.server, "removed": removed, "revocation": revocation, "revoked": revoked}
         if detail:

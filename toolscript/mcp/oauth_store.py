@@ -191,7 +191,9 @@ class StoredBearerAuth(BearerAuth):
     def _try_refresh(self, grant: Grant) -> bool:
         with refresh_lock(self.server_name):
             stored = load(self.server_name, self.server_url)
-            if stored is not None and stored.access_token != grant.access_token:
+            if stored is None:
+                return False  # signed out (auth --logout) since this grant was read: a refresh must not bring it back
+            if stored.access_token != grant.access_token:
                 # Another process refreshed (or signed in) while we waited for the lock: use its grant, do not refresh again.
                 self._grant, self._loaded = stored, True
                 self._seen = signature(self.server_name)
