@@ -27,6 +27,13 @@ from toolscript.mcp.oauth import Grant, OAuthError
 REDIRECT = "http://127.0.0.1:9/callback"
 
 
+class _QuietHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # the client under test hangs up on oversized answers: that is the point
+
+
 def _get(url: str, timeout: float = 10.0) -> Tuple[int, bytes]:
     parts = urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=timeout)
@@ -182,7 +189,7 @@ class _TokenEndpoint:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _QuietHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/token"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
@@ -364,7 +371,7 @@ class _Hostile:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _QuietHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.base = f"http://127.0.0.1:{self.port}"
@@ -726,7 +733,7 @@ def client_document_host(tmp_path: Any) -> Any:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd = _QuietHTTPServer(("127.0.0.1", 0), Handler)
     httpd.daemon_threads = True
     httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
@@ -834,3 +841,44 @@ def test_a_refresh_after_logout_does_not_store_the_sign_in_again(tmp_path: Any, 
         assert auth._try_refresh(grant) is False  # the gateway's refresh that lost the race with the logout
         assert not os.path.exists(os.path.join(str(state), "oauth", "remote.json"))
         assert server.stats()["refresh_token"] == 0
+
+
+# -- hostile metadata -------------------------------------------------------------------------------------------
+
+
+def _metadata(base: str, **changes: Any) -> Dict[str, Any]:
+    doc: Dict[str, Any] = {"issuer": base, "authorization_endpoint": base + "/authorize", "token_endpoint": base + "/token",
+                           "registration_endpoint": base + "/register", "code_challenge_methods_supported": ["S256"]}
+    doc.update(changes)
+    return {k: v for k, v in doc.items() if v != "<drop>"}
+
+
+@pytest.mark.parametrize("prm_servers, as_doc, registration, message", [
+    (None, b"x" * (oauth.MAX_RESPONSE_BYTES + 1), None, "more than"),  # oversized: not read past the bound
+    (None, b"<html>not json</html>", None, "no OAuth metadata"),
+    (None, {"authorization_endpoint": ["x"]}, None, "not an http"),
+    (None, {"code_challenge_methods_supported": "S256"}, None, "PKCE S256"),
+    (None, {"issuer": None}, None, "refusing it"),
+    (None, {"token_endpoint": 7}, None, "not an http"),
+    (None, {"registration_endpoint": 5}, None, "no dynamic client registration"),
+    ([42], None, None, "not an http"),
+    ([{"issuer": "x"}], None, None, "control characters"),
+    (None, None, {"client_id": 5}, "registration"),
+    (None, None, b"[]", "registration"),
+], ids=["huge", "not-json", "endpoint-list", "pkce-string", "issuer-null", "token-endpoint-int", "registration-int",
+        "as-int", "as-object", "client-id-int", "registration-list"])
+def test_hostile_metadata_and_registration_answers_are_one_line_errors(
+    hostile: Callable[[], _Hostile], prm_servers: Any, as_doc: Any, registration: Any, message: str
+) -> None:
+    server = hostile()
+    json_type = {"Content-Type": "application/json"}
+    server.routes[("POST", "/mcp")] = (401, {"WWW-Authenticate": f'Bearer resource_metadata="{server.base}/prm"'}, b"{}")
+    server.routes[("GET", "/prm")] = (200, json_type, json.dumps(
+        {"resource": server.base + "/mcp", "authorization_servers": prm_servers or [server.base]}).encode())
+    body = as_doc if isinstance(as_doc, bytes) else json.dumps(_metadata(server.base, **(as_doc or {}))).encode()
+    server.routes[("GET", "/.well-known/oauth-authorization-server")] = (200, json_type, body)
+    answer = registration if isinstance(registration, bytes) else json.dumps(registration or {"client_id": "c"}).encode()
+    server.routes[("POST", "/register")] = (201, json_type, answer)
+    with pytest.raises(OAuthError, match=message) as caught:
+        oauth.authorize(server.base + "/mcp", _follow, REDIRECT, timeout=5)
+    assert "\n" not in str(caught.value)
