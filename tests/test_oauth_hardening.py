@@ -11,7 +11,10 @@ import http.client
 import json
 import math
 import os
+import shlex
 import socket
+import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,7 +23,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from conftest import REPO_ROOT, run_cli, running_gateway, wait_for
+from mcp_servers import oauth_server
 from mcp_servers.oauth_fixture import OAuthFixture
+from toolscript.config import ServerConfig
 from toolscript.mcp import oauth, oauth_login
 from toolscript.mcp.oauth import Grant, OAuthError
 
@@ -265,12 +271,6 @@ def test_a_token_endpoint_that_never_answers_times_out(token_endpoint: _TokenEnd
 
 # -- two processes refreshing one grant -------------------------------------------------------------------
 
-import shlex  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-
-from conftest import REPO_ROOT, run_cli  # noqa: E402
-from mcp_servers import oauth_server  # noqa: E402
 
 BROWSER = " ".join(shlex.quote(word) for word in oauth_server.BROWSER)
 
@@ -513,8 +513,6 @@ def test_a_symlinked_grant_file_is_replaced_not_written_through(tmp_path: Any, m
 
 # -- legacy HTTP+SSE servers with OAuth, end to end through the gateway ---------------------------------------
 
-from conftest import running_gateway, wait_for  # noqa: E402
-from toolscript.config import ServerConfig  # noqa: E402
 
 SSE_NEEDS_AUTH = "needs auth: run toolscript auth remote"
 
