@@ -48,6 +48,8 @@ class OAuthFixture:
         registered_method: Optional[str] = None,
         token_lifetime: Optional[int] = 3600,
         issue_refresh: bool = True,
+        metadata_extra: Optional[Dict[str, Any]] = None,
+        callback_iss: Optional[str] = None,
     ) -> None:
         self.prm_path = prm_path
         self.prm_resource = prm_resource
@@ -62,6 +64,8 @@ class OAuthFixture:
         self.registered_method = registered_method
         self.token_lifetime = token_lifetime
         self.issue_refresh = issue_refresh
+        self.metadata_extra = dict(metadata_extra or {})  # merged into the authorization server metadata
+        self.callback_iss = callback_iss  # an "iss" for the authorization response (RFC 9207); "" = the issuer
         self.requests: List[Tuple[str, str, Optional[str]]] = []
         self.tokens: Dict[str, List[str]] = {}  # access token -> scopes
         self.refresh_tokens: Dict[str, List[str]] = {}
@@ -270,6 +274,7 @@ class _Handler(BaseHTTPRequestHandler):
         }
         if f.scopes_supported is not None:
             doc["scopes_supported"] = f.scopes_supported
+        doc.update(f.metadata_extra)
         return doc
 
     def _authorize(self) -> None:
@@ -280,7 +285,10 @@ class _Handler(BaseHTTPRequestHandler):
         code = "code-" + secrets.token_hex(8)
         with f.lock:
             f.codes[code] = query
-        target = query["redirect_uri"] + "?" + urlencode({"code": code, "state": query.get("state", "")})
+        params = {"code": code, "state": query.get("state", "")}
+        if f.callback_iss is not None:
+            params["iss"] = f.callback_iss or f.issuer
+        target = query["redirect_uri"] + "?" + urlencode(params)
         self._send(302, b"", {"Location": target})
 
     def _client_auth(self, form: Dict[str, str]) -> Optional[str]:

@@ -9,6 +9,9 @@ One process, one port, two roles:
 * the protected MCP server: ``/mcp`` is ``fixture_server.py``'s Streamable HTTP
   server (same tools: echo, add, ...), but every request needs a valid
   ``Authorization: Bearer`` token issued for resource ``http://127.0.0.1:P/mcp``.
+  ``/sse`` (GET, the stream) + ``/messages`` (POST) is its legacy HTTP+SSE
+  server, the same way behind resource ``http://127.0.0.1:P/sse`` (its metadata
+  at ``/.well-known/oauth-protected-resource/sse``).
   Without one: 401 with ``WWW-Authenticate: Bearer resource_metadata="...",
   scope="mcp:read"``.  A tool named by ``--write-tool`` needs scope
   ``mcp:write``: a call with a token lacking it gets 403 ``insufficient_scope``
@@ -20,7 +23,9 @@ One process, one port, two roles:
   (RFC 7591) at ``/register``, ``/authorize`` that approves at once and
   redirects to the client's ``redirect_uri`` with ``code`` and ``state`` (PKCE
   S256 and the ``resource`` parameter required), and ``/token`` for the
-  ``authorization_code`` and ``refresh_token`` grants (refresh tokens rotate).
+  ``authorization_code`` and ``refresh_token`` grants (refresh tokens rotate),
+  and ``/revoke`` (RFC 7009 token revocation; revoking a refresh token revokes
+  the access tokens of its sign-in too).
 
 Knobs (flags at start, or POST ``/_admin/<knob>`` with a JSON body while running):
 
@@ -29,6 +34,11 @@ Knobs (flags at start, or POST ``/_admin/<knob>`` with a JSON body while running
     --write-tool NAME     tools/call NAME needs scope mcp:write (repeatable)
     --client ID:SECRET    a pre-registered confidential client (any loopback redirect)
     --deny                /authorize answers error=access_denied
+    --token-delay S       /token waits S seconds before answering (two refreshes then overlap)
+    --reuse-detection     a rotated refresh token presented again revokes its whole sign-in (OAuth 2.1 4.3.1)
+    --no-revocation       no /revoke and no revocation_endpoint in the metadata (RFC 7009 revocation is on by default)
+    --cimd-ca PEM         accept client ID metadata documents: an https client_id is fetched (the certificate
+                          verified against PEM) and its redirect_uris used; the metadata says it is supported
                           POST /_admin/revoke  revokes every access and refresh token
                           POST /_admin/expire  expires every access token now
                           GET  /_admin/stats   counters: registrations, authorizations, token grants, 401s
@@ -60,6 +70,7 @@ READ_SCOPE = "mcp:read"
 WRITE_SCOPE = "mcp:write"
 SCOPES = (READ_SCOPE, WRITE_SCOPE)
 AUTH_METHODS = ("none", "client_secret_post", "client_secret_basic")
+SSE_PATHS = ("/sse", "/messages", "/messages/")  # the legacy HTTP+SSE endpoint: a protected resource of its own
 
 
 def log(msg):
@@ -75,6 +86,12 @@ class AuthState(object):
         self.refresh_enabled = not opts.no_refresh
         self.deny = opts.deny
         self.write_tools = set(opts.write_tool or [])
+        self.token_delay = float(opts.token_delay)  # seconds /token waits before answering (to make two refreshes overlap)
+        self.reuse_detection = opts.reuse_detection
+        self.revocation = not opts.no_revocation  # metadata names /revoke (RFC 7009)
+        self.cimd_ca = opts.cimd_ca  # accept client ID metadata documents, fetched over https trusting this CA file  # a rotated refresh token presented again revokes its whole family
+        self.families = {}  # refresh or access token -> the family (one sign-in and its refreshes)
+        self.used_refresh = {}  # rotated refresh token -> its family
         self.clients = {}  # client_id -> {"secret", "redirect_uris", "auth_method", "any_loopback"}
         for spec in opts.client or []:
             cid, _, secret = spec.partition(":")
@@ -90,17 +107,27 @@ class AuthState(object):
         with self.lock:
             self.stats[key] = self.stats.get(key, 0) + 1
 
-    def issue(self, client_id, scope, resource):
+    def revoke_family(self, family):
+        """Forget every access and refresh token of ``family`` (call with the lock held)."""
+        for token in [t for t, f in self.families.items() if f == family]:
+            self.access.pop(token, None)
+            self.refresh.pop(token, None)
+        self.stats["families_revoked"] = self.stats.get("families_revoked", 0) + 1
+
+    def issue(self, client_id, scope, resource, family=None):
         """A token response (and the tokens remembered)."""
+        family = family or secrets.token_hex(6)
         access = "at-" + secrets.token_urlsafe(24)
         answer = {"access_token": access, "token_type": "Bearer", "expires_in": int(self.lifetime) if self.lifetime >= 1 else 1,
                   "scope": scope}
         with self.lock:
             self.access[access] = {"expires": time.time() + self.lifetime, "scope": scope, "client_id": client_id,
                                    "resource": resource}
+            self.families[access] = family
             if self.refresh_enabled:
                 refresh = "rt-" + secrets.token_urlsafe(24)
-                self.refresh[refresh] = {"scope": scope, "client_id": client_id, "resource": resource}
+                self.refresh[refresh] = {"scope": scope, "client_id": client_id, "resource": resource, "family": family}
+                self.families[refresh] = family
                 answer["refresh_token"] = refresh
         return answer
 
@@ -129,7 +156,11 @@ class OAuthHandler(fixture_server.StreamableHandler):
         return "http://127.0.0.1:%d" % self.server.server_address[1]
 
     def resource(self):
-        return self.base() + "/mcp"
+        """The protected resource this request is for: the legacy SSE endpoint (/sse and its /messages) or /mcp."""
+        return self.base() + ("/sse" if self.url_path() in SSE_PATHS else "/mcp")
+
+    def prm_url(self):
+        return self.base() + "/.well-known/oauth-protected-resource" + ("/sse" if self.url_path() in SSE_PATHS else "/mcp")
 
     def read_body(self):
         # The step-up check reads the body before the MCP handler does: read it once per request.
@@ -140,8 +171,10 @@ class OAuthHandler(fixture_server.StreamableHandler):
     def do_GET(self):
         self._body = None
         path = self.url_path()
-        if path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
-            return self.send_json(200, {"resource": self.resource(), "authorization_servers": [self.base()],
+        if path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource",
+                    "/.well-known/oauth-protected-resource/sse"):
+            resource = self.base() + ("/sse" if path.endswith("/sse") else "/mcp")
+            return self.send_json(200, {"resource": resource, "authorization_servers": [self.base()],
                                         "scopes_supported": list(SCOPES), "bearer_methods_supported": ["header"]})
         if path == "/.well-known/oauth-authorization-server":
             return self.send_json(200, self.as_metadata())
@@ -154,6 +187,10 @@ class OAuthHandler(fixture_server.StreamableHandler):
             return self.send_json(200, stats)
         if path == "/mcp" and self.check_token(None):
             return fixture_server.StreamableHandler.do_GET(self)
+        if path == "/sse":
+            if self.check_token(None):
+                return fixture_server.LegacySSEHandler.do_GET(self)
+            return
         if path != "/mcp":
             self.send_raw(404, [("Content-Type", "text/plain")], b"Not Found")
 
@@ -164,11 +201,17 @@ class OAuthHandler(fixture_server.StreamableHandler):
             return self.register()
         if path == "/token":
             return self.token()
+        if path == "/revoke" and self.server.auth.revocation:
+            return self.revoke()
         if path.startswith("/_admin/"):
             return self.admin(path[len("/_admin/"):])
         if path == "/mcp":
             if self.check_token(self.read_body()):
                 return fixture_server.StreamableHandler.do_POST(self)
+            return
+        if path in ("/messages", "/messages/"):
+            if self.check_token(self.read_body()):
+                return fixture_server.LegacySSEHandler.do_POST(self)
             return
         self.drain_body_if_any()
         self.send_raw(404, [("Content-Type", "text/plain")], b"Not Found")
@@ -184,7 +227,7 @@ class OAuthHandler(fixture_server.StreamableHandler):
     def challenge(self, status, error, scope):
         auth = self.server.auth
         auth.count("unauthorized" if status == 401 else "insufficient_scope")
-        value = 'Bearer resource_metadata="%s/.well-known/oauth-protected-resource/mcp", scope="%s"' % (self.base(), scope)
+        value = 'Bearer resource_metadata="%s", scope="%s"' % (self.prm_url(), scope)
         if error:
             value += ', error="%s"' % error
         self.drain_body_if_any()
@@ -218,7 +261,7 @@ class OAuthHandler(fixture_server.StreamableHandler):
 
     def as_metadata(self):
         base = self.base()
-        return {
+        meta = {
             "issuer": base,
             "authorization_endpoint": base + "/authorize",
             "token_endpoint": base + "/token",
@@ -229,6 +272,12 @@ class OAuthHandler(fixture_server.StreamableHandler):
             "code_challenge_methods_supported": ["S256"],
             "token_endpoint_auth_methods_supported": list(AUTH_METHODS),
         }
+        if self.server.auth.cimd_ca:
+            meta["client_id_metadata_document_supported"] = True
+        if self.server.auth.revocation:
+            meta["revocation_endpoint"] = base + "/revoke"
+            meta["revocation_endpoint_auth_methods_supported"] = list(AUTH_METHODS)
+        return meta
 
     def register(self):
         auth = self.server.auth
@@ -260,6 +309,13 @@ class OAuthHandler(fixture_server.StreamableHandler):
         cid, redirect = q.get("client_id"), q.get("redirect_uri")
         with auth.lock:
             client = auth.clients.get(cid)
+        if client is None and auth.cimd_ca and (cid or "").startswith("https://"):
+            client, problem = fetch_client_metadata(cid, auth.cimd_ca)
+            if client is None:
+                return self.send_json(400, {"error": "invalid_client", "error_description": problem})
+            with auth.lock:
+                auth.clients[cid] = client
+            auth.count("cimd_fetches")
         if client is None:
             return self.send_json(400, {"error": "invalid_client", "error_description": "unknown client_id"})
         allowed = client["redirect_uris"]
@@ -279,8 +335,8 @@ class OAuthHandler(fixture_server.StreamableHandler):
             return back(dict(extra, error="unsupported_response_type"))
         if q.get("code_challenge_method") != "S256" or not q.get("code_challenge"):
             return back(dict(extra, error="invalid_request", error_description="PKCE S256 required"))
-        if q.get("resource") != self.resource():
-            return back(dict(extra, error="invalid_target", error_description="resource must be %s" % self.resource()))
+        if q.get("resource") not in (self.base() + "/mcp", self.base() + "/sse"):
+            return back(dict(extra, error="invalid_target", error_description="resource must be %s/mcp or /sse" % self.base()))
         if auth.deny:
             return back(dict(extra, error="access_denied", error_description="the user said no"))
         scope = " ".join(s for s in (q.get("scope") or READ_SCOPE).split() if s in SCOPES) or READ_SCOPE
@@ -290,6 +346,28 @@ class OAuthHandler(fixture_server.StreamableHandler):
                                 "scope": scope, "resource": q["resource"], "expires": time.time() + 120}
         auth.count("authorizations")
         return back(dict({"code": code}, iss=self.base(), **extra))
+
+    def revoke(self):
+        """RFC 7009: forget the token (a refresh token takes its sign-in's access tokens along); 200 even when unknown."""
+        auth = self.server.auth
+        form = dict((k, v[0]) for k, v in parse_qs(self.read_body().decode("utf-8")).items())
+        cid, error = self.client_from_request(form)
+        if error:
+            return self.send_json(401, {"error": error})
+        token = form.get("token") or ""
+        with auth.lock:
+            kind = "refresh_token" if token in auth.refresh else "access_token" if token in auth.access else "unknown"
+            if kind == "refresh_token":
+                family = auth.families.get(token)
+                auth.refresh.pop(token, None)
+                for other in [t for t, f in auth.families.items() if f == family and t in auth.access]:
+                    auth.access.pop(other, None)
+            elif kind == "access_token":
+                auth.access.pop(token, None)
+            key = "revoked_" + kind
+            auth.stats[key] = auth.stats.get(key, 0) + 1
+        log("revoked a %s (hint %s)" % (kind, form.get("token_type_hint")))
+        return self.send_json(200, {})
 
     def client_from_request(self, form):
         """(client_id, error) after client authentication per the client's registered method."""
@@ -315,6 +393,8 @@ class OAuthHandler(fixture_server.StreamableHandler):
     def token(self):
         auth = self.server.auth
         form = dict((k, v[0]) for k, v in parse_qs(self.read_body().decode("utf-8")).items())
+        if auth.token_delay:
+            time.sleep(auth.token_delay)
         cid, error = self.client_from_request(form)
         if error:
             return self.send_json(401, {"error": error})
@@ -334,15 +414,20 @@ class OAuthHandler(fixture_server.StreamableHandler):
             return self.send_json(200, auth.issue(cid, code["scope"], code["resource"]), headers=[("Cache-Control", "no-store")])
         if grant == "refresh_token":
             with auth.lock:
-                old = auth.refresh.get(form.get("refresh_token") or "")
+                presented = form.get("refresh_token") or ""
+                old = auth.refresh.get(presented)
                 usable = old is not None and old["client_id"] == cid and auth.refresh_enabled
                 if usable:
-                    del auth.refresh[form["refresh_token"]]  # rotation: a refresh token works once
+                    del auth.refresh[presented]  # rotation: a refresh token works once
+                    auth.used_refresh[presented] = old["family"]
+                elif auth.reuse_detection and presented in auth.used_refresh:
+                    # OAuth 2.1 4.3.1: a rotated refresh token used again means it leaked; end the whole sign-in.
+                    auth.revoke_family(auth.used_refresh[presented])
             if not usable:
                 auth.count("refresh_refused")
                 return self.send_json(400, {"error": "invalid_grant", "error_description": "refresh token not valid"})
             auth.count("refresh_token")
-            return self.send_json(200, auth.issue(cid, old["scope"], old["resource"]), headers=[("Cache-Control", "no-store")])
+            return self.send_json(200, auth.issue(cid, old["scope"], old["resource"], old["family"]), headers=[("Cache-Control", "no-store")])
         return self.send_json(400, {"error": "unsupported_grant_type"})
 
     def admin(self, knob):
@@ -368,6 +453,43 @@ class OAuthHandler(fixture_server.StreamableHandler):
                 return self.send_json(404, {"error": "unknown knob %s" % knob})
         log("admin: %s %s" % (knob, json.dumps(body)))
         return self.send_json(200, {"ok": True})
+
+
+def fetch_client_metadata(client_id, ca_file):
+    """A client from its client ID metadata document at the https URL ``client_id``: (client, None) or (None, problem).
+
+    As an authorization server must: https only, the certificate verified (against ``ca_file``, the test's CA),
+    a bounded JSON object whose ``client_id`` is the URL it came from, public clients only.
+    """
+    import ssl
+    parts = urlsplit(client_id)
+    if parts.scheme != "https" or not parts.path or parts.path == "/":
+        return None, "a client ID metadata document URL must be https with a path"
+    context = ssl.create_default_context(cafile=ca_file)
+    conn = http.client.HTTPSConnection(parts.hostname, parts.port or 443, timeout=10, context=context)
+    try:
+        conn.request("GET", parts.path + ("?" + parts.query if parts.query else ""), headers={"Accept": "application/json"})
+        resp = conn.getresponse()
+        body = resp.read(65537)
+    except (OSError, http.client.HTTPException) as exc:
+        return None, "cannot fetch the client metadata document: %s" % exc
+    finally:
+        conn.close()
+    if resp.status != 200 or len(body) > 65536:
+        return None, "the client metadata document answered HTTP %d (%d bytes)" % (resp.status, len(body))
+    try:
+        doc = json.loads(body.decode("utf-8"))
+    except ValueError:
+        return None, "the client metadata document is not JSON"
+    if not isinstance(doc, dict) or doc.get("client_id") != client_id:
+        return None, "the client metadata document's client_id is not its URL"
+    uris = doc.get("redirect_uris")
+    if not isinstance(uris, list) or not uris or not all(isinstance(u, str) for u in uris):
+        return None, "the client metadata document has no redirect_uris"
+    if doc.get("token_endpoint_auth_method", "none") != "none":
+        return None, "only public clients (token_endpoint_auth_method none) may use a client metadata document here"
+    log("client metadata document %s accepted (%s)" % (client_id, ", ".join(uris)))
+    return {"secret": None, "redirect_uris": list(uris), "auth_method": "none", "any_loopback": False}, None
 
 
 class OAuthHTTPServer(fixture_server.FixtureHTTPServer):
@@ -434,6 +556,7 @@ class Running(object):
         self.process, self.port, self.log_path = process, port, log_path
         self.base = "http://127.0.0.1:%d" % port
         self.url = self.base + "/mcp"
+        self.sse_url = self.base + "/sse"
 
     def admin(self, knob, **body):
         import urllib.request
@@ -497,6 +620,10 @@ def main(argv=None):
     s.add_argument("--write-tool", action="append")
     s.add_argument("--client", action="append", metavar="ID:SECRET")
     s.add_argument("--deny", action="store_true")
+    s.add_argument("--token-delay", type=float, default=0.0)
+    s.add_argument("--reuse-detection", action="store_true")
+    s.add_argument("--no-revocation", action="store_true")
+    s.add_argument("--cimd-ca", metavar="PEM")
     b = sub.add_parser("browse")
     b.add_argument("url")
     b.add_argument("--tamper-state", action="store_true")

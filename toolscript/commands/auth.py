@@ -39,11 +39,13 @@ examples:
   toolscript auth github --scope "repo"  a step-up: a tool said it needs more scope
   toolscript auth --list                 servers with a stored token, scope, expiry
   toolscript auth --list --json
-  toolscript auth --logout github        delete github's stored token
+  toolscript auth --logout github        revoke github's token at its server (when it
+                                         offers RFC 7009 revocation) and delete it here
 
 exit status: 0 signed in (or the server needs no sign-in), 1 sign-in failed
 (refused, timed out, state mismatch), 2 usage error (unknown server, a stdio
-server, "oauth": false), 130 interrupted.
+server, "oauth": false), 130 interrupted. --logout: 0 deleted (revoked at the
+server or not: the message and --json "revocation" say which), 1 no stored token.
 """
 
 
@@ -51,7 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
     parser.add_argument("server", nargs="?", metavar="SERVER", help="the configured http/sse server to sign in to")
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--list", action="store_true", help="list the stored tokens (masked), with issuer, scope and expiry")
-    what.add_argument("--logout", action="store_true", help="delete SERVER's stored token")
+    what.add_argument("--logout", action="store_true",
+                      help="delete SERVER's stored token, revoking it at the authorization server when it offers revocation")
     how = parser.add_mutually_exclusive_group()
     how.add_argument("--no-browser", action="store_true", help="do not open a browser; print the URL to open")
     how.add_argument("--paste", action="store_true", help="no callback listener: paste the address the browser ends up at on stdin")
@@ -144,13 +147,36 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _logout(args: argparse.Namespace) -> int:
-    from toolscript.mcp import oauth_store
+    from toolscript.mcp import oauth, oauth_store
 
-    removed = oauth_store.delete(args.server)
+    # Under the refresh lock: a refresh under way in a gateway finishes (and stores its tokens) first, so the
+    # tokens revoked are the newest, and none is stored again after the file is gone.
+    with oauth_store.refresh_lock(args.server):
+        grant = oauth_store.read(args.server)
+        revoked, revocation, detail = [], "none", ""
+        if grant is not None:
+            # Best effort, before the local copy goes: a server that cannot be reached or refuses leaves the token
+            # valid until it expires, which is what the message then says. The local copy is deleted in every case.
+            try:
+                revoked = oauth.revoke(grant)
+                revocation = "revoked" if revoked else "unsupported"
+            except oauth.OAuthError as exc:
+                revocation, detail = "failed", str(exc)
+        removed = oauth_store.delete(args.server)
     if args.json:
-        print_json({"server": args.server, "removed": removed})
-    elif removed:
-        print(f"deleted the stored token of {args.server} (the authorization server may honour it until it expires)")
-    else:
+        answer = {"server": args.server, "removed": removed, "revocation": revocation, "revoked": revoked}
+        if detail:
+            answer["detail"] = detail
+        print_json(answer)
+    elif not removed:
         print(f"no stored token for {args.server!r} (see 'toolscript auth --list')", file=sys.stderr)
+    elif revocation == "revoked":
+        what = "the refresh and access tokens" if len(revoked) == 2 else "the " + revoked[0].replace("_", " ")
+        print(f"deleted the stored token of {args.server}; {what} revoked at the server")
+    elif revocation == "unsupported":
+        print(f"deleted the stored token of {args.server} locally only (the server offers no revocation; "
+              "the token works until it expires)")
+    else:
+        print(f"deleted the stored token of {args.server} locally; revoking it at the server failed: {detail} "
+              "(the token works until it expires)")
     return 0 if removed else 1

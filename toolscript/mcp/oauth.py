@@ -22,6 +22,7 @@ import base64
 import hashlib
 import ipaddress
 import json
+import math
 import secrets
 import threading
 import time
@@ -36,6 +37,7 @@ from toolscript.mcp.httpconn import USER_AGENT, Endpoint, describe_oserror, open
 logger = log.get("mcp.oauth")
 
 MAX_RESPONSE_BYTES = 1 << 20  # metadata, registration and token answers are small
+MAX_EXPIRES_IN_SECONDS = 366 * 86400.0  # a longer (or infinite) token lifetime is read as this: a year is "no expiry" in practice
 REFRESH_MARGIN_SECONDS = 60.0  # refresh a token that expires sooner than this
 MAX_INTERACTIVE_RUNS = 3  # authorizations one BearerAuth may start before it gives up (a server that never accepts)
 PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
@@ -88,6 +90,7 @@ class Grant:
     expires_at: Optional[float]  # seconds since the epoch
     scope: Optional[str]
     redirect_uri: str
+    revocation_endpoint: Optional[str] = None  # RFC 7009, from the authorization server metadata (None: it offers none)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -100,7 +103,9 @@ class Grant:
         for field in fields(cls):
             value = data.get(field.name)
             if field.name == "expires_at":
-                value = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+                # NaN, infinity or the year 5000: a hand-edited or hostile file; read as "no expiry known".
+                seconds = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < 1e11 else None
+                value = seconds if seconds is not None and math.isfinite(seconds) else None
             elif value is not None and not isinstance(value, str):
                 raise OAuthError(f"a stored OAuth grant has a bad {field.name!r}; run toolscript auth again")
             values[field.name] = value
@@ -114,6 +119,11 @@ class Grant:
 
     def expires_within(self, seconds: float) -> bool:
         return self.expires_at is not None and self.expires_at - time.time() < seconds
+
+
+def printable(text: str, limit: int = 160) -> str:
+    """Server-supplied text as it may reach a terminal: control characters (escape sequences, newlines) replaced, shortened."""
+    return "".join(char if char.isprintable() else "?" for char in text[:limit])
 
 
 def mask(secret: Optional[str]) -> str:
@@ -201,9 +211,12 @@ def _is_loopback(host: str) -> bool:
 
 def _check_url(url: str, what: str) -> str:
     """``url`` if it may carry OAuth traffic: https, or http to a loopback host."""
+    if not isinstance(url, str) or any(not char.isprintable() or char.isspace() for char in url):
+        # A URL from metadata is printed for the user to open: no escape sequences, no hidden parts.
+        raise OAuthError(f"the {what} {printable(str(url), 200)!r} has spaces or control characters; check the server's OAuth metadata")
     parts = urlsplit(url or "")
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise OAuthError(f"the {what} {url!r} is not an http(s) URL; check the server's OAuth metadata")
+        raise OAuthError(f"the {what} {printable(url, 200)!r} is not an http(s) URL; check the server's OAuth metadata")
     if parts.fragment:
         raise OAuthError(f"the {what} {redact_url(url)} has a fragment, which OAuth forbids; check the server's OAuth metadata")
     if parts.scheme != "https" and not _is_loopback(parts.hostname):
@@ -450,9 +463,9 @@ def _describe_oauth_error(status: int, answer: Dict[str, Any]) -> str:
     """An OAuth error answer in a few words: the server's error code and (shortened) description."""
     text = f"HTTP {status}"
     if isinstance(answer.get("error"), str):
-        text += f" {answer['error'][:60]}"
+        text += f" {printable(answer['error'], 60)}"
     if isinstance(answer.get("error_description"), str):
-        text += f": {answer['error_description'][:160]}"
+        text += f": {printable(answer['error_description'], 160)}"
     return text
 
 
@@ -507,6 +520,7 @@ def authorize(
     lends its client registration and its scope (a step-up asks for more).
     """
     client = client or ClientSettings()
+    _check_url(server_url, "MCP server URL")  # the token will go there: never in clear to another host
     if www_authenticate is None:
         www_authenticate = probe(server_url, timeout)
     challenge = bearer_challenge(www_authenticate)
@@ -541,12 +555,15 @@ def authorize(
         raise OAuthError("the authorization answer's state does not match the request (a stale or forged redirect); run toolscript auth again")
     if "error" in answer:
         raise OAuthError(
-            f"the authorization server refused: {answer['error'][:60]}"
-            + (f": {answer['error_description'][:160]}" if answer.get("error_description") else "")
+            f"the authorization server refused: {printable(answer['error'], 60)}"
+            + (f": {printable(answer['error_description'], 160)}" if answer.get("error_description") else "")
             + "; run toolscript auth again"
         )
     if "iss" in answer and answer["iss"].rstrip("/") != server.issuer.rstrip("/"):
         raise OAuthError("the authorization answer comes from another issuer than the one asked (RFC 9207); run toolscript auth again")
+    if "iss" not in answer and metadata.get("authorization_response_iss_parameter_supported") is True:
+        raise OAuthError("the authorization answer lacks the iss its server promises (RFC 9207: a possible mix-up attack); "
+                         "run toolscript auth again")
     code = answer.get("code")
     if not code:
         raise OAuthError("the authorization answer has no code; run toolscript auth again")
@@ -554,7 +571,19 @@ def authorize(
     tokens = _token_request(token_endpoint, form, client_id, client_secret, method, timeout, secrets_to_hide=(code, verifier))
     return _grant_from(tokens, None, scope, resource=server.resource, issuer=server.issuer, authorization_endpoint=authorization_endpoint,
                        token_endpoint=token_endpoint, client_id=client_id, client_secret=client_secret, token_endpoint_auth_method=method,
-                       redirect_uri=redirect_uri)
+                       redirect_uri=redirect_uri, revocation_endpoint=_revocation_endpoint(metadata))
+
+
+def _revocation_endpoint(metadata: Dict[str, Any]) -> Optional[str]:
+    """The metadata's RFC 7009 revocation endpoint when it is usable (a bad one must not fail a sign-in: it is just not used)."""
+    endpoint = metadata.get("revocation_endpoint")
+    if not isinstance(endpoint, str) or not endpoint:
+        return None
+    try:
+        return _check_url(endpoint, "revocation endpoint")
+    except OAuthError as exc:
+        logger.debug("not using the revocation endpoint: %s", exc)
+        return None
 
 
 def _token_request(
@@ -567,15 +596,7 @@ def _token_request(
     secrets_to_hide: Tuple[str, ...] = (),
 ) -> Dict[str, Any]:
     """POST to the token endpoint with the client's authentication; the token answer, or OAuthError."""
-    headers = {"Content-Type": "application/x-www-form-urlencoded"}
-    form = dict(form)
-    if method == "client_secret_basic" and client_secret is not None:
-        pair = f"{quote(client_id, safe='')}:{quote(client_secret, safe='')}"  # RFC 6749 2.3.1: form-encoded first
-        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
-    else:
-        form["client_id"] = client_id
-        if method == "client_secret_post" and client_secret is not None:
-            form["client_secret"] = client_secret
+    headers, form = _client_authentication(form, client_id, client_secret, method)
     status, _, data = _http("POST", endpoint, timeout, body=urlencode(form).encode("ascii"), headers=headers)
     answer = _json_object(data)
     if status != 200 or not isinstance(answer.get("access_token"), str) or not answer["access_token"]:
@@ -585,18 +606,54 @@ def _token_request(
         for secret in secrets_to_hide + ((client_secret,) if client_secret else ()):
             text = text.replace(secret, "***")
         raise OAuthError(f"the token endpoint {redact_url(endpoint)} refused ({text}); run toolscript auth again")
+    if not _is_header_safe(answer["access_token"]):
+        # It goes into an Authorization header as is: a space, a control character or a CR/LF would break or inject headers.
+        raise OAuthError(f"the token endpoint {redact_url(endpoint)} issued an access token with characters a Bearer token cannot have; "
+                         "report it to the authorization server's operator")
     token_type = answer.get("token_type")
     if isinstance(token_type, str) and token_type.lower() != "bearer":
         raise OAuthError(f"the token endpoint {redact_url(endpoint)} issued a {token_type[:20]!r} token; toolscript supports only Bearer tokens")
     return answer
 
 
+def _is_header_safe(token: str) -> bool:
+    """Whether ``token`` can follow ``Bearer `` in a header: visible ASCII only (RFC 6750's b64token is stricter still)."""
+    return all("\x21" <= char <= "\x7e" for char in token)
+
+
+def _expires_at(expires_in: Any) -> Optional[float]:
+    """When a token with this ``expires_in`` expires: a number or a numeric string as some servers send.
+
+    None (unknown: a 401 will tell) for anything else, and for a lifetime that
+    is not positive and finite; a huge one is capped, so the grant stays storable and showable.
+    """
+    if expires_in is None or isinstance(expires_in, bool):
+        return None
+    try:
+        seconds = float(expires_in)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if math.isnan(seconds) or seconds <= 0:
+        return None
+    return time.time() + min(seconds, MAX_EXPIRES_IN_SECONDS)
+
+
+def _client_authentication(form: Dict[str, str], client_id: str, client_secret: Optional[str], method: str) -> Tuple[Dict[str, str], Dict[str, str]]:
+    """(headers, form) of a form POST to the token or revocation endpoint, with the client authenticated as registered."""
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    form = dict(form)
+    if method == "client_secret_basic" and client_secret is not None:
+        pair = f"{quote(client_id, safe='')}:{quote(client_secret, safe='')}"  # RFC 6749 2.3.1: form-encoded first
+        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
+    else:
+        form["client_id"] = client_id
+        if method == "client_secret_post" and client_secret is not None:
+            form["client_secret"] = client_secret
+    return headers, form
+
+
 def _grant_from(tokens: Dict[str, Any], previous_refresh: Optional[str], requested_scope: Optional[str], **known: Any) -> Grant:
-    expires_in = tokens.get("expires_in")
-    try:  # a number, or a numeric string as some servers send
-        expires_at: Optional[float] = time.time() + float(expires_in) if expires_in is not None and not isinstance(expires_in, bool) else None
-    except (TypeError, ValueError):
-        expires_at = None
+    expires_at = _expires_at(tokens.get("expires_in"))
     refresh_token = tokens.get("refresh_token") if isinstance(tokens.get("refresh_token"), str) else previous_refresh
     scope = tokens.get("scope") if isinstance(tokens.get("scope"), str) else requested_scope
     return Grant(access_token=tokens["access_token"], refresh_token=refresh_token, expires_at=expires_at, scope=scope, **known)
@@ -615,6 +672,47 @@ def refresh(grant: Grant, timeout: float = 30.0) -> Grant:
     )
     known = {k: v for k, v in grant.to_dict().items() if k not in ("access_token", "refresh_token", "expires_at", "scope")}
     return _grant_from(tokens, grant.refresh_token, grant.scope, **known)
+
+
+REVOKE_TIMEOUT_SECONDS = 5.0  # logout revokes best effort: an unreachable server must not hold it up
+
+
+def revoke(grant: Grant, timeout: float = REVOKE_TIMEOUT_SECONDS) -> List[str]:
+    """Revoke the grant's tokens at its authorization server (RFC 7009); the kinds revoked, refresh token first.
+
+    [] when the server offers no revocation endpoint (none stored at sign-in,
+    and its metadata names none).  A refresh token the server refuses to revoke
+    is an ``OAuthError``; an access token it does not revoke
+    (``unsupported_token_type``, common for self-contained tokens) is left out
+    of the list.  Nothing secret is in an error.
+    """
+    endpoint = grant.revocation_endpoint
+    if not endpoint and grant.issuer:
+        # A grant stored before toolscript kept the endpoint: ask the authorization server's metadata.
+        metadata = discover_authorization_server(grant.issuer, timeout)
+        endpoint = _revocation_endpoint(metadata) if metadata is not None else None
+    if not endpoint:
+        return []
+    _check_url(endpoint, "revocation endpoint")
+    hide = tuple(value for value in (grant.refresh_token, grant.access_token, grant.client_secret) if value)
+    revoked: List[str] = []
+    for token, hint in ((grant.refresh_token, "refresh_token"), (grant.access_token, "access_token")):
+        if not token:
+            continue
+        headers, form = _client_authentication({"token": token, "token_type_hint": hint}, grant.client_id, grant.client_secret,
+                                               grant.token_endpoint_auth_method)
+        status, _, data = _http("POST", endpoint, timeout, body=urlencode(form).encode("ascii"), headers=headers)
+        if status == 200:
+            revoked.append(hint)
+            continue
+        answer = _json_object(data)
+        if hint == "access_token" and answer.get("error") == "unsupported_token_type" and revoked:
+            continue  # the refresh token is gone; this server lets access tokens run out instead
+        text = _describe_oauth_error(status, answer)
+        for secret in hide:
+            text = text.replace(secret, "***")
+        raise OAuthError(f"the revocation endpoint {redact_url(endpoint)} refused the {hint.replace('_', ' ')} ({text})")
+    return revoked
 
 
 def probe(server_url: str, timeout: float = 10.0) -> Optional[str]:

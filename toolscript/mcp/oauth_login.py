@@ -41,6 +41,7 @@ logger = log.get("mcp.oauth_login")
 
 CALLBACK_PATH = "/callback"
 DEFAULT_WAIT_SECONDS = 300.0
+CONNECTION_TIMEOUT_SECONDS = 10.0  # a connection to the callback listener that sends nothing for this long is dropped
 BROWSER_ENV = "TOOLSCRIPT_AUTH_BROWSER"
 
 _PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>toolscript</title></head>
@@ -49,15 +50,26 @@ _PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>toolscript</t
 
 
 class CallbackListener:
-    """A one-shot HTTP listener on 127.0.0.1 that waits for the authorization server's redirect."""
+    """A one-shot HTTP listener on 127.0.0.1 that waits for the authorization server's redirect.
 
-    def __init__(self, port: int = 0) -> None:
+    Only ``GET /callback`` with the ``state`` of the sign-in under way is taken,
+    and only the first: anything else (another path, a wrong or missing state,
+    a second answer) is refused without ending the wait, so a stray or hostile
+    local request cannot cut a sign-in short.  Each connection is served on its
+    own thread with a short socket timeout: an idle connection (browsers open
+    speculative ones) cannot hold up the real callback.
+    """
+
+    def __init__(self, port: int = 0, on_refused: Optional[Callable[[str], None]] = None) -> None:
         self._url: Optional[str] = None
         self._arrived = threading.Event()
-        self.expected_state: Optional[str] = None
+        self._lock = threading.Lock()
+        self.expected_state: Optional[str] = None  # set before the browser is sent off; until then nothing is taken
         listener = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
+            timeout = CONNECTION_TIMEOUT_SECONDS  # socket timeout per connection: an idle one is dropped
+
             def do_GET(self) -> None:  # noqa: N802 (the http.server name)
                 parts = urllib.parse.urlsplit(self.path)
                 if parts.path != CALLBACK_PATH:
@@ -65,17 +77,25 @@ class CallbackListener:
                     return
                 query = urllib.parse.parse_qs(parts.query)
                 state = _query_value(self.path, "state")
-                if listener.expected_state is not None and state != listener.expected_state:
+                if listener.expected_state is None or state != listener.expected_state:
                     self._page(400, "Sign-in refused", "This answer does not belong to the sign-in toolscript started "
                                "(its state differs). Nothing was stored; run toolscript auth again.")
+                    if on_refused is not None:
+                        on_refused("ignored an answer on the callback whose state does not match this sign-in "
+                                   "(a stale browser tab or a forged redirect); still waiting")
+                    return
+                with listener._lock:
+                    first = not listener._arrived.is_set()
+                    if first:
+                        listener._url = f"http://127.0.0.1:{listener.port}{self.path}"
+                        listener._arrived.set()
+                if not first:
+                    self._page(409, "Already answered", "toolscript already got an answer for this sign-in; return to the terminal.")
                 elif "error" in query:
                     self._page(200, "Sign-in not completed", "The authorization server said: "
                                + _html((query.get("error_description") or query["error"])[0]) + ". Return to the terminal.")
                 else:
                     self._page(200, "Signed in", "toolscript got the answer; you can close this tab and return to the terminal.")
-                if not listener._arrived.is_set():
-                    listener._url = f"http://127.0.0.1:{listener.port}{self.path}"
-                    listener._arrived.set()
 
             def _page(self, status: int, title: str, text: str) -> None:
                 body = _PAGE.format(title=_html(title), text=text).encode("utf-8")
@@ -83,8 +103,10 @@ class CallbackListener:
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.send_header("Content-Length", str(len(body)))
                 self.send_header("Cache-Control", "no-store")
+                self.send_header("Connection", "close")
                 self.end_headers()
                 self.wfile.write(body)
+                self.close_connection = True
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass  # the request line carries the code: never log it
@@ -114,8 +136,9 @@ class CallbackListener:
         self._server.server_close()
 
 
-class _LoopbackServer(http.server.HTTPServer):
-    allow_reuse_address = True  # a fixed redirectPort must be reusable right after the last sign-in
+class _LoopbackServer(http.server.ThreadingHTTPServer):
+    allow_reuse_address = True
+    daemon_threads = True  # a connection still open when the sign-in ends must not keep the process alive  # a fixed redirectPort must be reusable right after the last sign-in
 
     def server_bind(self) -> None:
         # HTTPServer.server_bind looks up the host's FQDN (reverse DNS), which can stall; a plain bind is enough.
@@ -219,7 +242,7 @@ def sign_in(
     if paste:
         uri = redirect_uri(port or free_port())
     else:
-        listener = CallbackListener(port)
+        listener = CallbackListener(port, on_refused=say)
         uri = listener.redirect_uri
 
     def open_url(authorization_url: str) -> str:
@@ -254,7 +277,8 @@ def sign_in(
         error = _query_value(returned, "error")
         if error:
             detail = _query_value(returned, "error_description")
-            raise OAuthError(f"the authorization server refused: {error}" + (f" ({detail})" if detail else "")
+            raise OAuthError(f"the authorization server refused: {oauth.printable(error, 60)}"
+                             + (f" ({oauth.printable(detail)})" if detail else "")
                              + f"; run 'toolscript auth {name}' again")
         return returned
 

@@ -16,15 +16,23 @@ A grant is bound to the URL it was issued for: ``load`` ignores a grant whose
 protected resource does not cover the configured URL, so pointing a server name
 at another host never sends it the old host's token.
 
+Refreshing is serialized across processes (the gateway and a CLI command may
+hold the same grant): ``StoredBearerAuth`` refreshes under an exclusive lock
+on ``<server>.lock`` beside the grant and first rereads the file, so a process
+that waited uses the grant the other just stored instead of presenting a
+refresh token that was already rotated (which an authorization server with
+reuse detection answers by revoking the whole sign-in).
+
 Nothing here logs or prints a token; ``oauth.mask`` is how to show one.
 """
 
+import contextlib
 import json
 import os
 import shlex
 import time
 import urllib.parse
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from toolscript import log, paths
 from toolscript.mcp.oauth import AuthRequired, BearerAuth, ClientSettings, Grant, bearer_challenge, mask
@@ -57,10 +65,33 @@ def load(server_name: str, server_url: str) -> Optional[Grant]:
     return grant
 
 
+def read(server_name: str) -> Optional[Grant]:
+    """The stored grant of ``server_name`` whatever URL it was issued for (for logout); None when there is none."""
+    found = _read(grant_path(server_name))
+    return found[1] if found is not None else None
+
+
 def save(server_name: str, grant: Grant) -> None:
     """Store ``grant`` as ``server_name``'s (0600 from creation, atomic)."""
     document = {"version": FILE_VERSION, "server": server_name, "savedAt": time.time(), "grant": grant.to_dict()}
     paths.write_private(grant_path(server_name), json.dumps(document, indent=2) + "\n")
+
+
+@contextlib.contextmanager
+def refresh_lock(server_name: str) -> Iterator[None]:
+    """Hold the exclusive cross-process lock of ``server_name``'s grant (a no-op where ``fcntl`` is missing)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks in the stdlib that fit; refreshes there stay unserialized
+        yield
+        return
+    path = os.path.join(store_dir(), paths.safe_name(server_name) + ".lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # bounded: the holder's refresh has a timeout
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def delete(server_name: str) -> bool:
@@ -143,6 +174,7 @@ class StoredBearerAuth(BearerAuth):
 
     def __init__(self, server_name: str, server_url: str) -> None:
         super().__init__(server_name, lambda: load(server_name, server_url), lambda grant: save(server_name, grant))
+        self.server_url = server_url
         self._seen = signature(server_name)
 
     def _current(self) -> Optional[Grant]:
@@ -155,6 +187,19 @@ class StoredBearerAuth(BearerAuth):
     def _adopt(self, grant: Grant) -> None:
         super()._adopt(grant)
         self._seen = signature(self.server_name)  # our own save is not news
+
+    def _try_refresh(self, grant: Grant) -> bool:
+        with refresh_lock(self.server_name):
+            stored = load(self.server_name, self.server_url)
+            if stored is None:
+                return False  # signed out (auth --logout) since this grant was read: a refresh must not bring it back
+            if stored.access_token != grant.access_token:
+                # Another process refreshed (or signed in) while we waited for the lock: use its grant, do not refresh again.
+                self._grant, self._loaded = stored, True
+                self._seen = signature(self.server_name)
+                self._adopted = (stored.access_token, time.monotonic())
+                return True
+            return super()._try_refresh(grant)
 
     def on_unauthorized(self, status: int, www_authenticate: Optional[str], used: Optional[str] = None) -> bool:
         with self._lock:
@@ -195,6 +240,10 @@ def _read(path: str) -> Optional[Tuple[str, Grant]]:
     try:
         with open(path, "rb") as f:
             data = f.read()
+            mode = os.fstat(f.fileno()).st_mode
+            if mode & 0o077:  # restored from a backup, copied by hand: a token must not stay readable by others
+                os.chmod(path, 0o600)
+                logger.warning("the stored OAuth token %s was readable by others (mode %o); made it 0600", path, mode & 0o777)
     except FileNotFoundError:
         return None
     except OSError as exc:
