@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from conftest import REPO_ROOT, run_cli, running_gateway, wait_for
+from conftest import REPO_ROOT, missing_prerequisite, run_cli, running_gateway, wait_for
 from mcp_servers import oauth_server
 from mcp_servers.oauth_fixture import OAuthFixture
 from toolscript.config import ServerConfig
@@ -708,7 +708,7 @@ def client_document_host(tmp_path: Any) -> Any:
 
     openssl = shutil.which("openssl")
     if not openssl:
-        pytest.skip("openssl is not installed: cannot make a test certificate")
+        missing_prerequisite("openssl is not installed: cannot make a test certificate")
     cert, key = str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")
     sp.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
             "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"], check=True, capture_output=True, timeout=60)
