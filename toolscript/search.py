@@ -27,6 +27,11 @@ long description.  On top of that:
   vectors are computed once per index (the gateway builds one per catalog
   version and re-encodes only the tools that changed).  Without the data,
   ranking and scores are the words' alone, exactly as before the vectors.
+* similar words, with the same vectors data: a query word that no tool or
+  only a few tools have is also looked up as the catalog words closest to it
+  in meaning (their words' vectors' cosine; "altitude" -> "elevation"), at a
+  discount that grows with the cosine and stays below a literal match's, so
+  the field weights and idf apply to them as to any word (see _SimilarWords).
 
 What a score means: the word part is the tool's BM25F score divided by the
 score of an ideal tool for the query -- one that has every query word, each
@@ -47,7 +52,10 @@ ordered by the uncapped score, then by id, so the order is deterministic.
 
 import math
 import re
+import sys
+from array import array
 from functools import lru_cache
+from itertools import compress
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 __all__ = ["SearchIndex", "SIGNALS", "tokenize", "stem", "terms"]
@@ -55,8 +63,9 @@ __all__ = ["SearchIndex", "SIGNALS", "tokenize", "stem", "terms"]
 # The named signals a score is made of, in the order --explain shows them:
 # query words found as written (BM25F), words reached through the synonym
 # table, typo corrections, adjacent query words joined ("web search" meets
-# "websearch"), and a query that is a tool's name.
-SIGNALS = ("bm25", "synonym", "typo", "joined_words", "vector", "exact_name")
+# "websearch"), catalog words close in meaning to a query word, the whole
+# texts' vectors, and a query that is a tool's name.
+SIGNALS = ("bm25", "synonym", "typo", "joined_words", "similar_words", "vector", "exact_name")
 
 # -- words -------------------------------------------------------------------
 
@@ -367,6 +376,9 @@ class SearchIndex:
         # {tool texts: vector} of this index, for the next one (see vector_cache above).
         self.vector_cache: Dict[str, Optional[List[float]]] = {}
         self._vectors = _tool_vectors(self._tools, vector_cache or {}, self.vector_cache) if semantic else None
+        # The catalog's words with their vectors, when the vectors data is there (see _SimilarWords).
+        self._similar = _SimilarWords(surface) if self._vectors else None
+        self._rare = max(2, int(_SIMILAR_RARE * n))
         self._exact: Dict[str, List[int]] = {}
         for i, t in enumerate(self._tools):
             for key in {_compact(str(t.get("name", ""))), _compact(self._ids[i])}:
@@ -401,7 +413,7 @@ class SearchIndex:
         if not isinstance(query, str) or not query.strip() or limit <= 0:
             return []
         allowed = None if servers is None else set(servers)
-        lexical, by_signal, exact = self._lexical(query, explain)
+        lexical, by_signal, exact = self._lexical(query, explain, similar=semantic)
         semantic = self._semantic(query) if semantic else {}
         fused = _fuse(lexical, semantic)
         ranked = []
@@ -430,14 +442,14 @@ class SearchIndex:
             results.append(result)
         return results
 
-    def _lexical(self, query: str, explain: bool = False) -> Tuple[Dict[int, float], Dict[str, Dict[int, float]], Sequence[int]]:
+    def _lexical(self, query: str, explain: bool = False, similar: bool = True) -> Tuple[Dict[int, float], Dict[str, Dict[int, float]], Sequence[int]]:
         """The word-based share of ``query`` each tool accounts for (uncapped), per signal when ``explain``, and exact names.
 
         The share is the tool's BM25F score over the ideal tool's (see the
         module docstring); tools a query names exactly are in the result
         with at least 0.
         """
-        lookups, ideal = self._lookups(query)
+        lookups, ideal, _ = self._lookups(query, similar)
         raw: Dict[int, float] = {}
         by_signal: Dict[str, Dict[int, float]] = {}
         for term, (weight, signal) in lookups.items():
@@ -486,33 +498,48 @@ class SearchIndex:
             signals["exact_name"] = 1.0  # alone enough for the top score
         return signals
 
-    def explain_terms(self, query: str) -> List[Dict[str, Any]]:
+    def explain_terms(self, query: str, semantic: bool = True) -> List[Dict[str, Any]]:
         """What ``query`` looks up: ``{"term", "signal", "weight", "idf"}`` per index term, in lookup order.
 
         ``idf`` is the term's rarity in this catalog; ``weight`` the discount
-        its signal puts on it (1 for a word as written).
+        its signal puts on it (1 for a word as written).  A ``similar_words``
+        lookup also has ``from`` (the query word), ``word`` (the catalog word
+        as written; ``term`` is its stem) and ``cosine`` (of their vectors).
+        ``semantic=False``: the lookups of a words-only search.
         """
         if not isinstance(query, str) or not query.strip():
             return []
-        lookups, _ = self._lookups(query)
-        return [{"term": term, "signal": signal, "weight": round(weight, 4), "idf": round(self._idf[term], 4)}
-                for term, (weight, signal) in lookups.items()]
+        lookups, _, origins = self._lookups(query, semantic)
+        out = []
+        for term, (weight, signal) in lookups.items():
+            entry: Dict[str, Any] = {"term": term, "signal": signal, "weight": round(weight, 4), "idf": round(self._idf[term], 4)}
+            if signal == "similar_words":
+                word, catalog_word, cosine = origins[term]
+                entry.update({"from": word, "word": catalog_word, "cosine": round(cosine, 4)})
+            out.append(entry)
+        return out
 
-    def _lookups(self, query: str) -> Tuple[Dict[str, Tuple[float, str]], float]:
-        """The index terms to look up for ``query``, each with its weight and signal, and the ideal score."""
+    def _lookups(self, query: str, similar: bool = True) -> Tuple[Dict[str, Tuple[float, str]], float, Dict[str, Tuple[str, str, float]]]:
+        """The index terms to look up for ``query``, each with its weight and signal; the ideal score; and
+        for each similar-words lookup, the query word it stands for, the catalog word as written and their cosine."""
         literal: Dict[str, float] = {}
         extra: Dict[str, Tuple[float, str]] = {}
+        origins: Dict[str, Tuple[str, str, float]] = {}
         ideal = 0.0
         gain = _IDEAL_TF * (_K1 + 1) / (_IDEAL_TF + _K1)
         words = [w for w in tokenize(query) if len(w) > 1 and w not in _STOPWORDS]
         stems = [stem(w) for w in words]
+        similar_words = self._similar if similar else None
 
-        def add(term: str, weight: float, signal: str) -> None:
+        def add(term: str, weight: float, signal: str) -> bool:
             # A term reached two ways is looked up once, at the higher weight.
             if term not in extra or extra[term][0] < weight:
                 extra[term] = (weight, signal)
+                return True
+            return False
 
         for word, term in zip(words, stems):
+            corrections: List[Tuple[str, float]] = []
             if term in self._postings:
                 literal[term] = literal.get(term, 0.0) + 1.0  # a repeated word counts again
                 ideal += self._idf[term] * gain
@@ -525,11 +552,19 @@ class SearchIndex:
                 ideal += (self._idf[corrections[0][0]] if corrections else self._unknown_idf) * gain
             for synonym, weight in _SYNONYMS.get(term, {}).items():
                 add(synonym, weight, "synonym")
+            # A word within an edit or two of a catalog word is a misspelling
+            # of it; its vector would be the vector of its broken wordpieces.
+            # A word many tools have is matched already; its neighbours in
+            # meaning would add noise (and time).
+            if similar_words is not None and not corrections and len(self._postings.get(term, ())) <= self._rare:
+                for found, cosine, catalog_word in similar_words.matches(word):
+                    if add(found, _similar_weight(cosine), "similar_words"):
+                        origins[found] = (word, catalog_word, cosine)
         for a, b in zip(stems, stems[1:]):
             extra[a + b] = (1.0, "joined_words")  # "web search" meets the joined name part "websearch"
         lookups = {t: w for t, w in extra.items() if t in self._postings and t not in literal}
         lookups.update((t, (w, "bm25")) for t, w in literal.items())
-        return lookups, ideal
+        return lookups, ideal, origins
 
     def _correct(self, word: str) -> List[Tuple[str, float]]:
         """Catalog terms ``word`` is probably a misspelling of, most similar first, with a similarity in 0..1."""
@@ -602,6 +637,153 @@ def _tool_vectors(
         if vector is not None:
             out.append((i, tuple(vector)))
     return out
+
+
+# -- similar words -----------------------------------------------------------
+
+# A query word is also looked up as the catalog words closest to it in
+# meaning (the cosine of their static word vectors), like a synonym the table
+# did not list: "picture" finds "screenshot" in a tool's name, where the name
+# field's weight, the word's idf and BM25's saturation apply.  Chosen on the
+# development set only (bench/search.py --tune-similar prints the grid): the
+# best recall@3, then MRR@10, with threshold 0.3 still rejecting >= 90% of the
+# noise queries; recall@3 moved by at most 0.003 for floors 0.4-0.5, 2-5
+# words and weights 0.45-0.8.
+_SIMILAR_FLOOR = 0.45  # below this cosine two words are not taken to mean the same
+_SIMILAR_TOP = 3  # catalog words one query word is matched to, at most
+# Only query words at most this share of the tools have (or at most 2 tools)
+# look for similar words: on the development set (126 tools) matching the
+# words no tool has and those in 1-2 tools was recall@3 0.921, matching
+# every word too 0.921 with a lower MRR, only the words no tool has 0.909.
+_SIMILAR_RARE = 0.02
+_SIMILAR_WEIGHT = 0.8  # the weight at cosine 1, falling linearly to 0 at the floor: always below a literal match's 1
+# Words are compared on their vectors' first 128 dimensions (the table's are
+# ordered by variance, PCA), renormalised: on the development set that
+# matched all 256 (recall@3 0.921 either way; 64: 0.918) at half the cost.
+_SIMILAR_DIMS = 128
+_SIMILAR_CACHE = 4096  # query words whose matches an index keeps
+
+# Words are compared as int8 vectors (one scale per word) packed so that one
+# query word meets every catalog word in ~128 big-integer multiply-adds that
+# run in C: column d of the catalog is one integer holding every word's value
+# in dimension d (+128, so it is positive) in a 32-bit field of its own.
+# Multiplied by the query's value in d and summed over d, each field holds
+# that word's dot product with the query (biased by _SIMILAR_BIAS and
+# 128 x the sum of the query's values, both subtracted after).  |field| stays
+# below 256 x 127 x 255 < 2^23 (at up to 256 dimensions), so no field
+# carries into the next.  A plain loop of math.dist over 2,500 words (a
+# 500-tool catalog) takes ~6 ms per query word; this, ~0.5 ms.  Rounding
+# moves a cosine by < 0.005.
+_SIMILAR_BIAS = 1 << 30
+_FLIP = bytes(b ^ 0x80 for b in range(256))  # int8 as a byte -> the same value + 128, unsigned
+_LITTLE = sys.byteorder == "little"
+_FIELD = next(code for code in "IL" if array(code).itemsize == 4)
+
+
+@lru_cache(maxsize=1 << 15)  # process-wide: a new catalog version or another index meets the same words
+def _word_row(word: str) -> Optional[Tuple[bytes, float]]:
+    """``word``'s unit vector as int8 values (bytes) and the factor back to floats; None when it has no vector."""
+    from toolscript import vectors
+
+    vector = vectors.encode(word)
+    if not vector:
+        return None
+    vector = vector[:_SIMILAR_DIMS]
+    top = max(map(abs, vector))
+    if not top:
+        return None
+    # int8 levels of the renormalised vector, and the factor back: 1/(norm x 127/top).
+    factor = 127.0 / top
+    return array("b", map(round, map(factor.__mul__, vector))).tobytes(), top / 127.0 / math.hypot(*vector)
+
+
+def _similar_word(word: str) -> bool:
+    # Words of letters only and longer than two: "v2", "id" and "ok" mean
+    # little alone and their vectors say less.
+    return len(word) > 2 and word.isalpha()
+
+
+class _SimilarWords:
+    """The catalog's words with their vectors, for finding the ones closest in meaning to a query word."""
+
+    def __init__(self, surface: Dict[str, str]) -> None:
+        # surface: catalog word as written -> its index term.  An identifier
+        # joined from words the catalog has ("messagetype", "perpage") is left
+        # out: its parts are in, and the whole's vector matched too loosely
+        # on the development set ("message" -> "messagetype").
+        self.words: List[str] = []
+        self.terms: List[str] = []
+        scales = array("d")
+        rows: List[bytes] = []
+        for word, term in sorted(surface.items()):
+            if not _similar_word(word) or any(word[:k] in surface and word[k:] in surface for k in range(2, len(word) - 1)):
+                continue
+            row = _word_row(word)
+            if row is not None:
+                self.words.append(word)
+                self.terms.append(term)
+                rows.append(row[0])
+                scales.append(row[1])
+        self.scales = scales
+        self.largest_scale = max(scales, default=1.0)
+        n = len(rows)
+        width = len(rows[0]) if rows else 0
+        matrix = b"".join(rows).translate(_FLIP)
+        fields = bytearray(4 * n)
+        self.columns: List[int] = []
+        for d in range(width):
+            # Row-major bytes to one column: a strided slice, then each byte
+            # into the low byte of its 32-bit field, all in C.
+            fields[0 if _LITTLE else 3::4] = matrix[d::width]
+            self.columns.append(int.from_bytes(fields, sys.byteorder))
+        self.bias = int.from_bytes(array(_FIELD, [_SIMILAR_BIAS]).tobytes() * n, sys.byteorder) if n else 0
+        self.cache: Dict[str, List[Tuple[str, float, str]]] = {}
+
+    def matches(self, word: str) -> List[Tuple[str, float, str]]:
+        """(term, cosine, catalog word) of the catalog words closest to ``word``, best first, other terms than its own."""
+        found = self.cache.get(word)
+        if found is not None:
+            return found
+        found = self._search(word)
+        if len(self.cache) >= _SIMILAR_CACHE:
+            self.cache.clear()  # a bound against hostile input; a catalog's users repeat few words
+        self.cache[word] = found
+        return found
+
+    def _search(self, word: str) -> List[Tuple[str, float, str]]:
+        row = _word_row(word) if _similar_word(word) and self.columns else None
+        if row is None:
+            return []
+        values = array("b")
+        values.frombytes(row[0])
+        total = self.bias
+        for value, column in zip(values, self.columns):
+            if value:
+                total += value * column
+        fields = array(_FIELD)
+        fields.frombytes(total.to_bytes(4 * len(self.words), sys.byteorder))
+        offset = _SIMILAR_BIAS + 128 * sum(values)
+        # A catalog word passes when (field - offset) x its scale x the query's
+        # >= the floor.  With the largest scale that is a bound on the field
+        # alone, which C can check for every word (compress, map, __le__).
+        need = _SIMILAR_FLOOR / row[1]
+        cut = offset + math.floor(need / self.largest_scale)
+        own = stem(word)
+        best: Dict[str, Tuple[float, str]] = {}
+        for i in compress(range(len(fields)), map(cut.__le__, fields)):
+            dot = (fields[i] - offset) * self.scales[i]
+            if dot >= need:
+                term = self.terms[i]
+                cosine = dot * row[1]
+                if term != own and (term not in best or best[term][0] < cosine):
+                    best[term] = (cosine, self.words[i])
+        ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))[:_SIMILAR_TOP]
+        return [(term, cosine, catalog_word) for term, (cosine, catalog_word) in ranked]
+
+
+def _similar_weight(cosine: float) -> float:
+    """The lookup weight of a catalog word at ``cosine`` from the query word: 0 at the floor, _SIMILAR_WEIGHT at 1."""
+    return _SIMILAR_WEIGHT * max(0.0, cosine - _SIMILAR_FLOOR) / (1.0 - _SIMILAR_FLOOR)
 
 
 # -- fusion ------------------------------------------------------------------
