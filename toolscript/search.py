@@ -645,16 +645,20 @@ def _tool_vectors(
 # meaning (the cosine of their static word vectors), like a synonym the table
 # did not list: "picture" finds "screenshot" in a tool's name, where the name
 # field's weight, the word's idf and BM25's saturation apply.  Chosen on the
-# development set only (bench/search.py --tune-similar prints the grid): the
-# best recall@3, then MRR@10, with threshold 0.3 still rejecting >= 90% of the
-# noise queries; recall@3 moved by at most 0.003 for floors 0.4-0.5, 2-5
-# words and weights 0.45-0.8.
+# development set only (bench/search.py --tune-similar prints the grid; dev
+# recall@3 0.909 -> 0.921, MRR@10 0.845 -> 0.856, few-shared-words queries
+# 0.759 -> 0.795, typos 1.0, noise rejected at 0.3 0.967 throughout).  The
+# grid is flat near the top: floors 0.4-0.5, 2-5 words, weights 0.45-0.8
+# give recall@3 0.915-0.921 and MRR@10 0.851-0.857 (one or two queries);
+# of the points within 0.002 MRR of the best these are the most cautious
+# (a higher floor, fewer words).
 _SIMILAR_FLOOR = 0.45  # below this cosine two words are not taken to mean the same
 _SIMILAR_TOP = 3  # catalog words one query word is matched to, at most
 # Only query words at most this share of the tools have (or at most 2 tools)
 # look for similar words: on the development set (126 tools) matching the
-# words no tool has and those in 1-2 tools was recall@3 0.921, matching
-# every word too 0.921 with a lower MRR, only the words no tool has 0.909.
+# words no tool has and those in 1-2 tools gave recall@3 0.921 (MRR 0.856),
+# every word 0.921 (0.855) at more cost, only the words no tool has 0.909:
+# a word that one tool has may still mean another tool's word.
 _SIMILAR_RARE = 0.02
 _SIMILAR_WEIGHT = 0.8  # the weight at cosine 1, falling linearly to 0 at the floor: always below a literal match's 1
 # Words are compared on their vectors' first 128 dimensions (the table's are
