@@ -141,3 +141,12 @@ def test_explain_in_the_cli_names_the_catalog_word_a_query_word_met(gateway, tmp
     similar = [t for t in as_json["terms"] if t["signal"] == "similar_words"]
     assert similar and similar[0]["from"] == "nap" and similar[0]["word"] == "sleep"
     assert as_json["results"][0]["signals"]["similar_words"] > 0
+
+
+def test_a_new_vectors_table_is_not_mixed_with_word_rows_of_the_old_one(monkeypatch):
+    SearchIndex(MAPS).explain_terms("altitude")
+    assert search._word_row.cache_info().currsize > 0
+    # What vectors._use (bench/vectors.py, tests) leaves behind: another table object.
+    monkeypatch.setattr(vectors, "_table", object())
+    search._forget_rows_of_another_table()
+    assert search._word_row.cache_info().currsize == 0

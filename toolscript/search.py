@@ -414,8 +414,8 @@ class SearchIndex:
             return []
         allowed = None if servers is None else set(servers)
         lexical, by_signal, exact = self._lexical(query, explain, similar=semantic)
-        semantic = self._semantic(query) if semantic else {}
-        fused = _fuse(lexical, semantic)
+        cosines = self._semantic(query) if semantic else {}
+        fused = _fuse(lexical, cosines)
         ranked = []
         for i, value in fused.items():
             if allowed is not None and self._tools[i].get("server") not in allowed:
@@ -438,7 +438,7 @@ class SearchIndex:
                 "description": description if isinstance(description, str) else "",
             }
             if explain:
-                result["signals"] = self._contributions(i, by_signal, semantic, i in exact)
+                result["signals"] = self._contributions(i, by_signal, cosines, i in exact)
             results.append(result)
         return results
 
@@ -661,26 +661,28 @@ _SIMILAR_TOP = 3  # catalog words one query word is matched to, at most
 # a word that one tool has may still mean another tool's word.
 _SIMILAR_RARE = 0.02
 _SIMILAR_WEIGHT = 0.8  # the weight at cosine 1, falling linearly to 0 at the floor: always below a literal match's 1
-# Words are compared on their vectors' first 128 dimensions (the table's are
+# Words are compared on their vectors' first 96 dimensions (the table's are
 # ordered by variance, PCA), renormalised: on the development set that
-# matched all 256 (recall@3 0.921 either way; 64: 0.918) at half the cost.
-_SIMILAR_DIMS = 128
+# matched all 256 (recall@3 0.921 either way; 64: 0.918) at a third of the
+# cost.  Never more than 128: the packed fields below are sized for that.
+_SIMILAR_DIMS = 96
 _SIMILAR_CACHE = 4096  # query words whose matches an index keeps
 
 # Words are compared as int8 vectors (one scale per word) packed so that one
-# query word meets every catalog word in ~128 big-integer multiply-adds that
+# query word meets every catalog word in ~96 big-integer multiply-adds that
 # run in C: column d of the catalog is one integer holding every word's value
-# in dimension d (+128, so it is positive) in a 32-bit field of its own.
+# in dimension d (+128, so it is positive) in a 24-bit field of its own.
 # Multiplied by the query's value in d and summed over d, each field holds
 # that word's dot product with the query (biased by _SIMILAR_BIAS and
 # 128 x the sum of the query's values, both subtracted after).  |field| stays
-# below 256 x 127 x 255 < 2^23 (at up to 256 dimensions), so no field
-# carries into the next.  A plain loop of math.dist over 2,500 words (a
-# 500-tool catalog) takes ~6 ms per query word; this, ~0.5 ms.  Rounding
-# moves a cosine by < 0.005.
-_SIMILAR_BIAS = 1 << 30
+# below 128 x 127 x 255 < 2^22 (at up to 128 dimensions), so the biased
+# field is positive and below 2^23: it never borrows from or carries into
+# the next.  A plain loop of math.dist over 2,500 words (a 500-tool
+# catalog) takes ~6 ms per query word; this, ~0.3 ms.  Rounding moves a
+# cosine by < 0.01.
+_SIMILAR_BIAS = 1 << 22
+_FIELD_BYTES = 3
 _FLIP = bytes(b ^ 0x80 for b in range(256))  # int8 as a byte -> the same value + 128, unsigned
-_LITTLE = sys.byteorder == "little"
 _FIELD = next(code for code in "IL" if array(code).itemsize == 4)
 
 
@@ -692,13 +694,27 @@ def _word_row(word: str) -> Optional[Tuple[bytes, float]]:
     vector = vectors.encode(word)
     if not vector:
         return None
-    vector = vector[:_SIMILAR_DIMS]
+    vector = vector[:min(_SIMILAR_DIMS, 128)]
     top = max(map(abs, vector))
     if not top:
         return None
     # int8 levels of the renormalised vector, and the factor back: 1/(norm x 127/top).
     factor = 127.0 / top
     return array("b", map(round, map(factor.__mul__, vector))).tobytes(), top / 127.0 / math.hypot(*vector)
+
+
+_rows_of: List[object] = [None]  # the vectors table _word_row's cache was filled from
+
+
+def _forget_rows_of_another_table() -> None:
+    # bench/vectors.py and tests swap the table in a running process
+    # (vectors._use); rows cached from the old one would mix two spaces.
+    from toolscript import vectors
+
+    table = getattr(vectors, "_table", None)
+    if table is not _rows_of[0]:
+        _word_row.cache_clear()
+        _rows_of[0] = table
 
 
 def _similar_word(word: str) -> bool:
@@ -715,6 +731,7 @@ class _SimilarWords:
         # joined from words the catalog has ("messagetype", "perpage") is left
         # out: its parts are in, and the whole's vector matched too loosely
         # on the development set ("message" -> "messagetype").
+        _forget_rows_of_another_table()
         self.words: List[str] = []
         self.terms: List[str] = []
         scales = array("d")
@@ -733,14 +750,14 @@ class _SimilarWords:
         n = len(rows)
         width = len(rows[0]) if rows else 0
         matrix = b"".join(rows).translate(_FLIP)
-        fields = bytearray(4 * n)
+        fields = bytearray(_FIELD_BYTES * n)
         self.columns: List[int] = []
         for d in range(width):
             # Row-major bytes to one column: a strided slice, then each byte
-            # into the low byte of its 32-bit field, all in C.
-            fields[0 if _LITTLE else 3::4] = matrix[d::width]
-            self.columns.append(int.from_bytes(fields, sys.byteorder))
-        self.bias = int.from_bytes(array(_FIELD, [_SIMILAR_BIAS]).tobytes() * n, sys.byteorder) if n else 0
+            # into the low byte of its little-endian field, all in C.
+            fields[0::_FIELD_BYTES] = matrix[d::width]
+            self.columns.append(int.from_bytes(fields, "little"))
+        self.bias = int.from_bytes(_SIMILAR_BIAS.to_bytes(_FIELD_BYTES, "little") * n, "little")
         self.cache: Dict[str, List[Tuple[str, float, str]]] = {}
 
     def matches(self, word: str) -> List[Tuple[str, float, str]]:
@@ -764,8 +781,17 @@ class _SimilarWords:
         for value, column in zip(values, self.columns):
             if value:
                 total += value * column
+        # The 24-bit fields widened to 32 bits (byte k of each field to byte k
+        # of a 4-byte slot) so that array reads them, again in C.
+        n = len(self.words)
+        packed = total.to_bytes(_FIELD_BYTES * n, "little")
+        wide = bytearray(4 * n)
+        for k in range(_FIELD_BYTES):
+            wide[k::4] = packed[k::_FIELD_BYTES]
         fields = array(_FIELD)
-        fields.frombytes(total.to_bytes(4 * len(self.words), sys.byteorder))
+        fields.frombytes(wide)
+        if sys.byteorder != "little":
+            fields.byteswap()
         offset = _SIMILAR_BIAS + 128 * sum(values)
         # A catalog word passes when (field - offset) x its scale x the query's
         # >= the floor.  With the largest scale that is a bound on the field
