@@ -150,3 +150,39 @@ def test_a_new_vectors_table_is_not_mixed_with_word_rows_of_the_old_one(monkeypa
     monkeypatch.setattr(vectors, "_table", object())
     search._forget_rows_of_another_table()
     assert search._word_row.cache_info().currsize == 0
+
+
+def test_a_new_catalog_version_encodes_only_its_new_words(monkeypatch):
+    from toolscript.gateway.catalog import Catalog
+    from toolscript.gateway.derived import Derived
+
+    search._word_row.cache_clear()
+    tools = {"maps": [{"name": "get_elevation", "description": "Return the data of points", "inputSchema": {"type": "object"}}]}
+    catalog = Catalog(lambda: list(tools.items()))
+    derived = Derived(catalog)
+    try:
+        assert derived.search("altitude", limit=1, threshold=0, servers=None)[0]["id"] == "maps__get_elevation"
+        encoded = []
+        real = vectors.encode
+        monkeypatch.setattr(vectors, "encode", lambda text: encoded.append(text) or real(text))
+        tools["maps"] = tools["maps"] + [{"name": "geocode", "description": "Convert an address", "inputSchema": {"type": "object"}}]
+        assert catalog.rebuild()
+        after = derived.current()
+        assert after.index.semantic
+        # Words the previous version had keep their vectors (process-wide); only the new tool's are encoded.
+        assert {text for text in encoded if " " not in text} == {"geocode", "convert", "address"}, encoded
+        assert derived.search("altitude", limit=1, threshold=0, servers=None)[0]["id"] == "maps__get_elevation"
+    finally:
+        derived.close()
+
+
+def test_gateway_words_only_explain_lists_no_similar_words(gateway):
+    from toolscript.gateway.client import GatewayClient
+
+    config = ServerConfig(name="fixture", type="stdio", source="t", command=sys.executable, args=[FIXTURE, "stdio"], timeout=10)
+    _, url = gateway(config)
+    client = GatewayClient(url)
+    mixed = client.get("/search", q="take a nap", explain="1")
+    words = client.get("/search", q="take a nap", explain="1", semantic="0")
+    assert any(t["signal"] == "similar_words" for t in mixed["terms"])
+    assert all(t["signal"] != "similar_words" for t in words["terms"])
