@@ -643,10 +643,10 @@ def _tool_vectors(
 
 # A query word is also looked up as the catalog words closest to it in
 # meaning (the cosine of their static word vectors), like a synonym the table
-# did not list: "picture" finds "screenshot" in a tool's name, where the name
+# did not list: "altitude" finds "elevation" in a tool's name, where the name
 # field's weight, the word's idf and BM25's saturation apply.  Chosen on the
 # development set only (bench/search.py --tune-similar prints the grid; dev
-# recall@3 0.909 -> 0.921, MRR@10 0.845 -> 0.856, few-shared-words queries
+# recall@3 0.909 -> 0.921, MRR@10 0.845 -> 0.857, few-shared-words queries
 # 0.759 -> 0.795, typos 1.0, noise rejected at 0.3 0.967 throughout).  The
 # grid is flat near the top: floors 0.4-0.5, 2-5 words, weights 0.45-0.8
 # give recall@3 0.915-0.921 and MRR@10 0.851-0.857 (one or two queries);
@@ -678,7 +678,7 @@ _SIMILAR_CACHE = 4096  # query words whose matches an index keeps
 # below 128 x 127 x 255 < 2^22 (at up to 128 dimensions), so the biased
 # field is positive and below 2^23: it never borrows from or carries into
 # the next.  A plain loop of math.dist over 2,500 words (a 500-tool
-# catalog) takes ~6 ms per query word; this, ~0.3 ms.  Rounding moves a
+# catalog) takes ~6 ms per query word; this, ~0.4 ms.  Rounding moves a
 # cosine by < 0.01.
 _SIMILAR_BIAS = 1 << 22
 _FIELD_BYTES = 3
