@@ -52,7 +52,6 @@ ordered by the uncapped score, then by id, so the order is deterministic.
 
 import math
 import re
-import sys
 from array import array
 from functools import lru_cache
 from itertools import compress
@@ -668,39 +667,46 @@ _SIMILAR_WEIGHT = 0.8  # the weight at cosine 1, falling linearly to 0 at the fl
 _SIMILAR_DIMS = 96
 _SIMILAR_CACHE = 4096  # query words whose matches an index keeps
 
-# Words are compared as int8 vectors (one scale per word) packed so that one
-# query word meets every catalog word in ~96 big-integer multiply-adds that
-# run in C: column d of the catalog is one integer holding every word's value
-# in dimension d (+128, so it is positive) in a 24-bit field of its own.
-# Multiplied by the query's value in d and summed over d, each field holds
-# that word's dot product with the query (biased by _SIMILAR_BIAS and
-# 128 x the sum of the query's values, both subtracted after).  |field| stays
-# below 128 x 127 x 255 < 2^22 (at up to 128 dimensions), so the biased
-# field is positive and below 2^23: it never borrows from or carries into
-# the next.  A plain loop of math.dist over 2,500 words (a 500-tool
-# catalog) takes ~6 ms per query word; this, ~0.4 ms.  Rounding moves a
-# cosine by < 0.01.
-_SIMILAR_BIAS = 1 << 22
+# Words are compared as int8 vectors packed so that one query word meets
+# every catalog word in ~96 big-integer multiply-adds that run in C.  A
+# catalog word's unit vector is stored as round(127 x value) (at most 127
+# in size, since no value of a unit vector exceeds 1); column d of the
+# catalog is one integer holding every word's value in dimension d, + 128 so
+# that it is positive, in a 24-bit field of its own.  The query's values are
+# scaled to use the whole int8 range.  Multiplied by the query's value in d
+# and summed over d, each field holds that word's dot product with the
+# query, plus 128 x the sum of the query's values; one more multiple of
+# "1 in every field" replaces that by 2^23 minus the dot product a word needs
+# to reach the floor.  So a field's top bit says whether the word passes,
+# and bytes.translate reads every field's top byte at once.  The dot
+# products stay within 96 x 127 x 127 < 2^21 (at up to 128 dimensions: <
+# 2^21 too), so each field stays within 0..2^24 and never borrows from or
+# carries into the next.  A plain loop of math.dist over 2,500 words (a
+# 500-tool catalog) takes ~6 ms per query word; this, ~0.3 ms.  Rounding
+# moves a cosine by < 0.01.
 _FIELD_BYTES = 3
+_PASS = 1 << 23  # a field at or above this: the word is at the floor or closer
 _FLIP = bytes(b ^ 0x80 for b in range(256))  # int8 as a byte -> the same value + 128, unsigned
-_FIELD = next(code for code in "IL" if array(code).itemsize == 4)
+_TOP_BIT = bytes(b >> 7 for b in range(256))  # a field's top byte -> 1 when its top bit is set
 
 
-@lru_cache(maxsize=1 << 15)  # process-wide: a new catalog version or another index meets the same words
-def _word_row(word: str) -> Optional[Tuple[bytes, float]]:
-    """``word``'s unit vector as int8 values (bytes) and the factor back to floats; None when it has no vector."""
+def _unit_prefix(word: str) -> Optional[List[float]]:
+    """The first _SIMILAR_DIMS values of ``word``'s vector, renormalised; None when it has no vector."""
     from toolscript import vectors
 
     vector = vectors.encode(word)
     if not vector:
         return None
     vector = vector[:min(_SIMILAR_DIMS, 128)]
-    top = max(map(abs, vector))
-    if not top:
-        return None
-    # int8 levels of the renormalised vector, and the factor back: 1/(norm x 127/top).
-    factor = 127.0 / top
-    return array("b", map(round, map(factor.__mul__, vector))).tobytes(), top / 127.0 / math.hypot(*vector)
+    norm = math.hypot(*vector)
+    return [x / norm for x in vector] if norm else None
+
+
+@lru_cache(maxsize=1 << 15)  # process-wide: a new catalog version or another index meets the same words
+def _word_row(word: str) -> Optional[bytes]:
+    """A catalog word's unit vector as int8 values, 127 x each (see above); None when it has no vector."""
+    vector = _unit_prefix(word)
+    return None if vector is None else array("b", map(round, map((127.0).__mul__, vector))).tobytes()
 
 
 _rows_of: List[object] = [None]  # the vectors table _word_row's cache was filled from
@@ -734,7 +740,6 @@ class _SimilarWords:
         _forget_rows_of_another_table()
         self.words: List[str] = []
         self.terms: List[str] = []
-        scales = array("d")
         rows: List[bytes] = []
         for word, term in sorted(surface.items()):
             if not _similar_word(word) or any(word[:k] in surface and word[k:] in surface for k in range(2, len(word) - 1)):
@@ -743,10 +748,7 @@ class _SimilarWords:
             if row is not None:
                 self.words.append(word)
                 self.terms.append(term)
-                rows.append(row[0])
-                scales.append(row[1])
-        self.scales = scales
-        self.largest_scale = max(scales, default=1.0)
+                rows.append(row)
         n = len(rows)
         width = len(rows[0]) if rows else 0
         matrix = b"".join(rows).translate(_FLIP)
@@ -757,7 +759,7 @@ class _SimilarWords:
             # into the low byte of its little-endian field, all in C.
             fields[0::_FIELD_BYTES] = matrix[d::width]
             self.columns.append(int.from_bytes(fields, "little"))
-        self.bias = int.from_bytes(_SIMILAR_BIAS.to_bytes(_FIELD_BYTES, "little") * n, "little")
+        self.ones = int.from_bytes((1).to_bytes(_FIELD_BYTES, "little") * n, "little")  # 1 in every field
         self.cache: Dict[str, List[Tuple[str, float, str]]] = {}
 
     def matches(self, word: str) -> List[Tuple[str, float, str]]:
@@ -772,41 +774,27 @@ class _SimilarWords:
         return found
 
     def _search(self, word: str) -> List[Tuple[str, float, str]]:
-        row = _word_row(word) if _similar_word(word) and self.columns else None
-        if row is None:
+        vector = _unit_prefix(word) if _similar_word(word) and self.columns else None
+        if vector is None:
             return []
-        values = array("b")
-        values.frombytes(row[0])
-        total = self.bias
+        scale = 127.0 / max(map(abs, vector))
+        values = array("b", map(round, map(scale.__mul__, vector)))
+        unit = 127.0 * scale  # a dot product of the packed values / unit = the cosine
+        need = math.ceil(_SIMILAR_FLOOR * unit)
+        total = (_PASS - need - 128 * sum(values)) * self.ones
         for value, column in zip(values, self.columns):
             if value:
                 total += value * column
-        # The 24-bit fields widened to 32 bits (byte k of each field to byte k
-        # of a 4-byte slot) so that array reads them, again in C.
-        n = len(self.words)
-        packed = total.to_bytes(_FIELD_BYTES * n, "little")
-        wide = bytearray(4 * n)
-        for k in range(_FIELD_BYTES):
-            wide[k::4] = packed[k::_FIELD_BYTES]
-        fields = array(_FIELD)
-        fields.frombytes(wide)
-        if sys.byteorder != "little":
-            fields.byteswap()
-        offset = _SIMILAR_BIAS + 128 * sum(values)
-        # A catalog word passes when (field - offset) x its scale x the query's
-        # >= the floor.  With the largest scale that is a bound on the field
-        # alone, which C can check for every word (compress, map, __le__).
-        need = _SIMILAR_FLOOR / row[1]
-        cut = offset + math.floor(need / self.largest_scale)
+        packed = total.to_bytes(_FIELD_BYTES * len(self.words), "little")
+        passed = packed[_FIELD_BYTES - 1::_FIELD_BYTES].translate(_TOP_BIT)
         own = stem(word)
         best: Dict[str, Tuple[float, str]] = {}
-        for i in compress(range(len(fields)), map(cut.__le__, fields)):
-            dot = (fields[i] - offset) * self.scales[i]
-            if dot >= need:
-                term = self.terms[i]
-                cosine = dot * row[1]
-                if term != own and (term not in best or best[term][0] < cosine):
-                    best[term] = (cosine, self.words[i])
+        for i in compress(range(len(self.words)), passed):
+            start = i * _FIELD_BYTES
+            cosine = (int.from_bytes(packed[start:start + _FIELD_BYTES], "little") - _PASS + need) / unit
+            term = self.terms[i]
+            if term != own and (term not in best or best[term][0] < cosine):
+                best[term] = (cosine, self.words[i])
         ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))[:_SIMILAR_TOP]
         return [(term, cosine, catalog_word) for term, (cosine, catalog_word) in ranked]
 
