@@ -26,8 +26,10 @@ and prints one JSON document:
   servers, with their words altered so the vocabulary grows too, until it
   holds about 1000 tools (recall@3 there shows what the decoys cost);
 - ``rankers`` (issue 13): rows ``bm25`` (words only), ``vectors`` (the
-  cosine of the static word vectors alone) and ``hybrid`` (what search
-  ranks with when the vectors data is there) on both sets, recall@1/3/5,
+  cosine of the static word vectors alone), ``hybrid_without_similar_words``
+  (the hybrid before query words met catalog words by meaning) and
+  ``hybrid`` (what search ranks with when the vectors data is there) on
+  both sets, recall@1/3/5,
   MRR@10 and nDCG@10 per kind.  The development set has no kind labels but
   ``typo``; bench labels its other queries mechanically (no ranker involved):
   ``shared_words`` when at least half of the query's index terms occur in a
@@ -36,8 +38,10 @@ and prints one JSON document:
   hybrid's score thresholds against the noise queries;
 - ``speed``: in-process query latency p50/p95 over 500 tools (bm25 and
   hybrid; wall and the thread's CPU time, with the load average, since a
-  shared machine's wall-time p95 is mostly waiting), the 500-tool index
-  build with vectors, the CLI's ``search`` through
+  shared machine's wall-time p95 is mostly waiting; for the hybrid also
+  each query's first sight, every word new to the index), the 500-tool
+  index build with vectors (cold, and rebuilt as a gateway does for a new
+  catalog version), the CLI's ``search`` through
   a gateway holding 500 tools, ``toolscript --version`` against a bare
   ``python3 -c pass`` in the same run, and the vectors data file's size.
 
