@@ -15,8 +15,8 @@ and prints one JSON document:
   many query words occur as substrings of their name + description;
 - for score thresholds 0.2-0.5: the recall@3 that is left, and the share of
   the noise queries (requests no tool serves) that get no result at all;
-- ablations: the ranker's quality with its synonym table, typo correction or
-  field weights switched off, one at a time;
+- ablations: the ranker's quality with its synonym table, typo correction,
+  field weights or similar words switched off, one at a time;
 - the held-out set (bench/heldout/: servers and queries the ranker was never
   tuned on) next to the development set (bench/eval/): recall@1/3/5, MRR@10
   and nDCG@10, overall and per query kind, for today's ranker (BM25) and the
