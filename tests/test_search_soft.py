@@ -58,6 +58,16 @@ def test_a_tool_is_found_through_a_word_it_does_not_contain(monkeypatch):
     assert ids(SearchIndex(MAPS).search(query, limit=3))[:1] != ["maps__get_elevation"]
 
 
+def test_similar_words_add_up_with_the_other_signals_and_change_no_result_when_explained():
+    index = SearchIndex(MAPS)
+    for query in ("altitude of denver", "altitude", "photos of a place", "read a file"):
+        explained = index.search(query, limit=5, explain=True)
+        assert [{k: v for k, v in r.items() if k != "signals"} for r in explained] == index.search(query, limit=5)
+        for r in explained:
+            assert round(min(1.0, sum(r["signals"].values())), 3) == pytest.approx(r["score"], abs=0.001), r
+    assert search.SIGNALS.index("similar_words") < search.SIGNALS.index("vector")
+
+
 def test_a_similar_word_in_a_name_counts_more_than_in_a_description():
     index = SearchIndex(MAPS)
     results = index.search("altitude", limit=5, explain=True)
