@@ -51,7 +51,7 @@ def test_a_tool_is_found_through_a_word_it_does_not_contain(monkeypatch):
     assert top["signals"]["similar_words"] > 0 and "bm25" not in top["signals"]
     matched = [t for t in index.explain_terms(query) if t["signal"] == "similar_words"]
     assert {"from": "altitude", "word": "elevation", "term": "elevation"}.items() <= matched[0].items()
-    assert 0 < matched[0]["weight"] < 1 and 0.45 <= matched[0]["cosine"] <= 1
+    assert 0 < matched[0]["weight"] < 1 and search._SIMILAR_FLOOR <= matched[0]["cosine"] <= 1
 
     # With the signal switched off the whole texts' vectors alone do not put it first (here: find nothing).
     monkeypatch.setattr(search, "_SIMILAR_TOP", 0)

@@ -644,31 +644,35 @@ def _tool_vectors(
 # meaning (the cosine of their static word vectors), like a synonym the table
 # did not list: "altitude" finds "elevation" in a tool's name, where the name
 # field's weight, the word's idf and BM25's saturation apply.  Chosen on the
-# development set only (bench/search.py --tune-similar prints the grid; dev
-# recall@3 0.909 -> 0.921, MRR@10 0.845 -> 0.857, few-shared-words queries
-# 0.759 -> 0.795, typos 1.0, noise rejected at 0.3 0.967 throughout).  The
-# grid is flat near the top: floors 0.4-0.5, 2-5 words, weights 0.45-0.8
-# give recall@3 0.915-0.921 and MRR@10 0.851-0.857 (one or two queries);
-# of the points within 0.002 MRR of the best these are the most cautious
-# (a higher floor, fewer words).
-_SIMILAR_FLOOR = 0.45  # below this cosine two words are not taken to mean the same
-_SIMILAR_TOP = 3  # catalog words one query word is matched to, at most
+# development set only (bench/search.py --tune-similar prints the grid): the
+# best recall@3, then MRR@10, with threshold 0.3 still rejecting >= 90% of
+# the noise queries, with the first table (VECTORS-READY) and the second
+# (VECTORS-V2) alike; weights 0.45-0.8 tie on the second (MRR within
+# 0.001), 0.8 was ahead on the first.  With the second table: dev recall@3
+# 0.921 -> 0.936, MRR@10 0.861 -> 0.868, few-shared-words queries 0.777 ->
+# 0.821, typos 1.0, noise rejected at 0.3 1.0 (first table: 0.909 -> 0.921,
+# 0.845 -> 0.857, 0.759 -> 0.795, 1.0, 0.967).  The grid is flat near the
+# top: floors 0.4-0.5, 2-5 words and weights 0.45-0.8 lie within a query or
+# two, so these are not fitted to the last query.
+_SIMILAR_FLOOR = 0.4  # below this cosine two words are not taken to mean the same
+_SIMILAR_TOP = 2  # catalog words one query word is matched to, at most
 # Only query words at most this share of the tools have (or at most 2 tools)
-# look for similar words: on the development set (126 tools) matching the
-# words no tool has and those in 1-2 tools gave recall@3 0.921 (MRR 0.856),
-# every word 0.921 (0.855) at more cost, only the words no tool has 0.909:
-# a word that one tool has may still mean another tool's word.
+# look for similar words: on the development set (126 tools, second table)
+# matching the words no tool has and those in 1-2 tools gave recall@3 0.936
+# (MRR 0.868), every word 0.936 (0.866) at more cost, only the words no
+# tool has 0.924 (0.859): a word that one tool has may still mean another
+# tool's word.
 _SIMILAR_RARE = 0.02
 _SIMILAR_WEIGHT = 0.8  # the weight at cosine 1, falling linearly to 0 at the floor: always below a literal match's 1
-# Words are compared on their vectors' first 96 dimensions (the table's are
-# ordered by variance, PCA), renormalised: on the development set that
-# matched all 256 (recall@3 0.921 either way; 64: 0.918) at a third of the
-# cost.  Never more than 128: the packed fields below are sized for that.
-_SIMILAR_DIMS = 96
+# Words are compared on their vectors' first 128 dimensions (the table's are
+# ordered by variance, PCA), renormalised, at half the cost of all 256: on
+# the development set, second table, recall@3 0.936 (64: 0.927, 96: 0.933;
+# 256 is not possible, the packed fields below are sized for 128 at most).
+_SIMILAR_DIMS = 128
 _SIMILAR_CACHE = 4096  # query words whose matches an index keeps
 
 # Words are compared as int8 vectors packed so that one query word meets
-# every catalog word in ~96 big-integer multiply-adds that run in C.  A
+# every catalog word in ~128 big-integer multiply-adds that run in C.  A
 # catalog word's unit vector is stored as round(127 x value) (at most 127
 # in size, since no value of a unit vector exceeds 1); column d of the
 # catalog is one integer holding every word's value in dimension d, + 128 so
@@ -679,10 +683,9 @@ _SIMILAR_CACHE = 4096  # query words whose matches an index keeps
 # "1 in every field" replaces that by 2^23 minus the dot product a word needs
 # to reach the floor.  So a field's top bit says whether the word passes,
 # and bytes.translate reads every field's top byte at once.  The dot
-# products stay within 96 x 127 x 127 < 2^21 (at up to 128 dimensions: <
-# 2^21 too), so each field stays within 0..2^24 and never borrows from or
-# carries into the next.  A plain loop of math.dist over 2,500 words (a
-# 500-tool catalog) takes ~6 ms per query word; this, ~0.3 ms.  Rounding
+# products stay within 128 x 127 x 127 < 2^21, so each field stays within
+# 0..2^24 and never borrows from or carries into the next.  A plain loop of math.dist over 2,500 words (a
+# 500-tool catalog) takes ~6 ms per query word; this, ~0.45 ms.  Rounding
 # moves a cosine by < 0.01.
 _FIELD_BYTES = 3
 _PASS = 1 << 23  # a field at or above this: the word is at the floor or closer
