@@ -116,6 +116,14 @@ def test_words_only_searches_use_no_similar_words():
     assert all("similar_words" not in r["signals"] for r in plain)
 
 
+def test_a_long_query_looks_for_similar_words_of_its_rarest_words_only():
+    index = SearchIndex(MAPS)
+    words = ["altitude", "summit", "glacier", "valley", "canyon", "plateau", "volcano", "meadow"]
+    looked_for = [t["from"] for t in index.explain_terms(" ".join(words)) if t["signal"] == "similar_words"]
+    assert set(index._similar.cache) <= set(words) and len(index._similar.cache) == search._SIMILAR_PER_QUERY
+    assert set(looked_for) <= set(index._similar.cache)
+
+
 def test_matches_are_cached_per_query_word():
     index = SearchIndex(MAPS)
     first = index.explain_terms("altitude")
