@@ -131,6 +131,11 @@ def sample(sentences: list, count: int) -> list:
     return [distinct[key] for key in (keys[:count] if count else keys)]
 
 
+def held_aside(sentence: str) -> bool:
+    """Whether a sentence is in the fixed 1/16 that experiments leave out of the fit (distill/fidelity.py)."""
+    return hashlib.sha256(sentence.lower().encode("utf-8")).hexdigest()[0] == "0"
+
+
 def build(sources: list, packages: str = PACKAGES, debian_count: int = DEBIAN_COUNT) -> list:
     raw = []
     for source in sources:

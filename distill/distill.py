@@ -416,9 +416,13 @@ def main(argv=None) -> int:
                         help="npz file caching the teacher's sentence vectors between runs")
     parser.add_argument("--lam", type=float, default=LAM, help="ridge strength toward the tokens-alone vectors")
     parser.add_argument("--iterations", type=int, default=ITERATIONS, help="conjugate-gradient iterations of the fit")
+    parser.add_argument("--hold-aside", action="store_true",
+                        help="leave out of the fit the 1/16 of sentences distill/fidelity.py measures on (experiments)")
     parser.add_argument("-o", "--output", default=OUTPUT)
     args = parser.parse_args(argv)
     sentences = [] if args.corpus == "none" else corpus.build(args.corpus.split(","), args.packages)
+    if args.hold_aside:  # the sentences distill/fidelity.py measures on stay out of the fit
+        sentences = [s for s in sentences if not corpus.held_aside(s)]
     data = distil(args.model or teacher_dir(), args.dim, args.sif, args.pooling, args.rows, args.bits, args.cache,
                   sentences, args.sentence_cache, args.lam, args.iterations)
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
