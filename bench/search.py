@@ -15,8 +15,8 @@ and prints one JSON document:
   many query words occur as substrings of their name + description;
 - for score thresholds 0.2-0.5: the recall@3 that is left, and the share of
   the noise queries (requests no tool serves) that get no result at all;
-- ablations: the ranker's quality with its synonym table, typo correction or
-  field weights switched off, one at a time;
+- ablations: the ranker's quality with its synonym table, typo correction,
+  field weights or similar words switched off, one at a time;
 - the held-out set (bench/heldout/: servers and queries the ranker was never
   tuned on) next to the development set (bench/eval/): recall@1/3/5, MRR@10
   and nDCG@10, overall and per query kind, for today's ranker (BM25) and the
@@ -26,8 +26,10 @@ and prints one JSON document:
   servers, with their words altered so the vocabulary grows too, until it
   holds about 1000 tools (recall@3 there shows what the decoys cost);
 - ``rankers`` (issue 13): rows ``bm25`` (words only), ``vectors`` (the
-  cosine of the static word vectors alone) and ``hybrid`` (what search
-  ranks with when the vectors data is there) on both sets, recall@1/3/5,
+  cosine of the static word vectors alone), ``hybrid_without_similar_words``
+  (the hybrid before query words met catalog words by meaning) and
+  ``hybrid`` (what search ranks with when the vectors data is there) on
+  both sets, recall@1/3/5,
   MRR@10 and nDCG@10 per kind.  The development set has no kind labels but
   ``typo``; bench labels its other queries mechanically (no ranker involved):
   ``shared_words`` when at least half of the query's index terms occur in a
@@ -36,17 +38,19 @@ and prints one JSON document:
   hybrid's score thresholds against the noise queries;
 - ``speed``: in-process query latency p50/p95 over 500 tools (bm25 and
   hybrid; wall and the thread's CPU time, with the load average, since a
-  shared machine's wall-time p95 is mostly waiting), the 500-tool index
-  build with vectors, the CLI's ``search`` through
+  shared machine's wall-time p95 is mostly waiting; for the hybrid also
+  each query's first sight, every word new to the index), the 500-tool
+  index build with vectors (cold, and rebuilt as a gateway does for a new
+  catalog version), the CLI's ``search`` through
   a gateway holding 500 tools, ``toolscript --version`` against a bare
   ``python3 -c pass`` in the same run, and the vectors data file's size.
 
-    python3 bench/search.py [--repeat 5] [--misses] [--dev-only] [--tune]
+    python3 bench/search.py [--repeat 5] [--misses] [--dev-only] [--tune | --tune-similar]
 
 ``--dev-only`` leaves out everything that touches the held-out set (what
 tuning runs; the held-out figures are for the final configuration only).
 ``--tune`` prints instead the development-set grid the fusion's constants
-were chosen from.
+were chosen from; ``--tune-similar`` the grid of the similar-words signal's.
 
 ``--misses`` adds every query the ranker does not answer in its top 3, with
 what it returned instead.
@@ -148,12 +152,20 @@ def timed_build(tools, repeat):
     """The index and its median build time in ms, each build from cold word caches."""
     samples = []
     for _ in range(repeat):
-        toolscript.search.stem.cache_clear()
-        toolscript.search._chunk_terms.cache_clear()
+        clear_word_caches()
         start = time.perf_counter()
         index = SearchIndex(tools)
         samples.append((time.perf_counter() - start) * 1000)
     return index, round(statistics.median(samples), 3)
+
+
+def clear_word_caches():
+    """Forget every per-word cache of toolscript.search (stems, terms, similar-words vectors): a cold start."""
+    toolscript.search.stem.cache_clear()
+    toolscript.search._chunk_terms.cache_clear()
+    word_row = getattr(toolscript.search, "_word_row", None)
+    if word_row is not None:
+        word_row.cache_clear()
 
 
 def graded(search, queries):
@@ -232,6 +244,15 @@ def ranker_rows(tools, queries, hybrid=None):
     rows = {"bm25": graded(lambda q: [r["id"] for r in words.search(q, limit=DEPTH)], queries)}
     if hybrid.semantic:
         rows["vectors"] = graded(vector_ranking(hybrid), queries)
+        if hasattr(toolscript.search, "_SIMILAR_TOP"):
+            # The hybrid as it was before similar words (issue 13's soft matching), for the before/after.
+            saved = toolscript.search._SIMILAR_TOP
+            toolscript.search._SIMILAR_TOP = 0
+            try:
+                before = SearchIndex(tools)
+                rows["hybrid_without_similar_words"] = graded(lambda q: [r["id"] for r in before.search(q, limit=DEPTH)], queries)
+            finally:
+                toolscript.search._SIMILAR_TOP = saved
         rows["hybrid"] = graded(lambda q: [r["id"] for r in hybrid.search(q, limit=DEPTH)], queries)
     return rows
 
@@ -263,21 +284,49 @@ def with_dev_kinds(tools, queries):
 
 
 def speed(tools, queries, repeat):
-    """Build and query time over a 500-tool catalog, words only and hybrid."""
+    """Build and query time over a 500-tool catalog, words only and hybrid.
+
+    ``build_ms`` is a cold build (no word seen before in the process);
+    the hybrid's ``rebuild_ms`` is what a running gateway pays for a new
+    catalog version (tool vectors and word vectors of the previous one
+    reused).  ``query_ms`` runs every query ``repeat`` times after a warm-up,
+    as a gateway answers an agent that repeats its vocabulary;
+    ``first_sight_query_ms`` runs each query once with the index's
+    similar-words cache emptied first, so every query word is new to it.
+    """
     big = scaled(tools, target=500)[:500]
     out = {"tools": len(big)}
     for label, semantic in (("bm25", False), ("hybrid", True)):
         samples = []
         index = None
         for _ in range(repeat):
-            toolscript.search.stem.cache_clear()
-            toolscript.search._chunk_terms.cache_clear()
+            clear_word_caches()
             start = time.perf_counter()
             index = SearchIndex(big, semantic=semantic)
             samples.append((time.perf_counter() - start) * 1000)
         if semantic and not index.semantic:
             out[label] = None
             continue
+        out[label] = {"build_ms": round(statistics.median(samples), 2)}
+        if semantic:
+            rebuilds = []
+            for _ in range(repeat):
+                start = time.perf_counter()
+                SearchIndex(big, vector_cache=index.vector_cache)
+                rebuilds.append((time.perf_counter() - start) * 1000)
+            out[label]["rebuild_ms"] = round(statistics.median(rebuilds), 2)
+        similar = getattr(index, "_similar", None)
+        if similar is not None:
+            out[label]["similar_words"] = len(similar.words)
+            timings, cpu = [], []
+            for q in queries:
+                similar.cache.clear()
+                start, start_cpu = time.perf_counter(), time.thread_time()
+                index.search(q["query"], limit=DEPTH)
+                cpu.append((time.thread_time() - start_cpu) * 1000)
+                timings.append((time.perf_counter() - start) * 1000)
+            out[label]["first_sight_query_ms"] = percentiles(timings)
+            out[label]["first_sight_query_cpu_ms"] = percentiles(cpu)
         for q in queries[:20]:
             index.search(q["query"], limit=DEPTH)  # warm caches, as a running gateway has them
         timings, cpu = [], []
@@ -289,8 +338,7 @@ def speed(tools, queries, repeat):
                 timings.append((time.perf_counter() - start) * 1000)
         # Wall time includes waiting for a CPU on a busy machine; the thread's
         # CPU time is what the query itself costs.
-        out[label] = {"build_ms": round(statistics.median(samples), 2), "query_ms": percentiles(timings),
-                      "query_cpu_ms": percentiles(cpu)}
+        out[label].update({"query_ms": percentiles(timings), "query_cpu_ms": percentiles(cpu)})
     out["load_average"] = [round(x, 2) for x in os.getloadavg()]
     return out
 
@@ -406,6 +454,52 @@ def tune(tools, queries, noise):
             "rrf": rrf_rows(index, queries)}
 
 
+def tune_similar(tools, queries, noise):
+    """The development-set grid the similar-words constants were picked from (see toolscript/search.py).
+
+    Floor (the least cosine that counts), top (catalog words per query
+    word; 0 is the hybrid without similar words), weight (at cosine 1) and
+    rare (query words in at most this many tools look for similar words; 0:
+    only words no tool has).  Each point ranks every query with search's own
+    code, its constants patched; the rule: the best recall@3, then MRR@10,
+    with threshold 0.3 still rejecting >= 90% of the noise queries.
+    """
+    mod = toolscript.search
+    names = ("_SIMILAR_FLOOR", "_SIMILAR_TOP", "_SIMILAR_WEIGHT")
+    saved = {n: getattr(mod, n) for n in names}
+    index = SearchIndex(tools)
+    if index._similar is None:
+        return {"error": "no vectors data: nothing to tune"}
+    shipped_rare = index._rare
+    rows = []
+    try:
+        for floor, top in itertools.product((0.4, 0.45, 0.5, 0.55), (0, 1, 2, 3, 5)):
+            mod._SIMILAR_FLOOR, mod._SIMILAR_TOP = floor, top
+            index._similar.cache.clear()
+            for weight, rare in itertools.product((0.45, 0.6, 0.8), (0, 2, 5, len(tools))):
+                if top == 0 and (weight, rare) != (0.8, 2):
+                    continue  # without similar words the other knobs change nothing
+                mod._SIMILAR_WEIGHT = weight
+                index._rare = rare
+                g = graded(lambda q: [r["id"] for r in index.search(q, limit=DEPTH)], queries)
+                quiet = sum(not index.search(n, limit=1, threshold=0.3) for n in noise)
+                rows.append({"floor": floor, "top": top, "weight": weight, "rare": rare,
+                             "recall@3": g["all"]["recall@3"], "mrr@10": g["all"]["mrr@10"],
+                             "few_shared_words@3": g["few_shared_words"]["recall@3"], "typo@3": g["typo"]["recall@3"],
+                             "noise_rejected@0.3": round(quiet / len(noise), 4)})
+    finally:
+        for n, v in saved.items():
+            setattr(mod, n, v)
+        index._rare = shipped_rare
+    rows.sort(key=lambda r: (-r["recall@3"], -r["mrr@10"]))
+    shipped = {"floor": saved["_SIMILAR_FLOOR"], "top": saved["_SIMILAR_TOP"], "weight": saved["_SIMILAR_WEIGHT"], "rare": shipped_rare}
+    return {"shipped": shipped,
+            "shipped_row": next((r for r in rows if all(r[k] == v for k, v in shipped.items())), None),
+            "chosen_by_rule": next((r for r in rows if r["noise_rejected@0.3"] >= 0.9), None),
+            "without_similar_words": next((r for r in rows if r["top"] == 0), None),
+            "best": rows[:15], "all": rows, "grid": len(rows)}
+
+
 def rrf_rows(index, queries):
     """Reciprocal rank fusion of the word ranking and the vector ranking, for comparison with the blend.
 
@@ -461,6 +555,7 @@ def ablations(tools, queries):
         "no_synonyms": ("_SYNONYMS", {}),
         "no_typo_correction": ("_max_typos", lambda word: 0),
         "no_field_weights": ("_FIELDS", {f: (1.0, b) for f, (_, b) in mod._FIELDS.items()}),
+        "no_similar_words": ("_SIMILAR_TOP", 0),
     }
     out = {}
     for label, (attr, value) in switches.items():
@@ -510,6 +605,7 @@ def main(argv=None):
     parser.add_argument("--misses", action="store_true", help="list the queries missed in the top 3")
     parser.add_argument("--dev-only", action="store_true", help="leave out the held-out set (for tuning)")
     parser.add_argument("--tune", action="store_true", help="print the development-set fusion grid and stop")
+    parser.add_argument("--tune-similar", action="store_true", help="print the development-set similar-words grid and stop")
     parser.add_argument("--no-cli", action="store_true", help="skip the subprocess timings (CLI search, --version)")
     args = parser.parse_args(argv)
 
@@ -517,8 +613,8 @@ def main(argv=None):
     queries = with_dev_kinds(tools, load_queries())
     noise = load_queries(key="noise")
     servers = sorted({t["server"] for t in tools})
-    if args.tune:
-        json.dump(tune(tools, queries, noise), sys.stdout, indent=2)
+    if args.tune or args.tune_similar:
+        json.dump((tune if args.tune else tune_similar)(tools, queries, noise), sys.stdout, indent=2)
         print()
         return
 

@@ -3,7 +3,8 @@
 
 Quality: every tool's text (a recipe of its name split into words, description, parameters) and every
 query are encoded; tools are ranked by cosine alone (no BM25) and scored like bench/search.py does
-(recall@1/3/5, MRR@10, nDCG@10 per query kind).  The development set (bench/eval/) is the default and the
+(recall@1/3/5, MRR@10, nDCG@10 per query kind; on the development set bench/search.py's mechanical kinds,
+typo / shared_words / few_shared_words).  The development set (bench/eval/) is the default and the
 only one to tune on; ``--heldout`` adds the held-out set (bench/heldout/, ranked against held-out plus
 development catalogs, as bench/search.py does) -- run it once, for a final choice, never to choose.
 
@@ -122,7 +123,9 @@ def ranker(tools: list, recipe: str):
 
 def quality(recipes: list, heldout: bool) -> dict:
     dev_tools = search_bench.load_catalog()
-    dev_queries = search_bench.load_queries()
+    # bench/search.py's mechanical kinds (typo, shared_words, few_shared_words), so the paraphrase- and
+    # task-like development queries are reported apart, as for the hybrid ranker.
+    dev_queries = search_bench.with_dev_kinds(dev_tools, search_bench.load_queries())
     out = {}
     for recipe in recipes:
         row = {"development": search_bench.graded(ranker(dev_tools, recipe), dev_queries)}

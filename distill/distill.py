@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
 """Distil toolscript's static token embeddings (toolscript/data/embeddings.bin) from a sentence-embedding model.
 
-A development tool, never run by the product or by ``make test``: it needs numpy and the teacher model's
-weights (distill/requirements.txt, installed into a venv outside the repository; see distill/README.md).
+A development tool, never run by the product or by ``make test``: it needs numpy, scipy and the teacher
+model's weights (distill/requirements.txt, installed into a venv outside the repository; see distill/README.md).
 
-Model2vec-style: every kept WordPiece token of the teacher's vocabulary goes through the teacher alone
-(``[CLS] token [SEP]``), its output is mean-pooled the way the teacher pools sentences, the vectors are
-reduced with PCA, weighted by a SIF coefficient from Zipf's law over the vocabulary rank (frequent tokens
-such as "the" count little), and quantised to int8 with one float scale per row (the scale carries the
-weight).  toolscript/vectors.py reads the result with the stdlib only.
+Two stages.  Model2vec-style: every kept WordPiece token of the teacher's vocabulary goes through the
+teacher alone (``[CLS] token [SEP]``) and keeps its own output vector.  Then tokenlearn-style (VECTORS-V2):
+those vectors are the prior of a ridge regression that makes the SIF-weighted mean of a sentence's token
+vectors predict the teacher's embedding of the whole sentence, over a neutral corpus (distill/corpus.py:
+Debian package descriptions and man-page NAME lines, never bench/).  The result is reduced with PCA,
+weighted by a SIF coefficient from Zipf's law over the vocabulary rank (frequent tokens such as "the"
+count little), and quantised to int4 with float scales (the row scale carries the weight).
+``--corpus none`` gives the first stage's table alone.  toolscript/vectors.py reads the result with the
+stdlib only.
 
-The output is reproducible: the forward pass runs single-threaded in float64, the PCA is an eigen-
-decomposition with a fixed sign convention, every order is sorted, and the file has no timestamp.  The
-script prints the file's sha256, which distill/README.md records and tests/test_vectors.py checks.
+The output is reproducible: the forward pass runs single-threaded in float64, the fit runs a fixed
+number of iterations, the PCA is an eigendecomposition with a fixed sign convention, every order is
+sorted, and the file has no timestamp.  The script prints the file's sha256, which distill/README.md records and tests/test_vectors.py checks.
 
     /work/venv-distill/bin/python distill/distill.py            # -> toolscript/data/embeddings.bin
 """
@@ -33,6 +37,9 @@ import sys  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import corpus  # noqa: E402  (distill/corpus.py: the pinned sentence sources)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUTPUT = os.path.join(ROOT, "toolscript", "data", "embeddings.bin")
 MAGIC = b"TSVEC\x00\x02\n"
@@ -42,6 +49,11 @@ MAGIC = b"TSVEC\x00\x02\n"
 # 1.8-3.5 tried; 2.8 kept most of the int8 table's quality).
 CLIP = 2.8
 KEEP = re.compile(r"(##)?[a-z0-9]+")
+# The tokenlearn fit (chosen on the development set and on fidelity to the teacher over corpus sentences
+# held aside from the fit; distill/README.md): ridge strength toward the tokens-alone vectors, and
+# conjugate-gradient iterations (converged well before: the residual falls below 1e-10).
+LAM = 0.05
+ITERATIONS = 100
 
 
 def teacher_dir() -> str:
@@ -139,6 +151,67 @@ def token_vectors(model: str, ids: list, batch: int = 512, pooling: str = "token
     return np.concatenate(out)
 
 
+def wordpiece_ids(text: str, index: dict, unknown: int, limit: int = 62) -> list:
+    """The teacher's WordPiece ids of ``text`` (at most ``limit``), split into words the way the product does.
+
+    The basic tokenisation is toolscript.vectors._words (BERT's, plus camelCase splitting), so the fit
+    sees the same tokens the product sums; WordPiece runs on the whole vocabulary (punctuation too).
+    """
+    ids = []
+    for word in _product_words(text):
+        pieces = []
+        start = 0
+        while start < len(word):
+            end = len(word)
+            found = None
+            while start < end:
+                found = index.get(word[start:end] if start == 0 else "##" + word[start:end])
+                if found is not None:
+                    break
+                end -= 1
+            if found is None:
+                pieces = [unknown]
+                break
+            pieces.append(found)
+            start = end
+        ids.extend(pieces)
+    return ids[:limit]
+
+
+def _product_words(text: str) -> list:
+    if ROOT not in sys.path:
+        sys.path.insert(0, ROOT)
+    from toolscript.vectors import _words  # stdlib only; the product's own word split
+    return _words(text)
+
+
+def sentence_vectors(model: str, sentences: list, batch_tokens: int = 8192) -> np.ndarray:
+    """The teacher's sentence embedding of each sentence: ``[CLS] pieces [SEP]`` mean-pooled, not normalised.
+
+    Sentences are batched by exact length, so no padding (and no mask) changes a sum; the order of the
+    batches is fixed, so the output is the same on every run.
+    """
+    with open(os.path.join(model, "config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    weights = load_safetensors(os.path.join(model, "model.safetensors"))
+    vocab = read_vocab(model)
+    index = {token: n for n, token in enumerate(vocab)}
+    cls, sep, unknown = index["[CLS]"], index["[SEP]"], index["[UNK]"]
+    encoded = [[cls] + wordpiece_ids(s, index, unknown) + [sep] for s in sentences]
+    out = np.zeros((len(sentences), config["hidden_size"]))
+    by_length = {}
+    for n, ids in enumerate(encoded):
+        by_length.setdefault(len(ids), []).append(n)
+    for length in sorted(by_length):
+        members = by_length[length]
+        step = max(1, batch_tokens // length)
+        for start in range(0, len(members), step):
+            chunk = members[start:start + step]
+            seq = np.array([encoded[n] for n in chunk], dtype=np.int64)
+            out[chunk] = forward(weights, config, seq, np.ones(seq.shape)).mean(1)
+    return out
+
+
 def read_vocab(model: str) -> list:
     with open(os.path.join(model, "vocab.txt"), encoding="utf-8") as f:
         return [line.rstrip("\n") for line in f if line.rstrip("\n")]
@@ -158,6 +231,97 @@ def sif_weights(ranks: np.ndarray, coefficient: float) -> np.ndarray:
     inverse = 1.0 / (ranks + 2.0)
     probability = inverse / inverse.sum()
     return coefficient / (coefficient + probability)
+
+
+def sentence_matrix(model: str, kept: list, weights: np.ndarray, sentences: list):
+    """Sparse (sentences x kept tokens): row s holds each token's SIF weight (times its count) over the row's total.
+
+    So ``A @ V`` is each sentence's SIF-weighted mean of token vectors -- the direction the product's
+    encode() takes (it sums the weighted rows and normalises).  Tokens are the product's own (kept
+    WordPiece tokens after toolscript.vectors' word split); a sentence with none is left out (mask).
+    """
+    from scipy import sparse
+
+    vocab = read_vocab(model)
+    index = {token: n for n, token in enumerate(vocab)}
+    column = {vocab_id: n for n, vocab_id in enumerate(kept)}
+    rows, cols, values = [], [], []
+    mask = np.zeros(len(sentences), dtype=bool)
+    used = 0  # rows so far (sentences with a known token)
+    for n, sentence in enumerate(sentences):
+        tokens = [column[i] for i in wordpiece_ids(sentence, index, index["[UNK]"]) if i in column]
+        if not tokens:
+            continue
+        total = float(sum(weights[t] for t in tokens))
+        mask[n] = True
+        for t in tokens:
+            rows.append(used)
+            cols.append(t)
+            values.append(weights[t] / total)
+        used += 1
+    matrix = sparse.coo_matrix((values, (rows, cols)), shape=(used, len(kept))).tocsr()
+    matrix.sum_duplicates()
+    return matrix, mask
+
+
+def fit_tokens(matrix, targets: np.ndarray, prior: np.ndarray, lam: float, iterations: int) -> np.ndarray:
+    """Ridge regression of token vectors toward ``prior``: solve (A^T A + lam I) V = A^T Y + lam V0.
+
+    Conjugate gradients, one independent run per output dimension but all of them in one matrix (each
+    column has its own step sizes), Jacobi-preconditioned (frequent tokens have far larger diagonals),
+    started at the prior, for a fixed number of iterations (no tolerance test, so the same work every run).
+    Tokens no sentence uses keep their prior exactly.
+    """
+    transpose = matrix.T.tocsr()
+    diagonal = np.asarray(matrix.multiply(matrix).sum(0)).ravel() + lam
+
+    def times(v):
+        return transpose @ (matrix @ v) + lam * v
+
+    solution = prior.copy()
+    residual = transpose @ targets + lam * prior - times(solution)
+    z = residual / diagonal[:, None]
+    direction = z.copy()
+    rz = (residual * z).sum(0)
+    start = float(np.sqrt((residual ** 2).sum()))
+    for _ in range(iterations):
+        product = times(direction)
+        step = rz / np.maximum((direction * product).sum(0), 1e-300)
+        solution += direction * step
+        residual -= product * step
+        z = residual / diagonal[:, None]
+        rz_next = (residual * z).sum(0)
+        direction = z + direction * (rz_next / np.maximum(rz, 1e-300))
+        rz = rz_next
+    end = float(np.sqrt((residual ** 2).sum()))
+    print(f"ridge fit: residual {start:.4g} -> {end:.4g} after {iterations} iterations", file=sys.stderr)
+    return solution
+
+
+def project(vectors: np.ndarray, dim: int) -> np.ndarray:
+    """``vectors`` on their top ``dim`` principal axes (signs fixed as in pca()), without re-centring them.
+
+    The fitted vectors are already in the (centred) target space; the product's encode() sums rows, so
+    shifting every row by the same mean would change each sentence's direction by its token count.
+    """
+    centred = vectors - vectors.mean(0)
+    values, axes = np.linalg.eigh(centred.T @ centred)
+    axes = axes[:, np.argsort(-values, kind="stable")[:dim]]
+    signs = np.sign(axes[np.argmax(np.abs(axes), 0), np.arange(dim)])
+    return vectors @ (axes * signs)
+
+
+def tokenlearn(model: str, kept: list, token_vectors: np.ndarray, sentences: list, teacher: np.ndarray,
+               sif: float, lam: float, iterations: int) -> np.ndarray:
+    """Token vectors (kept tokens x hidden) whose SIF-weighted sentence means predict the teacher's embeddings."""
+    weights = sif_weights(np.arange(len(kept), dtype=np.float64), sif) if sif > 0 else np.ones(len(kept))
+    matrix, mask = sentence_matrix(model, kept, weights, sentences)
+    targets = teacher[mask] / np.linalg.norm(teacher[mask], axis=1, keepdims=True)  # the teacher's cosine space
+    targets -= targets.mean(0)  # what all sentences share says nothing about which tool fits
+    prior = token_vectors - token_vectors.mean(0)
+    predicted = matrix @ prior
+    prior = prior * ((predicted * targets).sum() / (predicted * predicted).sum())  # the prior on the targets' scale
+    return fit_tokens(matrix, targets, prior, lam, iterations)
 
 
 def pack(vocab: list, rows: np.ndarray, with_vectors: int, bits: int) -> bytes:
@@ -192,7 +356,28 @@ def pack(vocab: list, rows: np.ndarray, with_vectors: int, bits: int) -> bytes:
     return header + words + column.astype("<f4").tobytes() + scale.astype("<f4").tobytes() + body
 
 
-def distil(model: str, dim: int, sif: float, pooling: str, rows_kept: int, bits: int, cache: str = "") -> bytes:
+def teacher_sentences(model: str, sentences: list, cache: str = "") -> np.ndarray:
+    """sentence_vectors() of ``sentences``, reusing a cache file (npz of sentences and vectors) for those it has.
+
+    A sentence's vector does not depend on which others share its batch (checked bit for bit), so a
+    cache made from another mix of sources gives the same bytes as a fresh run.
+    """
+    known = {}
+    if cache and os.path.exists(cache):
+        stored = np.load(cache)
+        known = dict(zip(stored["sentences"].tolist(), stored["vectors"]))
+    missing = [s for s in sentences if s not in known]
+    if missing:
+        print(f"teacher: {len(missing)} sentences to embed (~{len(missing) // 60 + 1} s of one core)", file=sys.stderr)
+        known.update(zip(missing, sentence_vectors(model, missing)))
+        if cache:
+            names = sorted(known)
+            np.savez(cache, sentences=np.array(names), vectors=np.array([known[n] for n in names]))
+    return np.array([known[s] for s in sentences])
+
+
+def distil(model: str, dim: int, sif: float, pooling: str, rows_kept: int, bits: int, cache: str = "",
+           sentences: list = (), sentence_cache: str = "", lam: float = LAM, iterations: int = ITERATIONS) -> bytes:
     vocab = read_vocab(model)
     kept = [i for i, token in enumerate(vocab) if KEEP.fullmatch(token)]
     if cache and os.path.exists(cache):
@@ -201,7 +386,11 @@ def distil(model: str, dim: int, sif: float, pooling: str, rows_kept: int, bits:
         vectors = token_vectors(model, kept, pooling=pooling)
         if cache:
             np.save(cache, vectors)
-    reduced = pca(vectors, dim)
+    if sentences:
+        teacher = teacher_sentences(model, list(sentences), sentence_cache)
+        reduced = project(tokenlearn(model, kept, vectors, list(sentences), teacher, sif, lam, iterations), dim)
+    else:
+        reduced = pca(vectors, dim)
     # The teacher's vocabulary is ordered by frequency after its single characters, close enough to Zipf.
     ranks = np.arange(len(kept), dtype=np.float64)
     rows = reduced * sif_weights(ranks, sif)[:, None] if sif > 0 else reduced
@@ -219,9 +408,23 @@ def main(argv=None) -> int:
     parser.add_argument("--pooling", choices=("mean", "token"), default="token", help="the token's own output, or the mean with [CLS] and [SEP]")
     parser.add_argument("--rows", type=int, default=0, help="keep vectors for the first N kept tokens only (0 = all)")
     parser.add_argument("--cache", default="", help="npy file caching the teacher's token vectors between runs (experiments)")
+    parser.add_argument("--corpus", default=",".join(corpus.DEFAULT_SOURCES),
+                        help=f"sentence sources to fit the table on ({', '.join(corpus.SOURCES)}), or 'none' for tokens alone")
+    parser.add_argument("--packages", default=corpus.PACKAGES,
+                        help="Debian bookworm main/binary-amd64 Packages (.lz4, .xz or plain)")
+    parser.add_argument("--sentence-cache", default="",
+                        help="npz file caching the teacher's sentence vectors between runs")
+    parser.add_argument("--lam", type=float, default=LAM, help="ridge strength toward the tokens-alone vectors")
+    parser.add_argument("--iterations", type=int, default=ITERATIONS, help="conjugate-gradient iterations of the fit")
+    parser.add_argument("--hold-aside", action="store_true",
+                        help="leave out of the fit the 1/16 of sentences distill/fidelity.py measures on (experiments)")
     parser.add_argument("-o", "--output", default=OUTPUT)
     args = parser.parse_args(argv)
-    data = distil(args.model or teacher_dir(), args.dim, args.sif, args.pooling, args.rows, args.bits, args.cache)
+    sentences = [] if args.corpus == "none" else corpus.build(args.corpus.split(","), args.packages)
+    if args.hold_aside:  # the sentences distill/fidelity.py measures on stay out of the fit
+        sentences = [s for s in sentences if not corpus.held_aside(s)]
+    data = distil(args.model or teacher_dir(), args.dim, args.sif, args.pooling, args.rows, args.bits, args.cache,
+                  sentences, args.sentence_cache, args.lam, args.iterations)
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     with open(args.output, "wb") as f:
         f.write(data)

@@ -27,6 +27,11 @@ long description.  On top of that:
   vectors are computed once per index (the gateway builds one per catalog
   version and re-encodes only the tools that changed).  Without the data,
   ranking and scores are the words' alone, exactly as before the vectors.
+* similar words, with the same vectors data: a query word that no tool or
+  only a few tools have is also looked up as the catalog words closest to it
+  in meaning (their words' vectors' cosine; "altitude" -> "elevation"), at a
+  discount that grows with the cosine and stays below a literal match's, so
+  the field weights and idf apply to them as to any word (see _SimilarWords).
 
 What a score means: the word part is the tool's BM25F score divided by the
 score of an ideal tool for the query -- one that has every query word, each
@@ -47,7 +52,9 @@ ordered by the uncapped score, then by id, so the order is deterministic.
 
 import math
 import re
+from array import array
 from functools import lru_cache
+from itertools import compress
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 __all__ = ["SearchIndex", "SIGNALS", "tokenize", "stem", "terms"]
@@ -55,8 +62,9 @@ __all__ = ["SearchIndex", "SIGNALS", "tokenize", "stem", "terms"]
 # The named signals a score is made of, in the order --explain shows them:
 # query words found as written (BM25F), words reached through the synonym
 # table, typo corrections, adjacent query words joined ("web search" meets
-# "websearch"), and a query that is a tool's name.
-SIGNALS = ("bm25", "synonym", "typo", "joined_words", "vector", "exact_name")
+# "websearch"), catalog words close in meaning to a query word, the whole
+# texts' vectors, and a query that is a tool's name.
+SIGNALS = ("bm25", "synonym", "typo", "joined_words", "similar_words", "vector", "exact_name")
 
 # -- words -------------------------------------------------------------------
 
@@ -367,6 +375,9 @@ class SearchIndex:
         # {tool texts: vector} of this index, for the next one (see vector_cache above).
         self.vector_cache: Dict[str, Optional[List[float]]] = {}
         self._vectors = _tool_vectors(self._tools, vector_cache or {}, self.vector_cache) if semantic else None
+        # The catalog's words with their vectors, when the vectors data is there (see _SimilarWords).
+        self._similar = _SimilarWords(surface) if self._vectors else None
+        self._rare = max(2, int(_SIMILAR_RARE * n))
         self._exact: Dict[str, List[int]] = {}
         for i, t in enumerate(self._tools):
             for key in {_compact(str(t.get("name", ""))), _compact(self._ids[i])}:
@@ -401,9 +412,9 @@ class SearchIndex:
         if not isinstance(query, str) or not query.strip() or limit <= 0:
             return []
         allowed = None if servers is None else set(servers)
-        lexical, by_signal, exact = self._lexical(query, explain)
-        semantic = self._semantic(query) if semantic else {}
-        fused = _fuse(lexical, semantic)
+        lexical, by_signal, exact = self._lexical(query, explain, similar=semantic)
+        cosines = self._semantic(query) if semantic else {}
+        fused = _fuse(lexical, cosines)
         ranked = []
         for i, value in fused.items():
             if allowed is not None and self._tools[i].get("server") not in allowed:
@@ -426,18 +437,18 @@ class SearchIndex:
                 "description": description if isinstance(description, str) else "",
             }
             if explain:
-                result["signals"] = self._contributions(i, by_signal, semantic, i in exact)
+                result["signals"] = self._contributions(i, by_signal, cosines, i in exact)
             results.append(result)
         return results
 
-    def _lexical(self, query: str, explain: bool = False) -> Tuple[Dict[int, float], Dict[str, Dict[int, float]], Sequence[int]]:
+    def _lexical(self, query: str, explain: bool = False, similar: bool = True) -> Tuple[Dict[int, float], Dict[str, Dict[int, float]], Sequence[int]]:
         """The word-based share of ``query`` each tool accounts for (uncapped), per signal when ``explain``, and exact names.
 
         The share is the tool's BM25F score over the ideal tool's (see the
         module docstring); tools a query names exactly are in the result
         with at least 0.
         """
-        lookups, ideal = self._lookups(query)
+        lookups, ideal, _ = self._lookups(query, similar)
         raw: Dict[int, float] = {}
         by_signal: Dict[str, Dict[int, float]] = {}
         for term, (weight, signal) in lookups.items():
@@ -486,33 +497,49 @@ class SearchIndex:
             signals["exact_name"] = 1.0  # alone enough for the top score
         return signals
 
-    def explain_terms(self, query: str) -> List[Dict[str, Any]]:
+    def explain_terms(self, query: str, semantic: bool = True) -> List[Dict[str, Any]]:
         """What ``query`` looks up: ``{"term", "signal", "weight", "idf"}`` per index term, in lookup order.
 
         ``idf`` is the term's rarity in this catalog; ``weight`` the discount
-        its signal puts on it (1 for a word as written).
+        its signal puts on it (1 for a word as written).  A ``similar_words``
+        lookup also has ``from`` (the query word), ``word`` (the catalog word
+        as written; ``term`` is its stem) and ``cosine`` (of their vectors).
+        ``semantic=False``: the lookups of a words-only search.
         """
         if not isinstance(query, str) or not query.strip():
             return []
-        lookups, _ = self._lookups(query)
-        return [{"term": term, "signal": signal, "weight": round(weight, 4), "idf": round(self._idf[term], 4)}
-                for term, (weight, signal) in lookups.items()]
+        lookups, _, origins = self._lookups(query, semantic)
+        out = []
+        for term, (weight, signal) in lookups.items():
+            entry: Dict[str, Any] = {"term": term, "signal": signal, "weight": round(weight, 4), "idf": round(self._idf[term], 4)}
+            if signal == "similar_words":
+                word, catalog_word, cosine = origins[term]
+                entry.update({"from": word, "word": catalog_word, "cosine": round(cosine, 4)})
+            out.append(entry)
+        return out
 
-    def _lookups(self, query: str) -> Tuple[Dict[str, Tuple[float, str]], float]:
-        """The index terms to look up for ``query``, each with its weight and signal, and the ideal score."""
+    def _lookups(self, query: str, similar: bool = True) -> Tuple[Dict[str, Tuple[float, str]], float, Dict[str, Tuple[str, str, float]]]:
+        """The index terms to look up for ``query``, each with its weight and signal; the ideal score; and
+        for each similar-words lookup, the query word it stands for, the catalog word as written and their cosine."""
         literal: Dict[str, float] = {}
         extra: Dict[str, Tuple[float, str]] = {}
+        origins: Dict[str, Tuple[str, str, float]] = {}
         ideal = 0.0
         gain = _IDEAL_TF * (_K1 + 1) / (_IDEAL_TF + _K1)
         words = [w for w in tokenize(query) if len(w) > 1 and w not in _STOPWORDS]
         stems = [stem(w) for w in words]
+        similar_words = self._similar if similar else None
+        rare: List[Tuple[int, int, str]] = []  # (tools that have it, position, query word) to look for similar words of
 
-        def add(term: str, weight: float, signal: str) -> None:
+        def add(term: str, weight: float, signal: str) -> bool:
             # A term reached two ways is looked up once, at the higher weight.
             if term not in extra or extra[term][0] < weight:
                 extra[term] = (weight, signal)
+                return True
+            return False
 
         for word, term in zip(words, stems):
+            corrections: List[Tuple[str, float]] = []
             if term in self._postings:
                 literal[term] = literal.get(term, 0.0) + 1.0  # a repeated word counts again
                 ideal += self._idf[term] * gain
@@ -525,11 +552,25 @@ class SearchIndex:
                 ideal += (self._idf[corrections[0][0]] if corrections else self._unknown_idf) * gain
             for synonym, weight in _SYNONYMS.get(term, {}).items():
                 add(synonym, weight, "synonym")
+            # A word within an edit or two of a catalog word is a misspelling
+            # of it; its vector would be the vector of its broken wordpieces.
+            # A word many tools have is matched already; its neighbours in
+            # meaning would add noise (and time).
+            if similar_words is not None and not corrections and _similar_word(word):
+                tools_with_it = len(self._postings.get(term, ()))
+                if tools_with_it <= self._rare:
+                    rare.append((tools_with_it, len(rare), word))
+        # The rarest few only: each new word costs a pass over the catalog's
+        # words, and a long query's rarest words carry most of its meaning.
+        for _, _, word in sorted(rare)[:_SIMILAR_PER_QUERY]:
+            for found, cosine, catalog_word in similar_words.matches(word):  # type: ignore[union-attr]
+                if add(found, _similar_weight(cosine), "similar_words"):
+                    origins[found] = (word, catalog_word, cosine)
         for a, b in zip(stems, stems[1:]):
             extra[a + b] = (1.0, "joined_words")  # "web search" meets the joined name part "websearch"
         lookups = {t: w for t, w in extra.items() if t in self._postings and t not in literal}
         lookups.update((t, (w, "bm25")) for t, w in literal.items())
-        return lookups, ideal
+        return lookups, ideal, origins
 
     def _correct(self, word: str) -> List[Tuple[str, float]]:
         """Catalog terms ``word`` is probably a misspelling of, most similar first, with a similarity in 0..1."""
@@ -602,6 +643,181 @@ def _tool_vectors(
         if vector is not None:
             out.append((i, tuple(vector)))
     return out
+
+
+# -- similar words -----------------------------------------------------------
+
+# A query word is also looked up as the catalog words closest to it in
+# meaning (the cosine of their static word vectors), like a synonym the table
+# did not list: "altitude" finds "elevation" in a tool's name, where the name
+# field's weight, the word's idf and BM25's saturation apply.  Chosen on the
+# development set only (bench/search.py --tune-similar prints the grid): the
+# best recall@3, then MRR@10, with threshold 0.3 still rejecting >= 90% of
+# the noise queries, with the first table (VECTORS-READY) and the second
+# (VECTORS-V2) alike; weights 0.45-0.8 tie on the second (MRR within
+# 0.001), 0.8 was ahead on the first.  With the second table: dev recall@3
+# 0.921 -> 0.936, MRR@10 0.861 -> 0.868, few-shared-words queries 0.777 ->
+# 0.821, typos 1.0, noise rejected at 0.3 1.0 (first table: 0.909 -> 0.921,
+# 0.845 -> 0.857, 0.759 -> 0.795, 1.0, 0.967).  The grid is flat near the
+# top: floors 0.4-0.5, 2-5 words and weights 0.45-0.8 lie within a query or
+# two, so these are not fitted to the last query.
+_SIMILAR_FLOOR = 0.4  # below this cosine two words are not taken to mean the same
+_SIMILAR_TOP = 2  # catalog words one query word is matched to, at most
+# Only query words at most this share of the tools have (or at most 2 tools)
+# look for similar words: on the development set (126 tools, second table)
+# matching the words no tool has and those in 1-2 tools gave recall@3 0.936
+# (MRR 0.868), every word 0.936 (0.866) at more cost, only the words no
+# tool has 0.924 (0.859): a word that one tool has may still mean another
+# tool's word.
+_SIMILAR_RARE = 0.02
+_SIMILAR_WEIGHT = 0.8  # the weight at cosine 1, falling linearly to 0 at the floor: always below a literal match's 1
+# Words are compared on their vectors' first 128 dimensions (the table's are
+# ordered by variance, PCA), renormalised, at half the cost of all 256: on
+# the development set, second table, recall@3 0.936 (64: 0.927, 96: 0.933;
+# 256 is not possible, the packed fields below are sized for 128 at most).
+_SIMILAR_DIMS = 128
+# Query words that look for similar words, at most, the rarest first: each
+# costs a pass over the catalog's words the first time, and a long (or
+# hostile) query would otherwise cost that many passes.  5 kept every dev
+# result (4: one query fewer in the top 3); over 500 tools a first-sight
+# query's p95 fell from ~5.6 to ~4.5 ms of CPU.
+_SIMILAR_PER_QUERY = 5
+_SIMILAR_CACHE = 4096  # query words whose matches an index keeps
+
+# Words are compared as int8 vectors packed so that one query word meets
+# every catalog word in ~128 big-integer multiply-adds that run in C.  A
+# catalog word's unit vector is stored as round(127 x value) (at most 127
+# in size, since no value of a unit vector exceeds 1); column d of the
+# catalog is one integer holding every word's value in dimension d, + 128 so
+# that it is positive, in a 24-bit field of its own.  The query's values are
+# scaled to use the whole int8 range.  Multiplied by the query's value in d
+# and summed over d, each field holds that word's dot product with the
+# query, plus 128 x the sum of the query's values; one more multiple of
+# "1 in every field" replaces that by 2^23 minus the dot product a word needs
+# to reach the floor.  So a field's top bit says whether the word passes,
+# and bytes.translate reads every field's top byte at once.  The dot
+# products stay within 128 x 127 x 127 < 2^21, so each field stays within
+# 0..2^24 and never borrows from or carries into the next.  A plain loop of math.dist over 2,500 words (a
+# 500-tool catalog) takes ~6 ms per query word; this, ~0.45 ms.  Rounding
+# moves a cosine by < 0.01.
+_FIELD_BYTES = 3
+_PASS = 1 << 23  # a field at or above this: the word is at the floor or closer
+_FLIP = bytes(b ^ 0x80 for b in range(256))  # int8 as a byte -> the same value + 128, unsigned
+_TOP_BIT = bytes(b >> 7 for b in range(256))  # a field's top byte -> 1 when its top bit is set
+
+
+def _unit_prefix(word: str) -> Optional[List[float]]:
+    """The first _SIMILAR_DIMS values of ``word``'s vector, renormalised; None when it has no vector."""
+    from toolscript import vectors
+
+    vector = vectors.encode(word)
+    if not vector:
+        return None
+    vector = vector[:min(_SIMILAR_DIMS, 128)]
+    norm = math.hypot(*vector)
+    return [x / norm for x in vector] if norm else None
+
+
+@lru_cache(maxsize=1 << 15)  # process-wide: a new catalog version or another index meets the same words
+def _word_row(word: str) -> Optional[bytes]:
+    """A catalog word's unit vector as int8 values, 127 x each (see above); None when it has no vector."""
+    vector = _unit_prefix(word)
+    return None if vector is None else array("b", map(round, map((127.0).__mul__, vector))).tobytes()
+
+
+_rows_of: List[object] = [None]  # the vectors table _word_row's cache was filled from
+
+
+def _forget_rows_of_another_table() -> None:
+    # bench/vectors.py and tests swap the table in a running process
+    # (vectors._use); rows cached from the old one would mix two spaces.
+    from toolscript import vectors
+
+    table = getattr(vectors, "_table", None)
+    if table is not _rows_of[0]:
+        _word_row.cache_clear()
+        _rows_of[0] = table
+
+
+def _similar_word(word: str) -> bool:
+    # Words of letters only and longer than two: "v2", "id" and "ok" mean
+    # little alone and their vectors say less.
+    return len(word) > 2 and word.isalpha()
+
+
+class _SimilarWords:
+    """The catalog's words with their vectors, for finding the ones closest in meaning to a query word."""
+
+    def __init__(self, surface: Dict[str, str]) -> None:
+        # surface: catalog word as written -> its index term.  An identifier
+        # joined from words the catalog has ("messagetype", "perpage") is left
+        # out: its parts are in, and the whole's vector matched too loosely
+        # on the development set ("message" -> "messagetype").
+        _forget_rows_of_another_table()
+        self.words: List[str] = []
+        self.terms: List[str] = []
+        rows: List[bytes] = []
+        for word, term in sorted(surface.items()):
+            if not _similar_word(word) or any(word[:k] in surface and word[k:] in surface for k in range(2, len(word) - 1)):
+                continue
+            row = _word_row(word)
+            if row is not None:
+                self.words.append(word)
+                self.terms.append(term)
+                rows.append(row)
+        n = len(rows)
+        width = len(rows[0]) if rows else 0
+        matrix = b"".join(rows).translate(_FLIP)
+        fields = bytearray(_FIELD_BYTES * n)
+        self.columns: List[int] = []
+        for d in range(width):
+            # Row-major bytes to one column: a strided slice, then each byte
+            # into the low byte of its little-endian field, all in C.
+            fields[0::_FIELD_BYTES] = matrix[d::width]
+            self.columns.append(int.from_bytes(fields, "little"))
+        self.ones = int.from_bytes((1).to_bytes(_FIELD_BYTES, "little") * n, "little")  # 1 in every field
+        self.cache: Dict[str, List[Tuple[str, float, str]]] = {}
+
+    def matches(self, word: str) -> List[Tuple[str, float, str]]:
+        """(term, cosine, catalog word) of the catalog words closest to ``word``, best first, other terms than its own."""
+        found = self.cache.get(word)
+        if found is not None:
+            return found
+        found = self._search(word)
+        if len(self.cache) >= _SIMILAR_CACHE:
+            self.cache.clear()  # a bound against hostile input; a catalog's users repeat few words
+        self.cache[word] = found
+        return found
+
+    def _search(self, word: str) -> List[Tuple[str, float, str]]:
+        vector = _unit_prefix(word) if _similar_word(word) and self.columns else None
+        if vector is None:
+            return []
+        scale = 127.0 / max(map(abs, vector))
+        values = array("b", map(round, map(scale.__mul__, vector)))
+        unit = 127.0 * scale  # a dot product of the packed values / unit = the cosine
+        need = math.ceil(_SIMILAR_FLOOR * unit)
+        total = (_PASS - need - 128 * sum(values)) * self.ones
+        for value, column in zip(values, self.columns):
+            if value:
+                total += value * column
+        packed = total.to_bytes(_FIELD_BYTES * len(self.words), "little")
+        passed = packed[_FIELD_BYTES - 1::_FIELD_BYTES].translate(_TOP_BIT)
+        own = stem(word)
+        best: Dict[str, Tuple[float, str]] = {}
+        for i in compress(range(len(self.words)), passed):
+            start = i * _FIELD_BYTES
+            cosine = (int.from_bytes(packed[start:start + _FIELD_BYTES], "little") - _PASS + need) / unit
+            term = self.terms[i]
+            if term != own and (term not in best or best[term][0] < cosine):
+                best[term] = (cosine, self.words[i])
+        ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))[:_SIMILAR_TOP]
+        return [(term, cosine, catalog_word) for term, (cosine, catalog_word) in ranked]
+
+
+def _similar_weight(cosine: float) -> float:
+    """The lookup weight of a catalog word at ``cosine`` from the query word: 0 at the floor, _SIMILAR_WEIGHT at 1."""
+    return _SIMILAR_WEIGHT * max(0.0, cosine - _SIMILAR_FLOOR) / (1.0 - _SIMILAR_FLOOR)
 
 
 # -- fusion ------------------------------------------------------------------

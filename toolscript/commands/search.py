@@ -103,7 +103,9 @@ def _print_explained(query: str, answer: Dict[str, Any], *, as_json: bool) -> in
         for line in format_table(rows, headers=["SCORE", "TOOL"] + [n.upper() for n in names]):
             print(line)
     if terms:
-        looked_up = ", ".join(f"{t['term']} ({t['signal']}" + (f" x{t['weight']:g}" if t["weight"] != 1 else "") + ")" for t in terms)
+        # A similar word shows what it stands for: "screenshot (similar_words x0.31 for picture)".
+        looked_up = ", ".join(f"{t.get('word') or t['term']} ({t['signal']}" + (f" x{t['weight']:g}" if t["weight"] != 1 else "")
+                              + (f" for {t['from']}" if t.get("from") else "") + ")" for t in terms)
         print(f"looked up: {looked_up}")
     if answer.get("pending"):
         print(f"(still connecting, not searched: {', '.join(answer['pending'])})")

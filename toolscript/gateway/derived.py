@@ -112,8 +112,8 @@ class Derived:
         return self.current().index.search(query, limit=limit, threshold=threshold, servers=servers, explain=explain,
                                            semantic=semantic)
 
-    def explain_terms(self, query: str) -> List[Dict[str, Any]]:
-        return self.current().index.explain_terms(query)
+    def explain_terms(self, query: str, semantic: bool = True) -> List[Dict[str, Any]]:
+        return self.current().index.explain_terms(query, semantic=semantic)
 
     def types(self, *, lang: str, selection: Optional[List[str]] = None, full: bool = False) -> Dict[str, Any]:
         """Stubs for every tool (pre-generated) or for ``selection`` (servers or tool ids)."""

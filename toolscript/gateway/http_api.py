@@ -562,7 +562,7 @@ class GatewayHandler(BaseHTTPRequestHandler):
                                          explain=explain, semantic=semantic)
         answer: Dict[str, Any] = {"results": results, "pending": pending}
         if explain:  # per-signal contributions in each result, and what the query looked up
-            answer["terms"] = gateway.derived.explain_terms(text)
+            answer["terms"] = gateway.derived.explain_terms(text, semantic=semantic)
         self._json(200, answer)
 
     def _types(self, query: Dict[str, str]) -> None:

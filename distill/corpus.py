@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Build the neutral sentence corpus distill/distill.py trains the token table on (issue 13, tokenlearn-style).
+
+Short developer-ish sentences that say what a piece of software does, from sources that are pinned and
+have nothing to do with bench/ (the held-out set must never be seen, and the development set only where
+a flag asks for it):
+
+- ``debian``: the short description of every package in Debian 12's main/binary-amd64 Packages file
+  (the one apt fetched here, checked against PACKAGES_SHA256; distill/README.md says where to get it).
+- ``python``: the first line of every module, class and function docstring of CPython's standard library
+  (the ``Lib/`` of the Python running this script, tests and site-packages left out).
+- ``man``: the NAME line of every English manual page of the Debian 12 image the table was made on
+  (``apropos -l .``), committed as distill/man-names.txt since a man-db's contents are not pinnable
+  (``--man-from-apropos`` remakes the file on another machine).
+- ``dev``: the development catalogs' tool descriptions (bench/eval/catalogs/, first sentence) -- dev data,
+  only with ``--sources ...,dev``.
+
+Sentences are cleaned (whitespace collapsed, 3 to 32 words), deduplicated case-insensitively, and
+sorted, so the same sources give the same corpus byte for byte.  Stdlib only.
+
+    python3 distill/corpus.py [--sources debian,man] -o /tmp/corpus.txt
+"""
+
+import argparse
+import ast
+import glob
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import sysconfig
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGES = "/var/lib/apt/lists/deb.debian.org_debian_dists_bookworm_main_binary-amd64_Packages.lz4"
+# Debian 12.15 (bookworm, Release dated 2026-07-11 10:16:37 UTC): the uncompressed main/binary-amd64/Packages,
+# 50,060,337 bytes, as listed in that Release file.
+PACKAGES_SHA256 = "515e692f2c4121c6fcec444ef100cc18f79a991910615f3a88c8b7becfc94d2f"
+# Of Debian's ~59,000 distinct descriptions, this many (the teacher's pass over all of them would take
+# ~20 minutes of one core; 28,000 keep the whole corpus near 10).
+DEBIAN_COUNT = 28000
+SOURCES = ("debian", "python", "man", "dev")
+DEFAULT_SOURCES = ("debian", "man")  # python's docstrings and the dev catalogs were tried (distill/README.md)
+MAN_NAMES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "man-names.txt")
+_SPACE = re.compile(r"\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+def _read_packages(path: str) -> bytes:
+    if path.endswith(".lz4"):
+        data = subprocess.run(["lz4", "-dc", path], capture_output=True, check=True).stdout
+    elif path.endswith(".xz"):
+        import lzma
+        with open(path, "rb") as f:
+            data = lzma.decompress(f.read())
+    else:
+        with open(path, "rb") as f:
+            data = f.read()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != PACKAGES_SHA256:
+        sys.exit(f"{path}: sha256 {digest}, expected {PACKAGES_SHA256}: get that Packages file (distill/README.md)")
+    return data
+
+
+def debian(path: str) -> list:
+    text = _read_packages(path).decode("utf-8")
+    return [line[len("Description: "):] for line in text.split("\n") if line.startswith("Description: ")]
+
+
+def python_stdlib() -> list:
+    lib = sysconfig.get_paths()["stdlib"]
+    out = []
+    for path in sorted(glob.glob(os.path.join(lib, "**", "*.py"), recursive=True)):
+        rel = os.path.relpath(path, lib)
+        parts = rel.split(os.sep)
+        if parts[0] in ("site-packages", "test", "idlelib", "lib2to3", "turtledemo") or "tests" in parts:
+            continue
+        try:
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read())
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node)
+                if doc:
+                    out.append(doc.strip().split("\n\n")[0])
+    return out
+
+
+def man() -> list:
+    with open(MAN_NAMES, encoding="utf-8") as f:
+        return f.read().splitlines()
+
+
+def man_from_apropos() -> list:
+    proc = subprocess.run(["apropos", "-l", "."], capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
+    return [line.split(" - ", 1)[1] for line in proc.stdout.splitlines() if " - " in line]
+
+
+def dev() -> list:
+    out = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "bench", "eval", "catalogs", "*.json"))):
+        with open(path, encoding="utf-8") as f:
+            for tool in json.load(f)["tools"]:
+                out.append(tool.get("description") or "")
+    return out
+
+
+def clean(text: str) -> str:
+    """One sentence: the first of the text, whitespace collapsed; '' when it is too short or too long."""
+    text = _SPACE.sub(" ", text).strip()
+    text = _SENTENCE_END.split(text, maxsplit=1)[0]
+    words = len(text.split())
+    return text if 3 <= words <= 32 else ""
+
+
+def sample(sentences: list, count: int) -> list:
+    """The ``count`` cleaned, distinct sentences whose lower-case text has the lowest sha256 (0 = all).
+
+    A fixed pseudo-random share, so the teacher's pass fits its time box without favouring any part of
+    the alphabet or any kind of package.
+    """
+    distinct = {}
+    for text in sentences:
+        sentence = clean(text)
+        if sentence:
+            distinct.setdefault(sentence.lower(), sentence)
+    keys = sorted(distinct, key=lambda key: hashlib.sha256(key.encode("utf-8")).hexdigest())
+    return [distinct[key] for key in (keys[:count] if count else keys)]
+
+
+def held_aside(sentence: str) -> bool:
+    """Whether a sentence is in the fixed 1/16 that experiments leave out of the fit (distill/fidelity.py)."""
+    return hashlib.sha256(sentence.lower().encode("utf-8")).hexdigest()[0] == "0"
+
+
+def build(sources: list, packages: str = PACKAGES, debian_count: int = DEBIAN_COUNT) -> list:
+    raw = []
+    for source in sources:
+        if source == "debian":
+            raw.extend(sample(debian(packages), debian_count))
+        elif source == "python":
+            raw.extend(python_stdlib())
+        elif source == "man":
+            raw.extend(man())
+        elif source == "dev":
+            raw.extend(dev())
+    seen = {}
+    for text in raw:
+        sentence = clean(text)
+        if sentence:
+            seen.setdefault(sentence.lower(), sentence)
+    return sorted(seen.values())
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sources", default=",".join(DEFAULT_SOURCES), help=f"comma-separated, of {', '.join(SOURCES)}")
+    parser.add_argument("--packages", default=PACKAGES, help="Debian bookworm main/binary-amd64 Packages (.lz4, .xz or plain)")
+    parser.add_argument("--debian", type=int, default=DEBIAN_COUNT,
+                        help="Debian descriptions kept, a fixed pseudo-random share (0 = all)")
+    parser.add_argument("--man-from-apropos", action="store_true",
+                        help="write this machine's man-page NAME lines (distill/man-names.txt)")
+    parser.add_argument("-o", "--output", required=True)
+    args = parser.parse_args(argv)
+    if args.man_from_apropos:
+        lines = sorted({clean(line) for line in man_from_apropos()} - {""})
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+        print(f"wrote {args.output}: {len(lines)} lines")
+        return 0
+    sentences = build(args.sources.split(","), args.packages, args.debian)
+    data = ("\n".join(sentences) + "\n").encode("utf-8")
+    with open(args.output, "wb") as f:
+        f.write(data)
+    print(f"wrote {args.output}: {len(sentences)} sentences, sha256 {hashlib.sha256(data).hexdigest()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
