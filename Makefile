@@ -70,6 +70,8 @@ bench: venv peers peer-proxy
 	$(VPY) bench/mcp_client.py
 	$(VPY) bench/gateway.py
 	$(VPY) bench/codemode.py
+	$(VPY) bench/search.py
+	$(VPY) bench/vectors.py
 	$(VPY) bench/exec_isolation.py
 	$(VPY) bench/suggest_hook.py
 	$(VPY) bench/suggest_eval.py
