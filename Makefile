@@ -20,7 +20,7 @@ PYTEST_WORKERS ?= auto
 BWRAP_DIR := $(VENV)/peers/bwrap
 BWRAP := $(BWRAP_DIR)/usr/bin/bwrap
 
-.PHONY: build run plugin test venv peers peer-proxy bwrap bench clean
+.PHONY: build run plugin test venv peers peer-proxy bwrap bench distill-check clean
 
 build:
 	$(PYTHON) build_pyz.py
@@ -86,6 +86,13 @@ bench: venv peers peer-proxy
 	$(VPY) bench/load.py
 	$(VPY) bench/upstream_limits.py
 	$(PYTHON) bench/plugin.py
+
+# Re-run the distillation (dev-only venv: distill/README.md) and check it gives the committed bytes.
+DISTILL_PYTHON ?= /work/venv-distill/bin/python
+distill-check:
+	mkdir -p dist
+	$(DISTILL_PYTHON) distill/distill.py -o $(CURDIR)/dist/embeddings.rebuilt.bin
+	cmp dist/embeddings.rebuilt.bin toolscript/data/embeddings.bin && echo "distill-check: the same bytes as committed"
 
 clean:
 	rm -rf dist $(VENV) $(PEERS)/node_modules .pytest_cache
