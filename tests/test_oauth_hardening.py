@@ -26,6 +26,7 @@ import pytest
 from conftest import REPO_ROOT, missing_prerequisite, run_cli, running_gateway, wait_for
 from mcp_servers import oauth_server
 from mcp_servers.oauth_fixture import OAuthFixture
+from test_oauth_core import follow as _follow  # the test browser: the authorization URL's redirect, not followed
 from toolscript.config import ServerConfig
 from toolscript.mcp import oauth, oauth_login
 from toolscript.mcp.oauth import Grant, OAuthError
@@ -126,19 +127,6 @@ def test_an_oversized_request_line_is_refused_without_ending_the_wait() -> None:
 
 
 # -- authorization server mix-up and plain http -------------------------------------------------------
-
-
-def _follow(url: str) -> str:
-    parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
-    try:
-        conn.request("GET", parts.path + "?" + parts.query)
-        resp = conn.getresponse()
-        resp.read()
-        assert resp.status == 302, resp.status
-        return resp.getheader("Location") or ""
-    finally:
-        conn.close()
 
 
 def test_a_missing_iss_is_refused_when_the_authorization_server_promises_one() -> None:

@@ -584,27 +584,15 @@ class Running(object):
 
 def start(*knobs, timeout=10.0):
     """Run ``serve KNOBS`` on a free port and wait for it to listen."""
-    import select
     import subprocess
     import tempfile
+
+    from launch import listening_port  # tests/mcp_servers/launch.py (tests only: the server itself never imports it)
     log_file = tempfile.NamedTemporaryFile(prefix="oauth-server-", suffix=".log", delete=False)
     process = subprocess.Popen([sys.executable, os.path.abspath(__file__), "serve", *knobs], stdout=subprocess.PIPE,
                                stderr=log_file, start_new_session=True)
     log_file.close()
-    deadline, line = time.monotonic() + timeout, b""
-    while time.monotonic() < deadline and not line.endswith(b"\n"):
-        ready, _, _ = select.select([process.stdout], [], [], 0.1)
-        if ready:
-            chunk = os.read(process.stdout.fileno(), 256)
-            if not chunk:
-                break
-            line += chunk
-    if not line.startswith(b"LISTENING "):
-        process.kill()
-        process.wait()
-        with open(log_file.name, errors="replace") as f:
-            raise RuntimeError("oauth_server did not start: %r; log: %s" % (line, f.read()[-2000:]))
-    return Running(process, int(line.split()[1]), log_file.name)
+    return Running(process, listening_port(process, log_file.name, "oauth_server", timeout), log_file.name)
 
 
 BROWSER = [sys.executable, os.path.abspath(__file__), "browse"]
