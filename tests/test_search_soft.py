@@ -204,3 +204,25 @@ def test_gateway_words_only_explain_lists_no_similar_words(gateway):
     words = client.get("/search", q="take a nap", explain="1", semantic="0")
     assert any(t["signal"] == "similar_words" for t in mixed["terms"])
     assert all(t["signal"] != "similar_words" for t in words["terms"])
+
+
+def development_catalog():
+    """The development set's recorded catalogs (bench/eval/catalogs), as bench/search.py indexes them."""
+    import glob
+
+    tools = []
+    for path in sorted(glob.glob(os.path.join(REPO_ROOT, "bench", "eval", "catalogs", "*.json"))):
+        with open(path, encoding="utf-8") as f:
+            catalog = json.load(f)
+        tools += [dict(t, id=f"{catalog['server']}__{t['name']}", server=catalog["server"]) for t in catalog["tools"]]
+    return tools
+
+
+def test_a_misspelt_word_reaches_the_vectors_as_the_word_it_stands_for():
+    # "isues" as wordpieces is "is" + "##ues": the query's vector was "search" alone and
+    # pulled every search tool above search_issues, which the words alone rank first.
+    index = SearchIndex(development_catalog())
+    assert index._as_corrected("search isues") == "search issues"
+    assert index._as_corrected("search the issues") == "search the issues"  # known words stay as written
+    assert "github__search_issues" in ids(index.search("search isues", limit=3))
+    assert ids(index.search("search isues", limit=1)) == ids(index.search("search issues", limit=1))
