@@ -372,6 +372,9 @@ class SearchIndex:
         # is built on the first misspelt query (most queries need none).
         self._surface = {w: t for w, t in surface.items() if len(w) > 3 and w.isalpha()}
         self._by_trigram: Optional[Dict[str, List[str]]] = None
+        # A misspelt word's near words are wanted twice per query (the words' lookups
+        # and the vectors' corrected query): computed once per word.
+        self._near: Dict[str, List[Tuple[str, float]]] = {}
         # {tool texts: vector} of this index, for the next one (see vector_cache above).
         self.vector_cache: Dict[str, Optional[List[float]]] = {}
         self._vectors = _tool_vectors(self._tools, vector_cache or {}, self.vector_cache) if semantic else None
@@ -600,6 +603,14 @@ class SearchIndex:
 
     def _near_words(self, word: str) -> List[Tuple[str, float]]:
         """Catalog words as written within ``word``'s typo limit, most similar first, with a similarity in 0..1."""
+        known = self._near.get(word)
+        if known is None:
+            if len(self._near) >= _SIMILAR_CACHE:
+                self._near.clear()  # a bound against hostile queries; misspellings repeat little
+            known = self._near[word] = self._find_near_words(word)
+        return known
+
+    def _find_near_words(self, word: str) -> List[Tuple[str, float]]:
         limit = _max_typos(word)
         if not limit:
             return []
