@@ -1,19 +1,24 @@
 """HTTP plumbing shared by the two HTTP transports.
 
 A small keep-alive pool over ``http.client`` (TCP_NODELAY on every socket:
-without it, small requests stall ~40 ms on Nagle + delayed ACK), and the
-wording of HTTP and socket failures so every error names the URL and the fix.
+without it, small requests stall ~40 ms on Nagle + delayed ACK), the wording
+of HTTP and socket failures so every error names the URL and the fix, and
+``HttpTransport``: the settings and OAuth handling both transports share.
 """
 
 import http.client
 import socket
 import ssl
 import threading
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 from urllib.parse import urlsplit, urlunsplit
 
 from toolscript import __version__
 from toolscript.mcp.errors import HttpStatusError, TransportError
+from toolscript.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES
+
+if TYPE_CHECKING:  # oauth imports this module, so only the type checker may import it back
+    from toolscript.mcp.oauth import BearerAuth
 
 USER_AGENT = f"toolscript/{__version__}"
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
@@ -225,3 +230,44 @@ def shutdown(conn: Optional[Connection]) -> None:
         except OSError:
             pass
     conn.close()
+
+
+class HttpTransport:
+    """What the Streamable HTTP and legacy SSE transports share: the URL and
+    settings they are made with, and how a request carries OAuth."""
+
+    def __init__(
+        self,
+        url: str,
+        headers: Optional[Dict[str, str]] = None,
+        *,
+        timeout: float = 30.0,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        server_name: str = "",
+        auth: Optional["BearerAuth"] = None,
+    ) -> None:
+        self.endpoint = Endpoint(url)
+        self.headers = dict(headers or {})
+        self.auth = auth
+        self.timeout = timeout
+        self.max_message_bytes = max_message_bytes
+        self.server_name = server_name
+        self.protocol_version: Optional[str] = None  # set by the session after the handshake
+
+    def stderr_tail(self, lines: int = 10) -> str:
+        return ""  # a remote server has no stderr we can see
+
+    def _authorize(self, headers: Dict[str, str]) -> Dict[str, str]:
+        """``headers`` with the grant's Authorization header added (when there is a grant)."""
+        if self.auth is not None:
+            value = self.auth.authorization()
+            if value:
+                headers["Authorization"] = value
+        return headers
+
+    def _auth_retry(self, resp: http.client.HTTPResponse, headers: Dict[str, str]) -> bool:
+        """A 401/403 answer to a request sent with ``headers``: True when ``auth``
+        renewed the grant (or stepped up) and the request should go once more."""
+        if self.auth is None or resp.status not in (401, 403):
+            return False
+        return self.auth.on_unauthorized(resp.status, resp.getheader("WWW-Authenticate"), used=headers.get("Authorization"))

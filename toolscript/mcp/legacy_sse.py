@@ -27,6 +27,7 @@ from toolscript.mcp.httpconn import (
     READ_ERRORS,
     Connection,
     Endpoint,
+    HttpTransport,
     Pool,
     describe_oserror,
     open_connection,
@@ -36,9 +37,7 @@ from toolscript.mcp.httpconn import (
     shutdown,
     status_error,
 )
-from toolscript.mcp.oauth import BearerAuth
 from toolscript.mcp.transport import (
-    DEFAULT_MAX_MESSAGE_BYTES,
     HEAD_TAIL_BYTES,
     OnClose,
     OnMessage,
@@ -50,33 +49,20 @@ from toolscript.mcp.transport import (
 logger = log.get("mcp.sse")
 
 
-class LegacySseTransport:
+class LegacySseTransport(HttpTransport):
     """Talks to a 2024-11-05 style server: GET stream + POST endpoint."""
 
     name = "sse"
     relates_messages = False
 
-    def __init__(
-        self,
-        url: str,
-        headers: Optional[Dict[str, str]] = None,
-        *,
-        timeout: float = 30.0,
-        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-        server_name: str = "",
-        auth: Optional[BearerAuth] = None,
-    ) -> None:
-        self.endpoint = Endpoint(url)
-        self.headers = dict(headers or {})
-        self.auth = auth
-        self.timeout = timeout
-        self.max_message_bytes = max_message_bytes
-        self.protocol_version: Optional[str] = None
+    def __init__(self, url: str, headers: Optional[Dict[str, str]] = None, **settings: Any) -> None:
+        """``settings``: timeout, max_message_bytes, server_name, auth (see ``HttpTransport``)."""
+        super().__init__(url, headers, **settings)
         self.post_endpoint: Optional[Endpoint] = None
         self._pool: Optional[Pool] = None
         self._conn: Optional[Connection] = None
         self._closed = False
-        self._pending = PendingRequests(max_message_bytes, server_name, lambda request_id, error: None)
+        self._pending = PendingRequests(self.max_message_bytes, self.server_name, lambda request_id, error: None)
 
     def start(self, on_message: OnMessage, on_close: OnClose, on_request_error: OnRequestError) -> None:
         self._pending.on_request_error = on_request_error
@@ -109,33 +95,20 @@ class LegacySseTransport:
         if self._closed:  # closed by another thread while we connected
             conn.close()
             raise ConnectionClosed(f"the SSE connection to {redact_url(self.endpoint.url)} was closed before it started")
-        headers = self._authorized(request_headers(self.headers, "text/event-stream"))
+        headers = self._authorize(request_headers(self.headers, "text/event-stream"))
         try:
             conn.request("GET", self.endpoint.target, headers=headers)
             resp = conn.getresponse()
             if resp.status != 200:
                 body = resp.read(4096)
                 conn.close()
-                if auth_retry and self._auth_retry(resp.status, resp.getheader("WWW-Authenticate"), headers):
+                if auth_retry and self._auth_retry(resp, headers):
                     return self._open_stream(auth_retry=False)
                 raise status_error(resp, body, self.endpoint.url)
         except READ_ERRORS as exc:
             conn.close()
             raise TransportError(describe_oserror(exc, self.endpoint.url)) from exc
         return conn, resp
-
-    def _authorized(self, headers: Dict[str, str]) -> Dict[str, str]:
-        if self.auth is not None:
-            value = self.auth.authorization()
-            if value:
-                headers["Authorization"] = value
-        return headers
-
-    def _auth_retry(self, status: int, www_authenticate: Optional[str], headers: Dict[str, str]) -> bool:
-        """A 401/403: True when ``auth`` renewed the grant and the request should go once more."""
-        if self.auth is None or status not in (401, 403):
-            return False
-        return self.auth.on_unauthorized(status, www_authenticate, used=headers.get("Authorization"))
 
     def _wait_for_endpoint(self, events: Iterator[sse.Event]) -> Endpoint:
         for event in events:
@@ -165,9 +138,6 @@ class LegacySseTransport:
             # The reader is discarding an oversized event that nobody waits
             # for any more and that may never end: drop the stream.
             shutdown(self._conn)
-
-    def stderr_tail(self, lines: int = 10) -> str:
-        return ""  # a remote server has no stderr we can see
 
     def _keep_reading(self, head: bytes) -> bool:
         return not self._closed and self._pending.keep_reading(head)
@@ -232,7 +202,7 @@ class LegacySseTransport:
         """POST one message (its answer comes on the stream); True when auth asks for it to be sent again."""
         headers = request_headers(self.headers, "application/json, text/event-stream", protocol_version=self.protocol_version)
         headers["Content-Type"] = "application/json"
-        self._authorized(headers)
+        self._authorize(headers)
         pool, endpoint = self._pool, self.post_endpoint
         if pool is None or endpoint is None:
             raise ConnectionClosed(f"the SSE connection to {redact_url(self.endpoint.url)} is not open")
@@ -249,7 +219,7 @@ class LegacySseTransport:
             pool.release(conn, resp)
             return False
         conn.close()
-        if auth_retry and self._auth_retry(resp.status, resp.getheader("WWW-Authenticate"), headers):
+        if auth_retry and self._auth_retry(resp, headers):
             return True
         if not 200 <= resp.status < 300:
             raise status_error(resp, body, endpoint.url)

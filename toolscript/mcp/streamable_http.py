@@ -40,7 +40,7 @@ from toolscript.mcp.errors import ConnectionClosed, HttpStatusError, McpError, M
 from toolscript.mcp.httpconn import (
     READ_ERRORS,
     Connection,
-    Endpoint,
+    HttpTransport,
     Pool,
     describe_oserror,
     open_connection,
@@ -50,9 +50,9 @@ from toolscript.mcp.httpconn import (
     shutdown,
     status_error,
 )
-from toolscript.mcp.oauth import BearerAuth, OAuthError
+from toolscript.mcp.oauth import OAuthError
 from toolscript.mcp.protocol import ParamHeaders, envelope_version, modern_headers, param_headers
-from toolscript.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES, OnClose, OnMessage, OnRequestError, describe_request, too_large
+from toolscript.mcp.transport import OnClose, OnMessage, OnRequestError, describe_request, too_large
 
 logger = log.get("mcp.http")
 
@@ -63,34 +63,20 @@ _RESUME_ATTEMPTS = 3
 _GET_RETRY_MAX_SECONDS = 30.0
 
 
-class StreamableHttpTransport:
+class StreamableHttpTransport(HttpTransport):
     """Talks to one MCP endpoint URL over Streamable HTTP."""
 
     name = "http"
     relates_messages = True
 
-    def __init__(
-        self,
-        url: str,
-        headers: Optional[Dict[str, str]] = None,
-        *,
-        timeout: float = 30.0,
-        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-        server_name: str = "",
-        auth: Optional[BearerAuth] = None,
-    ) -> None:
-        self.endpoint = Endpoint(url)
-        self.headers = dict(headers or {})
-        self.auth = auth
-        self.timeout = timeout
-        self.max_message_bytes = max_message_bytes
-        self.server_name = server_name
+    def __init__(self, url: str, headers: Optional[Dict[str, str]] = None, **settings: Any) -> None:
+        """``settings``: timeout, max_message_bytes, server_name, auth (see ``HttpTransport``)."""
+        super().__init__(url, headers, **settings)
         self.session_id: Optional[str] = None
-        self.protocol_version: Optional[str] = None  # set by the session after the handshake
         # Modern era: tool name -> its x-mcp-header annotations (set by the
         # session from tools/list), mirrored as Mcp-Param-* headers on each call.
         self.tool_param_headers: Dict[str, ParamHeaders] = {}
-        self._pool = Pool(self.endpoint, timeout)
+        self._pool = Pool(self.endpoint, self.timeout)
         self._active: Dict[object, Connection] = {}  # request id -> connection, so a timed-out call can be abandoned
         self._lock = threading.Lock()
         self._closed = False
@@ -105,9 +91,6 @@ class StreamableHttpTransport:
         if self._closed:
             raise ConnectionClosed(f"the connection to {redact_url(self.endpoint.url)} was closed before it started")
         self._on_message, self._on_close, self._on_request_error = on_message, on_close, on_request_error
-
-    def stderr_tail(self, lines: int = 10) -> str:
-        return ""  # a remote server has no stderr we can see
 
     def initialized(self) -> None:
         """Called by the session after the handshake: open the server's GET stream."""
@@ -154,18 +137,6 @@ class StreamableHttpTransport:
         headers = request_headers(self.headers, accept, session_id=self.session_id, protocol_version=self.protocol_version)
         self._authorize(headers)
         return headers
-
-    def _authorize(self, headers: Dict[str, str]) -> None:
-        if self.auth is not None:
-            value = self.auth.authorization()
-            if value:
-                headers["Authorization"] = value
-
-    def _auth_retry(self, status: int, www_authenticate: Optional[str], headers: Dict[str, str]) -> bool:
-        """A 401/403: True when ``auth`` renewed the grant and the request should go once more."""
-        if self.auth is None or status not in (401, 403):
-            return False
-        return self.auth.on_unauthorized(status, www_authenticate, used=headers.get("Authorization"))
 
     def _post_request(self, message: dict) -> None:
         request_id = message["id"]
@@ -230,7 +201,7 @@ class StreamableHttpTransport:
             if not 200 <= resp.status < 300:
                 body = resp.read(4096)
                 conn.close()
-                if auth_retry and self._auth_retry(resp.status, resp.getheader("WWW-Authenticate"), headers):
+                if auth_retry and self._auth_retry(resp, headers):
                     return True
                 if modern is not None and request_id is not None and self._deliver_error(body, request_id):
                     return False
@@ -357,7 +328,7 @@ class StreamableHttpTransport:
             if resp.status != 200:
                 body = resp.read(4096)
                 conn.close()
-                if not auth_retried and self._auth_retry(resp.status, resp.getheader("WWW-Authenticate"), headers):
+                if not auth_retried and self._auth_retry(resp, headers):
                     auth_retried = True
                     continue
                 raise status_error(resp, body, self.endpoint.url)
@@ -392,7 +363,7 @@ class StreamableHttpTransport:
                 conn.request("GET", self.endpoint.target, headers=headers)
                 resp = conn.getresponse()
                 if resp.status != 200:
-                    if not auth_retried and self._auth_retry(resp.status, resp.getheader("WWW-Authenticate"), headers):
+                    if not auth_retried and self._auth_retry(resp, headers):
                         auth_retried = True  # once: a grant that keeps failing here fails the next request too
                         continue
                     # 405: the server offers no GET stream; anything else: it refuses one.
