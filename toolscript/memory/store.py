@@ -446,24 +446,32 @@ def _digest(session: str, project: str, kind: str, tool: str, files: Sequence[st
     return hashlib.sha1(key.encode("utf-8")).hexdigest()
 
 
+def _where(conditions: Sequence[Tuple[str, Any]]) -> Tuple[str, List[Any]]:
+    """``a AND b ...`` over the conditions that are given, and their parameters.
+
+    A condition is ``("column = ?", value)`` (any one-``?`` clause), left out
+    when the value is None; or ``("column IN", values)``, left out when there
+    are no values.  Every query that filters by optional arguments builds its
+    WHERE here, so a filter is always a bound parameter, never spliced text.
+    """
+    clauses: List[str] = []
+    params: List[Any] = []
+    for clause, value in conditions:
+        if clause.endswith(" IN"):
+            values = list(value or ())
+            if values:
+                clauses.append(f"{clause} ({','.join('?' * len(values))})")
+                params.extend(values)
+        elif value is not None:
+            clauses.append(clause)
+            params.append(value)
+    return " AND ".join(clauses), params
+
+
 def _filters(
     project: Optional[str], session: Optional[str], kinds: Optional[Sequence[str]] = None, exclude_session: Optional[str] = None
 ) -> Tuple[str, List[Any]]:
-    clauses: List[str] = []
-    params: List[Any] = []
-    if project is not None:
-        clauses.append("m.project = ?")
-        params.append(project)
-    if session is not None:
-        clauses.append("m.session = ?")
-        params.append(session)
-    if exclude_session is not None:
-        clauses.append("m.session != ?")
-        params.append(exclude_session)
-    if kinds:
-        clauses.append("m.kind IN (" + ",".join("?" * len(kinds)) + ")")
-        params.extend(kinds)
-    return " AND ".join(clauses), params
+    return _where([("m.project = ?", project), ("m.session = ?", session), ("m.session != ?", exclude_session), ("m.kind IN", kinds)])
 
 
 class Store:
@@ -526,16 +534,12 @@ class Store:
     @_guarded
     def sessions(self, project: Optional[str] = None, status: Optional[str] = None, limit: int = 50) -> List[Session]:
         """Newest first."""
-        clauses, params = [], []  # type: List[str], List[Any]
-        if project is not None:
-            clauses.append("project = ?")
-            params.append(project)
-        if status is not None:
-            clauses.append("status = ?")
-            params.append(status)
-        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+        where, params = _where([("project = ?", project), ("status = ?", status)])
         rows = self.conn.execute(
-            f"SELECT id, project, started, ended, status FROM sessions{where} ORDER BY started DESC LIMIT ?", params + [int(limit)]
+            "SELECT id, project, started, ended, status FROM sessions"
+            + (" WHERE " + where if where else "")
+            + " ORDER BY started DESC LIMIT ?",
+            params + [int(limit)],
         ).fetchall()
         return [_row_session(r) for r in rows]
 
@@ -736,30 +740,12 @@ class Store:
         """
         if not ids and session is None and project is None:
             raise StoreError("say what to forget: memory ids, a session or a project")
-        clauses: List[str] = []
-        params: List[Any] = []
-        if ids:
-            id_list = [int(i) for i in ids]
-            clauses.append(f"id IN ({','.join('?' * len(id_list))})")
-            params.extend(id_list)
-        if session is not None:
-            clauses.append("session = ?")
-            params.append(session)
-        if project is not None:
-            clauses.append("project = ?")
-            params.append(project)
+        where, params = _where([("id IN", [int(i) for i in ids]), ("session = ?", session), ("project = ?", project)])
         self.conn.execute("BEGIN IMMEDIATE")
-        count = self.conn.execute("DELETE FROM memories WHERE " + " AND ".join(clauses), params).rowcount
+        count = self.conn.execute("DELETE FROM memories WHERE " + where, params).rowcount
         if not ids:
-            session_clauses = ["status = 'completed'"]
-            session_params: List[Any] = []
-            if session is not None:
-                session_clauses.append("id = ?")
-                session_params.append(session)
-            if project is not None:
-                session_clauses.append("project = ?")
-                session_params.append(project)
-            self.conn.execute("DELETE FROM sessions WHERE " + " AND ".join(session_clauses), session_params)
+            where, params = _where([("status = ?", "completed"), ("id = ?", session), ("project = ?", project)])
+            self.conn.execute("DELETE FROM sessions WHERE " + where, params)
         self.conn.execute("COMMIT")
         return int(count)
 
