@@ -3,12 +3,11 @@
 Upstream: ``tests/mcp_servers/oauth_server.py`` (MCP server + authorization
 server, with knobs to expire and revoke tokens).  Sign-ins go through the real
 ``toolscript auth`` CLI with the fixture's test browser, into the state dir the
-gateway reads.
+gateway reads (``oauth_signin``).
 """
 
 import json
 import os
-import shlex
 import subprocess
 import sys
 import time
@@ -17,10 +16,8 @@ import pytest
 
 from conftest import REPO_ROOT, run_cli, running_gateway, wait_for
 from mcp_servers import oauth_server
+from oauth_signin import BROWSER, NEEDS_AUTH, echo, remote, sign_in, signed_in_gateway, stored_grant
 from toolscript.config import ServerConfig
-
-BROWSER = " ".join(shlex.quote(word) for word in oauth_server.BROWSER)
-NEEDS_AUTH = "needs auth: run toolscript auth remote"
 
 
 @pytest.fixture
@@ -31,65 +28,38 @@ def state(tmp_path, monkeypatch):
     return path
 
 
-def sign_in(tmp_path, server, *args):
-    config = tmp_path / "auth-config.json"
-    config.write_text(json.dumps({"mcpServers": {"remote": {"url": server.url}}}))
-    env = dict(os.environ, TOOLSCRIPT_AUTH_BROWSER=BROWSER)
-    proc = run_cli("--config", str(config), "auth", "remote", *args, env=env)
-    assert proc.returncode == 0, proc.stderr
-    return proc
-
-
-def remote(server):
-    return ServerConfig(name="remote", type="http", source="test", url=server.url, timeout=20)
-
-
-def echo(gw, message="hi"):
-    return gw.call("remote__echo", {"message": message}, source="test")
-
-
 def stored_secrets(state):
-    with open(os.path.join(str(state), "oauth", "remote.json")) as f:
-        grant = json.load(f)["grant"]
+    grant = stored_grant(state)
     return {grant["access_token"], grant["refresh_token"]} - {None}
 
 
 @pytest.mark.timeout(120)
 def test_the_stored_token_is_used(tmp_path, state):
-    with oauth_server.start() as server:
-        sign_in(tmp_path, server)
-        with running_gateway([remote(server)], tmp_path) as (gw, _):
-            assert wait_for(lambda: gw.upstreams["remote"].state == "ready", 20), gw.upstreams["remote"].describe()
-            result = echo(gw)
-            assert result.ok, result.error
-            assert result.data["content"][0]["text"] == "Echo: hi"
+    with signed_in_gateway(tmp_path, state) as (server, gw, upstream):
+        result = echo(gw)
+        assert result.ok, result.error
+        assert result.data["content"][0]["text"] == "Echo: hi"
 
 
 @pytest.mark.timeout(120)
 def test_a_token_expired_mid_session_is_refreshed_and_the_call_succeeds(tmp_path, state):
-    with oauth_server.start() as server:
-        sign_in(tmp_path, server)
-        with running_gateway([remote(server)], tmp_path) as (gw, _):
-            assert wait_for(lambda: gw.upstreams["remote"].state == "ready", 20)
-            before = stored_secrets(state)
-            server.admin("expire")  # the server stops accepting every access token it issued
-            result = echo(gw, "after expiry")
-            assert result.ok, result.error
-            assert server.stats()["refresh_token"] >= 1
-            assert gw.upstreams["remote"].state == "ready"
-            assert stored_secrets(state).isdisjoint(before)  # the refreshed tokens were stored again
+    with signed_in_gateway(tmp_path, state) as (server, gw, upstream):
+        before = stored_secrets(state)
+        server.admin("expire")  # the server stops accepting every access token it issued
+        result = echo(gw, "after expiry")
+        assert result.ok, result.error
+        assert server.stats()["refresh_token"] >= 1
+        assert upstream.state == "ready"
+        assert stored_secrets(state).isdisjoint(before)  # the refreshed tokens were stored again
 
 
 @pytest.mark.timeout(120)
 def test_a_short_lived_token_is_refreshed_before_it_is_used(tmp_path, state):
-    with oauth_server.start("--token-lifetime", "1") as server:
-        sign_in(tmp_path, server)
-        with running_gateway([remote(server)], tmp_path) as (gw, _):
-            assert wait_for(lambda: gw.upstreams["remote"].state == "ready", 20)
-            time.sleep(1.5)  # the token the gateway holds has expired by now
-            result = echo(gw)
-            assert result.ok, result.error
-            assert server.stats()["refresh_token"] >= 1
+    with signed_in_gateway(tmp_path, state, "--token-lifetime", "1") as (server, gw, upstream):
+        time.sleep(1.5)  # the token the gateway holds has expired by now
+        result = echo(gw)
+        assert result.ok, result.error
+        assert server.stats()["refresh_token"] >= 1
 
 
 @pytest.mark.timeout(120)
@@ -115,7 +85,7 @@ def test_no_stored_token_is_needs_auth_everywhere_not_a_401(tmp_path, state, run
             assert line["status"] == "warn" and "remote needs-auth" in line["detail"] and "toolscript auth remote" in line["fix"]
 
             # Signing in is picked up by the running gateway: no restart.
-            sign_in(tmp_path, server)
+            sign_in(tmp_path, server, state)
             assert wait_for(lambda: upstream.state == "ready", 20), upstream.describe()
             assert echo(gw).ok
 
@@ -131,58 +101,46 @@ def test_servers_check_and_doctor_say_needs_auth(tmp_path, state, run_cli):
         doctor = run_cli("--config", str(config), "doctor", "--json")
         line = [c for c in json.loads(doctor.stdout) if c["check"] == "server:remote"][0]
         assert NEEDS_AUTH in line["detail"] and line["fix"].startswith("toolscript") and "auth remote" in line["fix"]
-        sign_in(tmp_path, server)
+        sign_in(tmp_path, server, state)
         assert run_cli("--config", str(config), "servers", "check").returncode == 0
 
 
 @pytest.mark.timeout(120)
 def test_a_revoked_token_that_cannot_be_refreshed_is_needs_auth_and_recovers_after_sign_in(tmp_path, state):
-    with oauth_server.start() as server:
-        sign_in(tmp_path, server)
-        with running_gateway([remote(server)], tmp_path) as (gw, _):
-            upstream = gw.upstreams["remote"]
-            assert wait_for(lambda: upstream.state == "ready", 20)
-            assert echo(gw).ok
-            server.admin("revoke")  # access and refresh tokens alike
-            result = echo(gw)
-            assert not result.ok
-            assert NEEDS_AUTH in result.error["message"], result.error
-            assert upstream.state == "needs-auth" and upstream.error == NEEDS_AUTH
-            assert server.stats()["refresh_refused"] >= 1  # it tried to refresh first
-            sign_in(tmp_path, server)
-            assert wait_for(lambda: upstream.state == "ready", 20), upstream.describe()
-            assert echo(gw, "back").ok
+    with signed_in_gateway(tmp_path, state) as (server, gw, upstream):
+        assert echo(gw).ok
+        server.admin("revoke")  # access and refresh tokens alike
+        result = echo(gw)
+        assert not result.ok
+        assert NEEDS_AUTH in result.error["message"], result.error
+        assert upstream.state == "needs-auth" and upstream.error == NEEDS_AUTH
+        assert server.stats()["refresh_refused"] >= 1  # it tried to refresh first
+        sign_in(tmp_path, server, state)
+        assert wait_for(lambda: upstream.state == "ready", 20), upstream.describe()
+        assert echo(gw, "back").ok
 
 
 @pytest.mark.timeout(120)
 def test_without_refresh_tokens_expiry_is_needs_auth(tmp_path, state):
-    with oauth_server.start("--no-refresh") as server:
-        sign_in(tmp_path, server)
-        with running_gateway([remote(server)], tmp_path) as (gw, _):
-            upstream = gw.upstreams["remote"]
-            assert wait_for(lambda: upstream.state == "ready", 20)
-            server.admin("expire")
-            result = echo(gw)
-            assert not result.ok and NEEDS_AUTH in result.error["message"]
-            assert upstream.state == "needs-auth"
+    with signed_in_gateway(tmp_path, state, "--no-refresh") as (server, gw, upstream):
+        server.admin("expire")
+        result = echo(gw)
+        assert not result.ok and NEEDS_AUTH in result.error["message"]
+        assert upstream.state == "needs-auth"
 
 
 @pytest.mark.timeout(120)
 def test_a_tool_that_needs_more_scope_fails_alone_and_a_step_up_sign_in_fixes_it(tmp_path, state):
-    with oauth_server.start("--write-tool", "add") as server:
-        sign_in(tmp_path, server)
-        with running_gateway([remote(server)], tmp_path) as (gw, _):
-            upstream = gw.upstreams["remote"]
-            assert wait_for(lambda: upstream.state == "ready", 20)
-            refused = gw.call("remote__add", {"a": 1, "b": 2}, source="test")
-            assert not refused.ok
-            message = refused.error["message"]
-            assert "needs auth: run toolscript auth remote --scope" in message and "mcp:write" in message, message
-            assert upstream.state == "ready" and echo(gw).ok  # the other tools still work
-            sign_in(tmp_path, server, "--scope", "mcp:read mcp:write")
-            added = gw.call("remote__add", {"a": 1, "b": 2}, source="test")
-            assert added.ok, added.error
-            assert added.data["structuredContent"] == {"sum": 3}
+    with signed_in_gateway(tmp_path, state, "--write-tool", "add") as (server, gw, upstream):
+        refused = gw.call("remote__add", {"a": 1, "b": 2}, source="test")
+        assert not refused.ok
+        message = refused.error["message"]
+        assert "needs auth: run toolscript auth remote --scope" in message and "mcp:write" in message, message
+        assert upstream.state == "ready" and echo(gw).ok  # the other tools still work
+        sign_in(tmp_path, server, state, "--scope", "mcp:read mcp:write")
+        added = gw.call("remote__add", {"a": 1, "b": 2}, source="test")
+        assert added.ok, added.error
+        assert added.data["structuredContent"] == {"sum": 3}
 
 
 @pytest.mark.timeout(180)
@@ -237,7 +195,7 @@ def test_oauth_false_and_a_static_authorization_header_opt_out(tmp_path, state):
     from toolscript.config import OAuthConfig
 
     with oauth_server.start() as server:
-        sign_in(tmp_path, server)  # a stored token exists, and still is not sent
+        sign_in(tmp_path, server, state)  # a stored token exists, and still is not sent
         off = ServerConfig(name="off", type="http", source="test", url=server.url, timeout=20, oauth=OAuthConfig(enabled=False))
         static = ServerConfig(name="static", type="http", source="test", url=server.url, timeout=20,
                               headers={"Authorization": "Bearer not-from-the-store"})
@@ -249,13 +207,9 @@ def test_oauth_false_and_a_static_authorization_header_opt_out(tmp_path, state):
 
 @pytest.mark.timeout(120)
 def test_logout_takes_effect_in_a_running_gateway(tmp_path, state):
-    with oauth_server.start() as server:
-        sign_in(tmp_path, server)
-        with running_gateway([remote(server)], tmp_path) as (gw, _):
-            upstream = gw.upstreams["remote"]
-            assert wait_for(lambda: upstream.state == "ready", 20)
-            assert echo(gw).ok
-            assert run_cli("auth", "--logout", "remote").returncode == 0
-            result = echo(gw)  # the token still works at the server; the gateway no longer sends it
-            assert not result.ok and NEEDS_AUTH in result.error["message"]
-            assert upstream.state == "needs-auth"
+    with signed_in_gateway(tmp_path, state) as (server, gw, upstream):
+        assert echo(gw).ok
+        assert run_cli("auth", "--logout", "remote").returncode == 0
+        result = echo(gw)  # the token still works at the server; the gateway no longer sends it
+        assert not result.ok and NEEDS_AUTH in result.error["message"]
+        assert upstream.state == "needs-auth"

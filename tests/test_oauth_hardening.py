@@ -26,8 +26,8 @@ import pytest
 from conftest import REPO_ROOT, missing_prerequisite, run_cli, running_gateway, wait_for
 from mcp_servers import oauth_server
 from mcp_servers.oauth_fixture import OAuthFixture
+from oauth_signin import NEEDS_AUTH, echo, remote, sign_in, signed_in_gateway, stored_grant
 from test_oauth_core import follow as _follow  # the test browser: the authorization URL's redirect, not followed
-from toolscript.config import ServerConfig
 from toolscript.mcp import oauth, oauth_login
 from toolscript.mcp.oauth import Grant, OAuthError
 
@@ -260,18 +260,6 @@ def test_a_token_endpoint_that_never_answers_times_out(token_endpoint: _TokenEnd
 # -- two processes refreshing one grant -------------------------------------------------------------------
 
 
-BROWSER = " ".join(shlex.quote(word) for word in oauth_server.BROWSER)
-
-
-def _sign_in(tmp_path: Any, server: Any, state: Any, name: str = "remote", url: Optional[str] = None, **entry: Any) -> Any:
-    config = tmp_path / f"auth-{name}.json"
-    config.write_text(json.dumps({"mcpServers": {name: dict({"url": url or server.url}, **entry)}}))
-    env = dict(os.environ, TOOLSCRIPT_STATE_DIR=str(state), TOOLSCRIPT_AUTH_BROWSER=BROWSER)
-    proc = run_cli("--config", str(config), "auth", name, env=env)
-    assert proc.returncode == 0, proc.stderr
-    return config, env
-
-
 _USE_STORED_TOKEN = """
 import sys
 from toolscript.mcp import oauth_store
@@ -287,7 +275,7 @@ def test_two_processes_refreshing_at_once_use_one_refresh_and_both_keep_a_workin
     # presents a rotated refresh token: the server then revokes the whole sign-in, the winner's new tokens included.
     state = tmp_path / "state"
     with oauth_server.start("--token-lifetime", "30", "--token-delay", "1", "--reuse-detection") as server:
-        _sign_in(tmp_path, server, state)  # a 30s token: every new process refreshes it before use
+        sign_in(tmp_path, server, state)  # a 30s token: every new process refreshes it before use
         env = dict(os.environ, TOOLSCRIPT_STATE_DIR=str(state), PYTHONPATH=REPO_ROOT)
         procs = [subprocess.Popen([sys.executable, "-c", _USE_STORED_TOKEN, server.url], env=env, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True) for _ in range(2)]
@@ -502,22 +490,6 @@ def test_a_symlinked_grant_file_is_replaced_not_written_through(tmp_path: Any, m
 # -- legacy HTTP+SSE servers with OAuth, end to end through the gateway ---------------------------------------
 
 
-SSE_NEEDS_AUTH = "needs auth: run toolscript auth remote"
-
-
-def _sse_remote(server: Any) -> ServerConfig:
-    return ServerConfig(name="remote", type="sse", source="test", url=server.sse_url, timeout=20)
-
-
-def _echo(gw: Any, message: str = "hi") -> Any:
-    return gw.call("remote__echo", {"message": message}, source="test")
-
-
-def _stored(state: Any, name: str = "remote") -> Dict[str, Any]:
-    with open(os.path.join(str(state), "oauth", name + ".json")) as f:
-        return json.load(f)["grant"]
-
-
 @pytest.fixture
 def state(tmp_path: Any, monkeypatch: Any) -> Any:
     path = tmp_path / "state"
@@ -527,53 +499,45 @@ def state(tmp_path: Any, monkeypatch: Any) -> Any:
 
 @pytest.mark.timeout(120)
 def test_sse_server_sign_in_then_calls_through_the_gateway_survive_expiry_by_refreshing(tmp_path: Any, state: Any) -> None:
-    with oauth_server.start() as server:
-        _sign_in(tmp_path, server, state, url=server.sse_url, type="sse")
-        grant = _stored(state)
+    with signed_in_gateway(tmp_path, state, sse=True) as (server, gw, upstream):
+        grant = stored_grant(state)  # as signed in: nothing has expired yet
         assert grant["resource"] == server.sse_url  # the SSE endpoint's own protected resource
-        with running_gateway([_sse_remote(server)], tmp_path) as (gw, _):
-            upstream = gw.upstreams["remote"]
-            assert wait_for(lambda: upstream.state == "ready", 20), upstream.describe()
-            assert upstream.describe()["transport"] == "sse"
-            result = _echo(gw)
-            assert result.ok, result.error
-            assert result.data["content"][0]["text"] == "Echo: hi"
+        assert upstream.describe()["transport"] == "sse"
+        result = echo(gw)
+        assert result.ok, result.error
+        assert result.data["content"][0]["text"] == "Echo: hi"
 
-            server.admin("expire")  # every access token dies; the SSE stream stays open, the next POST gets a 401
-            result = _echo(gw, "after expiry")
-            assert result.ok, result.error
-            assert result.data["content"][0]["text"] == "Echo: after expiry"
-            assert server.stats()["refresh_token"] >= 1
-            assert _stored(state)["access_token"] != grant["access_token"]  # the refreshed grant was stored
-            assert upstream.state == "ready"
+        server.admin("expire")  # every access token dies; the SSE stream stays open, the next POST gets a 401
+        result = echo(gw, "after expiry")
+        assert result.ok, result.error
+        assert result.data["content"][0]["text"] == "Echo: after expiry"
+        assert server.stats()["refresh_token"] >= 1
+        assert stored_grant(state)["access_token"] != grant["access_token"]  # the refreshed grant was stored
+        assert upstream.state == "ready"
 
 
 @pytest.mark.timeout(120)
 def test_sse_server_without_a_sign_in_is_needs_auth_and_recovers_after_toolscript_auth(tmp_path: Any, state: Any) -> None:
     with oauth_server.start() as server:
-        with running_gateway([_sse_remote(server)], tmp_path) as (gw, _):
+        with running_gateway([remote(server, sse=True)], tmp_path) as (gw, _):
             upstream = gw.upstreams["remote"]
             assert wait_for(lambda: upstream.state == "needs-auth", 20), upstream.describe()
-            assert upstream.describe()["error"] == SSE_NEEDS_AUTH
-            result = _echo(gw)
-            assert not result.ok and SSE_NEEDS_AUTH in result.error["message"]
+            assert upstream.describe()["error"] == NEEDS_AUTH
+            result = echo(gw)
+            assert not result.ok and NEEDS_AUTH in result.error["message"]
 
-            _sign_in(tmp_path, server, state, url=server.sse_url, type="sse")
+            sign_in(tmp_path, server, state, url=server.sse_url, type="sse")
             assert wait_for(lambda: upstream.state == "ready", 20), upstream.describe()
-            assert _echo(gw).ok
+            assert echo(gw).ok
 
 
 @pytest.mark.timeout(120)
 def test_sse_server_whose_sign_in_is_revoked_mid_session_is_needs_auth(tmp_path: Any, state: Any) -> None:
-    with oauth_server.start() as server:
-        _sign_in(tmp_path, server, state, url=server.sse_url, type="sse")
-        with running_gateway([_sse_remote(server)], tmp_path) as (gw, _):
-            upstream = gw.upstreams["remote"]
-            assert wait_for(lambda: upstream.state == "ready", 20), upstream.describe()
-            server.admin("revoke")  # access and refresh tokens: nothing left to refresh with
-            result = _echo(gw)
-            assert not result.ok and SSE_NEEDS_AUTH in result.error["message"], result.error
-            assert wait_for(lambda: upstream.state == "needs-auth", 20), upstream.describe()
+    with signed_in_gateway(tmp_path, state, sse=True) as (server, gw, upstream):
+        server.admin("revoke")  # access and refresh tokens: nothing left to refresh with
+        result = echo(gw)
+        assert not result.ok and NEEDS_AUTH in result.error["message"], result.error
+        assert wait_for(lambda: upstream.state == "needs-auth", 20), upstream.describe()
 
 
 # -- toolscript auth --logout revokes at the server (RFC 7009) ---------------------------------------------------
@@ -587,8 +551,8 @@ def _auth_cli(config: Any, env: Dict[str, str], *args: str) -> Any:
 def test_logout_revokes_the_refresh_and_access_token_at_the_server(tmp_path: Any) -> None:
     state = tmp_path / "state"
     with oauth_server.start() as server:
-        config, env = _sign_in(tmp_path, server, state)
-        grant = _stored(state)
+        config, env = sign_in(tmp_path, server, state)
+        grant = stored_grant(state)
         assert grant["revocation_endpoint"] == server.base + "/revoke"  # kept at sign-in from the metadata
         assert _post_initialize(server.url, grant["access_token"])[0] == 200
         proc = _auth_cli(config, env, "--logout", "remote")
@@ -605,7 +569,7 @@ def test_logout_revokes_the_refresh_and_access_token_at_the_server(tmp_path: Any
 def test_logout_json_says_revoked(tmp_path: Any) -> None:
     state = tmp_path / "state"
     with oauth_server.start() as server:
-        config, env = _sign_in(tmp_path, server, state)
+        config, env = sign_in(tmp_path, server, state)
         proc = _auth_cli(config, env, "--logout", "remote", "--json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"server": "remote", "removed": True, "revocation": "revoked", "revoked": ["refresh_token", "access_token"]}
@@ -615,13 +579,13 @@ def test_logout_json_says_revoked(tmp_path: Any) -> None:
 def test_logout_without_a_revocation_endpoint_deletes_locally_only_and_says_so(tmp_path: Any) -> None:
     state = tmp_path / "state"
     with oauth_server.start("--no-revocation") as server:
-        config, env = _sign_in(tmp_path, server, state)
-        assert _stored(state)["revocation_endpoint"] is None
+        config, env = sign_in(tmp_path, server, state)
+        assert stored_grant(state)["revocation_endpoint"] is None
         proc = _auth_cli(config, env, "--logout", "remote")
         assert proc.returncode == 0, proc.stderr
         assert "deleted the stored token of remote locally only (the server offers no revocation" in proc.stdout
         assert not os.path.exists(os.path.join(str(state), "oauth", "remote.json"))
-        config, env = _sign_in(tmp_path, server, state)
+        config, env = sign_in(tmp_path, server, state)
         as_json = json.loads(_auth_cli(config, env, "--logout", "remote", "--json").stdout)
     assert as_json == {"server": "remote", "removed": True, "revocation": "unsupported", "revoked": []}
 
@@ -630,7 +594,7 @@ def test_logout_without_a_revocation_endpoint_deletes_locally_only_and_says_so(t
 def test_logout_with_the_server_gone_still_deletes_and_says_revocation_failed(tmp_path: Any) -> None:
     state = tmp_path / "state"
     with oauth_server.start() as server:
-        config, env = _sign_in(tmp_path, server, state)
+        config, env = sign_in(tmp_path, server, state)
     # The server is stopped: revocation cannot reach it.
     proc = _auth_cli(config, env, "--logout", "remote", "--json")
     assert proc.returncode == 0, proc.stderr
@@ -645,7 +609,7 @@ def test_logout_of_a_grant_stored_without_the_endpoint_finds_it_in_the_metadata(
     # Grants stored before toolscript kept the revocation endpoint: the issuer's metadata names it.
     state = tmp_path / "state"
     with oauth_server.start() as server:
-        config, env = _sign_in(tmp_path, server, state)
+        config, env = sign_in(tmp_path, server, state)
         path = os.path.join(str(state), "oauth", "remote.json")
         with open(path) as f:
             document = json.load(f)
@@ -739,8 +703,8 @@ def test_sign_in_with_a_client_id_metadata_document(tmp_path: Any, state: Any, c
         "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"], "token_endpoint_auth_method": "none",
     }
     with oauth_server.start("--cimd-ca", ca_file) as server:
-        config, env = _sign_in(tmp_path, server, state, oauth={"clientMetadataUrl": url})
-        grant = _stored(state)
+        config, env = sign_in(tmp_path, server, state, oauth={"clientMetadataUrl": url})
+        grant = stored_grant(state)
         assert grant["client_id"] == url and grant["client_secret"] is None and grant["token_endpoint_auth_method"] == "none"
         stats = server.stats()
         assert (stats["registrations"], stats.get("cimd_fetches"), stats["authorization_code"]) == (0, 1, 1), stats
@@ -760,8 +724,8 @@ def test_sign_in_with_a_client_id_metadata_document(tmp_path: Any, state: Any, c
 def test_a_client_metadata_url_is_ignored_when_the_server_does_not_support_documents(tmp_path: Any) -> None:
     state = tmp_path / "state"
     with oauth_server.start() as server:  # no --cimd-ca: the metadata does not offer client ID metadata documents
-        _sign_in(tmp_path, server, state, oauth={"clientMetadataUrl": "https://localhost:1/oauth/toolscript-client.json"})
-        assert _stored(state)["client_id"].startswith("client-")  # registered dynamically instead
+        sign_in(tmp_path, server, state, oauth={"clientMetadataUrl": "https://localhost:1/oauth/toolscript-client.json"})
+        assert stored_grant(state)["client_id"].startswith("client-")  # registered dynamically instead
         assert server.stats()["registrations"] == 1
 
 
@@ -799,12 +763,12 @@ def test_logout_waits_for_a_refresh_under_way_and_revokes_the_tokens_it_stored(t
     from toolscript.mcp import oauth_store
 
     with oauth_server.start() as server:
-        config, env = _sign_in(tmp_path, server, state)
+        config, env = sign_in(tmp_path, server, state)
         with oauth_store.refresh_lock("remote"):  # a gateway in the middle of a refresh
             logout = subprocess.Popen([sys.executable, "-m", "toolscript", "--config", str(config), "auth", "--logout", "remote", "--json"],
                                       env=dict(env, PYTHONPATH=REPO_ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             time.sleep(1.5)
-            refreshed = oauth.refresh(Grant.from_dict(_stored(state)), timeout=10)  # the refresh completes and is stored
+            refreshed = oauth.refresh(Grant.from_dict(stored_grant(state)), timeout=10)  # the refresh completes and is stored
             oauth_store.save("remote", refreshed)
             assert logout.poll() is None  # still waiting for the lock
         out, err = logout.communicate(timeout=60)
@@ -819,7 +783,7 @@ def test_a_refresh_after_logout_does_not_store_the_sign_in_again(tmp_path: Any, 
     from toolscript.mcp import oauth_store
 
     with oauth_server.start("--no-revocation") as server:  # logout can only delete: the refresh token still works
-        config, env = _sign_in(tmp_path, server, state)
+        config, env = sign_in(tmp_path, server, state)
         auth = oauth_store.StoredBearerAuth("remote", server.url)
         grant = auth.grant
         assert grant is not None
