@@ -7,6 +7,7 @@ MCP server + authorization server), ``tests/mcp_servers/oauth_server.py`` (the s
 and small stdlib HTTP servers below that answer what a hostile or broken authorization server would.
 """
 
+import contextlib
 import http.client
 import json
 import math
@@ -18,7 +19,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -55,10 +56,19 @@ def _get(url: str, timeout: float = 10.0) -> Tuple[int, bytes]:
 # -- the loopback callback listener -----------------------------------------------------------------
 
 
-def test_a_callback_with_the_wrong_state_does_not_end_the_wait_for_the_right_one() -> None:
+@contextlib.contextmanager
+def _listening(expected_state: str) -> Iterator[oauth_login.CallbackListener]:
+    """A callback listener waiting for ``expected_state``, closed afterwards."""
     listener = oauth_login.CallbackListener()
     try:
-        listener.expected_state = "the-right-state"
+        listener.expected_state = expected_state
+        yield listener
+    finally:
+        listener.close()
+
+
+def test_a_callback_with_the_wrong_state_does_not_end_the_wait_for_the_right_one() -> None:
+    with _listening("the-right-state") as listener:
         status, _ = _get(listener.redirect_uri + "?code=forged&state=someone-elses")
         assert status == 400
         status, _ = _get(listener.redirect_uri + "?code=forged")  # no state at all
@@ -66,20 +76,14 @@ def test_a_callback_with_the_wrong_state_does_not_end_the_wait_for_the_right_one
         status, _ = _get(listener.redirect_uri + "?code=real&state=the-right-state")
         assert status == 200
         arrived = listener.wait(10)
-    finally:
-        listener.close()
     assert arrived is not None and "code=real" in arrived
 
 
 def test_a_second_callback_is_refused_and_the_first_answer_kept() -> None:
-    listener = oauth_login.CallbackListener()
-    try:
-        listener.expected_state = "s"
+    with _listening("s") as listener:
         assert _get(listener.redirect_uri + "?code=first&state=s")[0] == 200
         status, body = _get(listener.redirect_uri + "?code=second&state=s")
         arrived = listener.wait(10)
-    finally:
-        listener.close()
     assert status == 409 and b"already" in body
     assert arrived is not None and "code=first" in arrived
 
@@ -104,26 +108,18 @@ def test_an_idle_connection_to_the_listener_does_not_block_the_real_callback() -
 
 
 def test_the_listener_answers_only_its_path_and_listens_on_loopback_only() -> None:
-    listener = oauth_login.CallbackListener()
-    try:
-        listener.expected_state = "s"
+    with _listening("s") as listener:
         assert _get(f"http://127.0.0.1:{listener.port}/favicon.ico")[0] == 404
         assert _get(f"http://127.0.0.1:{listener.port}/callbackx?state=s&code=c")[0] == 404
         assert listener.wait(0.2) is None
         assert listener._server.server_address[0] == "127.0.0.1"
-    finally:
-        listener.close()
 
 
 def test_an_oversized_request_line_is_refused_without_ending_the_wait() -> None:
-    listener = oauth_login.CallbackListener()
-    try:
-        listener.expected_state = "s"
+    with _listening("s") as listener:
         status, _ = _get(listener.redirect_uri + "?state=s&pad=" + "x" * 70000)
         assert status == 414
         assert listener.wait(0.2) is None
-    finally:
-        listener.close()
 
 
 # -- authorization server mix-up and plain http -------------------------------------------------------
