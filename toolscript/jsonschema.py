@@ -33,7 +33,7 @@ import json
 import math
 import re
 from functools import lru_cache
-from typing import Any, Dict, List, Optional, Pattern, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Pattern, Set, Tuple
 from urllib.parse import unquote
 
 __all__ = ["validate"]
@@ -199,14 +199,20 @@ def _kw_required(ctx, instance, value, schema, path, nesting, errors):
             errors.append((path + (name,), "required property is missing", None))
 
 
-def _kw_min_properties(ctx, instance, value, schema, path, nesting, errors):
-    if isinstance(instance, dict) and _is_count(value) and len(instance) < value:
-        errors.append((path, _count_message("at least", value, "property", "properties", len(instance)), None))
+def _count_limit(kinds: Any, bound: str, singular: str, plural: str) -> Callable[..., None]:
+    """The check of a min*/max* keyword (``bound`` "at least" or "at most") on how many
+    properties, items or characters an instance of ``kinds`` has."""
+    at_least = bound == "at least"
+
+    def check(ctx, instance, value, schema, path, nesting, errors):
+        if isinstance(instance, kinds) and _is_count(value) and (len(instance) < value if at_least else len(instance) > value):
+            errors.append((path, _count_message(bound, value, singular, plural, len(instance)), None))
+
+    return check
 
 
-def _kw_max_properties(ctx, instance, value, schema, path, nesting, errors):
-    if isinstance(instance, dict) and _is_count(value) and len(instance) > value:
-        errors.append((path, _count_message("at most", value, "property", "properties", len(instance)), None))
+_kw_min_properties = _count_limit(dict, "at least", "property", "properties")
+_kw_max_properties = _count_limit(dict, "at most", "property", "properties")
 
 
 # arrays
@@ -251,14 +257,8 @@ def _rest_items(ctx, instance, subschema, start, path, nesting, errors):
             _validate(ctx, instance[index], subschema, path + (index,), nesting + 1, errors)
 
 
-def _kw_min_items(ctx, instance, value, schema, path, nesting, errors):
-    if isinstance(instance, (list, tuple)) and _is_count(value) and len(instance) < value:
-        errors.append((path, _count_message("at least", value, "item", "items", len(instance)), None))
-
-
-def _kw_max_items(ctx, instance, value, schema, path, nesting, errors):
-    if isinstance(instance, (list, tuple)) and _is_count(value) and len(instance) > value:
-        errors.append((path, _count_message("at most", value, "item", "items", len(instance)), None))
+_kw_min_items = _count_limit((list, tuple), "at least", "item", "items")
+_kw_max_items = _count_limit((list, tuple), "at most", "item", "items")
 
 
 def _kw_unique_items(ctx, instance, value, schema, path, nesting, errors):
@@ -277,15 +277,9 @@ def _kw_unique_items(ctx, instance, value, schema, path, nesting, errors):
 # strings
 
 
-def _kw_min_length(ctx, instance, value, schema, path, nesting, errors):
-    # len() of a str counts code points, as JSON Schema asks.
-    if isinstance(instance, str) and _is_count(value) and len(instance) < value:
-        errors.append((path, _count_message("at least", value, "character", "characters", len(instance)), None))
-
-
-def _kw_max_length(ctx, instance, value, schema, path, nesting, errors):
-    if isinstance(instance, str) and _is_count(value) and len(instance) > value:
-        errors.append((path, _count_message("at most", value, "character", "characters", len(instance)), None))
+# len() of a str counts code points, as JSON Schema asks.
+_kw_min_length = _count_limit(str, "at least", "character", "characters")
+_kw_max_length = _count_limit(str, "at most", "character", "characters")
 
 
 def _kw_pattern(ctx, instance, value, schema, path, nesting, errors):
@@ -340,6 +334,13 @@ def _kw_multiple_of(ctx, instance, value, schema, path, nesting, errors):
 # combinators and references
 
 
+def _branch_errors(ctx, instance: Any, subschema: Any, path: Tuple[Any, ...], nesting: int) -> List[_Error]:
+    """What ``subschema`` alone finds wrong with ``instance``, kept apart for a combinator to weigh."""
+    branch_errors: List[_Error] = []
+    _validate(ctx, instance, subschema, path, nesting + 1, branch_errors)
+    return branch_errors
+
+
 def _kw_all_of(ctx, instance, value, schema, path, nesting, errors):
     for subschema in _subschemas(value):
         _validate(ctx, instance, subschema, path, nesting + 1, errors)
@@ -351,8 +352,7 @@ def _kw_any_of(ctx, instance, value, schema, path, nesting, errors):
         return
     failures = []
     for subschema in branches:
-        branch_errors: List[_Error] = []
-        _validate(ctx, instance, subschema, path, nesting + 1, branch_errors)
+        branch_errors = _branch_errors(ctx, instance, subschema, path, nesting)
         if not branch_errors:
             return
         failures.append(branch_errors)
@@ -367,8 +367,7 @@ def _kw_one_of(ctx, instance, value, schema, path, nesting, errors):
     failures = []
     matches = 0
     for subschema in branches:
-        branch_errors: List[_Error] = []
-        _validate(ctx, instance, subschema, path, nesting + 1, branch_errors)
+        branch_errors = _branch_errors(ctx, instance, subschema, path, nesting)
         if branch_errors:
             failures.append(branch_errors)
         else:
@@ -385,8 +384,7 @@ def _kw_not(ctx, instance, value, schema, path, nesting, errors):
     if not isinstance(value, (dict, bool)):
         return
     before = ctx.truncated
-    branch_errors: List[_Error] = []
-    _validate(ctx, instance, value, path, nesting + 1, branch_errors)
+    branch_errors = _branch_errors(ctx, instance, value, path, nesting)
     if not branch_errors and ctx.truncated == before:
         errors.append((path, "must not match the excluded schema", None))
 
@@ -395,8 +393,7 @@ def _kw_if(ctx, instance, value, schema, path, nesting, errors):
     if not isinstance(value, (dict, bool)):
         return
     before = ctx.truncated
-    branch_errors: List[_Error] = []
-    _validate(ctx, instance, value, path, nesting + 1, branch_errors)
+    branch_errors = _branch_errors(ctx, instance, value, path, nesting)
     if ctx.truncated != before:
         return  # don't know which branch applies
     branch = schema.get("else") if branch_errors else schema.get("then")
@@ -425,7 +422,7 @@ def _kw_ref(ctx, instance, value, schema, path, nesting, errors):
         ctx.active.discard(key)
 
 
-_KEYWORDS = {
+_KEYWORDS: Dict[str, Callable[..., None]] = {
     "type": _kw_type,
     "enum": _kw_enum,
     "const": _kw_const,
