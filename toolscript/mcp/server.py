@@ -806,13 +806,19 @@ class McpHttpEndpoint:
     # -- tools/call ------------------------------------------------------------------
 
     def _call_streamed(self, handler: http.server.BaseHTTPRequestHandler, session: _Session, message: Dict[str, Any]) -> None:
+        call, response = self._call_watched(handler, session, message)
+        call.finish(response)
+
+    def _call_watched(
+        self, handler: http.server.BaseHTTPRequestHandler, session: _Session, message: Dict[str, Any]
+    ) -> Tuple[_Call, Optional[Dict[str, Any]]]:
+        """Run one tools/call on its own HTTP request, cancelled if the client hangs up; the call and its response."""
         call = _Call(handler, message["id"])
         unwatch = self.disconnects.watch(handler.connection, call.cancelled)
         try:
-            response = self._call(call, session, message)
+            return call, self._call(call, session, message)
         finally:
             unwatch()
-        call.finish(response)
 
     def _call(self, call: Optional[_Call], session: _Session, message: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         """Run one tools/call; its response, or None if it was cancelled."""
@@ -888,11 +894,7 @@ class McpHttpEndpoint:
             if _write(handler, _start_stream(handler)):
                 _pump(handler, stream)
         finally:
-            if unsubscribe is not None:
-                try:
-                    unsubscribe()
-                except Exception:
-                    logger.debug("unsubscribing a tools listener failed", exc_info=True)
+            _unsubscribe(unsubscribe)
             with session.lock:
                 if session.stream is stream:
                     session.stream = None
@@ -990,12 +992,7 @@ class McpHttpEndpoint:
             self._stateless.append(session)
             self._start_housekeeper()
         try:
-            call = _Call(handler, message["id"])
-            unwatch = self.disconnects.watch(handler.connection, call.cancelled)
-            try:
-                response = self._call(call, session, message)
-            finally:
-                unwatch()
+            call, response = self._call_watched(handler, session, message)
             if response is not None:
                 response = self._modern_result(response)
             call.finish(response, _modern_status(response))
@@ -1035,14 +1032,20 @@ class McpHttpEndpoint:
                 # We ended it (shutdown): the listen result is the graceful close.
                 _write(handler, _event(encode_json(self._modern_result(jsonrpc.result(request_id, {"_meta": meta})))))
         finally:
-            if unsubscribe is not None:
-                try:
-                    unsubscribe()
-                except Exception:
-                    logger.debug("unsubscribing a tools listener failed", exc_info=True)
+            _unsubscribe(unsubscribe)
             with self._lock:
                 self._listens.remove(stream)
             handler.close_connection = True
+
+
+def _unsubscribe(unsubscribe: Optional[Callable[[], None]]) -> None:
+    """Drop a stream's tools listener, if it got one; runs in a ``finally``, so a failure is logged, not raised."""
+    if unsubscribe is None:
+        return
+    try:
+        unsubscribe()
+    except Exception:
+        logger.debug("unsubscribing a tools listener failed", exc_info=True)
 
 
 def _tick_calls(session: _Session, now: float) -> None:
