@@ -40,6 +40,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Set
 
 from toolscript.ask import AskResult, allowed, refusal_message
 from toolscript.gateway.client import GatewayClient, redact_text
+from toolscript.models import kill_group, start_group
 from toolscript.tools import ERROR_EXECUTION, ERROR_TOOL_NOT_FOUND
 
 
@@ -348,23 +349,15 @@ def result_of(trace: Trace, max_steps: int) -> AskResult:
 # --- running claude ---------------------------------------------------------------------------
 
 
-def _kill_group(pgid: int, sig: int) -> None:
-    # Called before the leader is reaped, so the group id cannot belong to anyone else yet.
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def _stop(proc: "subprocess.Popen[bytes]") -> None:
     """End claude and everything in its group: SIGTERM, then SIGKILL after a grace period."""
-    _kill_group(proc.pid, signal.SIGTERM)
+    kill_group(proc.pid, signal.SIGTERM)
     try:
         proc.wait(timeout=KILL_GRACE)
     except subprocess.TimeoutExpired:
         pass
     # Whatever is left of the group (the leader may have exited while a child lingers).
-    _kill_group(proc.pid, signal.SIGKILL)
+    kill_group(proc.pid, signal.SIGKILL)
     try:
         proc.wait(timeout=KILL_GRACE)
     except subprocess.TimeoutExpired:
@@ -430,22 +423,14 @@ def _run(argv: List[str], question: str, env: Dict[str, str], cwd: str, timeout:
         return AskResult(answer, trace.tool_calls, trace.tool_results, trace.turns, dict(trace.usage), how, message)
 
     try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=cwd,
-            start_new_session=True,  # its own group: a timeout kills whatever it started too
-        )
+        proc = start_group(argv, env, cwd)
     except OSError as exc:
         return stopped("error", f"cannot start the claude CLI ({exc.strerror or exc})")
     timed_out = threading.Event()
 
     def on_timeout() -> None:
         timed_out.set()
-        _kill_group(proc.pid, signal.SIGKILL)  # the reader below then sees the end of the stream
+        kill_group(proc.pid, signal.SIGKILL)  # the reader below then sees the end of the stream
 
     timer = threading.Timer(timeout, on_timeout)
     timer.daemon = True

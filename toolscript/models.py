@@ -30,10 +30,13 @@ import logging
 import os
 import sys
 import time
-from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 from toolscript import paths
 from toolscript.errors import UserError
+
+if TYPE_CHECKING:  # imported where it runs: the hooks that load this module never start a process
+    import subprocess
 
 BACKENDS = ("auto", "api", "claude", "local")
 
@@ -828,20 +831,13 @@ def _run_group(argv: List[str], stdin_text: str, env: Dict[str, str], timeout: f
     import subprocess
 
     try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            start_new_session=True,  # its own group: a timeout kills whatever it started too
-        )
+        proc = start_group(argv, env)
     except OSError as exc:
         raise ModelError("unavailable", f"cannot start the claude CLI ({exc.strerror or exc})") from None
     try:
         out, err = proc.communicate(stdin_text.encode("utf-8"), timeout=timeout)
     except subprocess.TimeoutExpired:
-        _kill_group(proc.pid, signal.SIGKILL)
+        kill_group(proc.pid, signal.SIGKILL)
         try:
             proc.communicate(timeout=KILL_WAIT)
         except subprocess.TimeoutExpired:
@@ -849,13 +845,30 @@ def _run_group(argv: List[str], stdin_text: str, env: Dict[str, str], timeout: f
         raise ModelError("timeout", f"the claude CLI did not answer within {timeout:g} s") from None
     except BaseException:
         # Interrupted (KeyboardInterrupt, a signal handler raising): no orphan either.
-        _kill_group(proc.pid, signal.SIGKILL)
+        kill_group(proc.pid, signal.SIGKILL)
         proc.wait()
         raise
     return out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), proc.returncode
 
 
-def _kill_group(pgid: int, sig: int) -> None:
+def start_group(argv: List[str], env: Dict[str, str], cwd: Optional[str] = None) -> "subprocess.Popen[bytes]":
+    """Start ``argv`` with pipes on all three streams, in a process group of its own so that a
+    timeout can end whatever it started too (``kill_group``); raises OSError when it cannot start."""
+    import subprocess
+
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
+    )
+
+
+def kill_group(pgid: int, sig: int) -> None:
+    """Signal the process group ``start_group`` made (its leader's pid), if it is still there."""
     # Called before the leader is reaped, so the group id cannot belong to anyone else yet.
     try:
         os.killpg(pgid, sig)
