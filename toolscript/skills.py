@@ -201,15 +201,25 @@ class _Parser:
             return self.node(index, indent, text, depth + 1)
         return None
 
+    def next_in_block(self, indent: int, above: str) -> Optional[Tuple[int, str]]:
+        """The next line of the block at ``indent``: (index, text), or None where the block ends.
+
+        A line indented deeper than the block belongs to nothing: an error that names ``above``."""
+        head = self.peek()
+        if head is None or head[1] < indent:
+            return None
+        index, at, text = head
+        if at > indent:
+            raise self.error(index, f"unexpected indentation (a line indented deeper than {above})")
+        return index, text
+
     def mapping(self, indent: int, depth: int) -> Dict[str, Any]:
         result: Dict[str, Any] = {}
         while True:
-            head = self.peek()
-            if head is None or head[1] < indent:
+            line = self.next_in_block(indent, "the key above it")
+            if line is None:
                 return result
-            index, at, text = head
-            if at > indent:
-                raise self.error(index, "unexpected indentation (a line indented deeper than the key above it)")
+            index, text = line
             if _is_item(text):
                 raise self.error(index, "a list item where a 'key: value' line was expected")
             split = _split_key(text)
@@ -226,12 +236,10 @@ class _Parser:
     def sequence(self, indent: int, depth: int) -> List[Any]:
         result: List[Any] = []
         while True:
-            head = self.peek()
-            if head is None or head[1] < indent:
+            line = self.next_in_block(indent, "the list item above it")
+            if line is None:
                 return result
-            index, at, text = head
-            if at > indent:
-                raise self.error(index, "unexpected indentation (a line indented deeper than the list item above it)")
+            index, text = line
             if not _is_item(text):
                 return result  # the mapping this list is a value of goes on
             rest = text[1:]
@@ -240,7 +248,7 @@ class _Parser:
                 self.pos = index + 1
                 result.append(self.child(indent, depth, list_at_same_indent=False))
                 continue
-            column = at + 1 + len(rest) - len(content)
+            column = indent + 1 + len(rest) - len(content)
             if _is_item(content) or (_split_key(content) is not None and not content.startswith(("[", "{"))):
                 # "- key: value" or "- - x": a collection starting inside the item; parse it
                 # as if it began on a line of its own at that column.
