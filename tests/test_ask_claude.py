@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from conftest import REPO_ROOT, missing_prerequisite, running_gateway, wait_for
+from conftest import REPO_ROOT, missing_prerequisite, pid_alive, running_gateway, wait_for
 from toolscript import ask_claude
 from toolscript.ask_claude import AskResult, Trace, claude_tool_name, name_map, read_lines, run_claude, tool_flags
 from toolscript.config import ServerConfig
@@ -229,18 +229,6 @@ def _install(bin_dir, name: str, text: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return fh.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-
-
 def _read_pids(path) -> Optional[List[int]]:
     try:
         text = path.read_text()
@@ -269,7 +257,7 @@ def test_a_hanging_claude_times_out_and_leaves_no_process(tmp_path) -> None:
     assert elapsed < 60, elapsed  # the timeout fired (generous: 3 s expected)
     pids = _read_pids(pids_file)
     assert pids, "the fake claude never started"
-    assert wait_for(lambda: not any(_alive(p) for p in pids), timeout=10), f"left running: {pids}"
+    assert wait_for(lambda: not any(pid_alive(p) for p in pids), timeout=10), f"left running: {pids}"
 
 
 LINGERING_CLAUDE = """\
@@ -292,7 +280,7 @@ def test_a_claude_that_lingers_after_its_result_is_answered_and_stopped(tmp_path
                             timeout=300, env=_fake_env(tmp_path), cwd=str(tmp_path))
     assert result.stopped == "answered" and result.answer == "done early", result
     pids = _read_pids(pids_file)
-    assert pids and wait_for(lambda: not any(_alive(p) for p in pids), timeout=10), f"left running: {pids}"
+    assert pids and wait_for(lambda: not any(pid_alive(p) for p in pids), timeout=10), f"left running: {pids}"
 
 
 RUNNER = """\
@@ -334,7 +322,7 @@ def test_ctrl_c_or_an_exception_stops_claude_and_its_children(tmp_path, how: str
         assert json.loads(out)["stopped"] == "interrupted", out
     else:
         assert proc.returncode != 0 and "unwound by SIGUSR1" in err, err
-    assert wait_for(lambda: not any(_alive(p) for p in pids), timeout=10), f"left running: {pids}"
+    assert wait_for(lambda: not any(pid_alive(p) for p in pids), timeout=10), f"left running: {pids}"
 
 
 def _stream_lines() -> List[str]:

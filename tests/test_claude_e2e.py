@@ -42,7 +42,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
-from conftest import REPO_ROOT, missing_prerequisite
+from conftest import REPO_ROOT, missing_prerequisite, pid_alive
 
 try:
     import peers
@@ -134,20 +134,6 @@ def _marked_processes(marker: str) -> List[Tuple[int, str]]:
         if state != b"Z":  # a zombie is dead already; its parent reaps it
             found.append((pid, cmdline))
     return found
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return fh.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return True
 
 
 class Scene:
@@ -333,7 +319,7 @@ def test_plugin_session_end_to_end(scene: Scene) -> None:
         deadline = time.monotonic() + GONE_TIMEOUT
         while True:
             leftovers = _marked_processes(scene.marker)
-            alive = sorted(pid for pid in pids if _pid_alive(pid))
+            alive = sorted(pid for pid in pids if pid_alive(pid))
             state_now = scene.state_files()
             if not leftovers and not alive and not state_now:
                 break

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from conftest import wait_for
+from conftest import pid_alive, wait_for
 from mcp_servers.launch import start_fixture, stdio_command
 from toolscript.config import ServerConfig
 from toolscript.mcp import jsonrpc
@@ -427,18 +427,6 @@ def test_probe_reports_hidden_tools(tmp_path):
 # -- item 6: closing a session that is still connecting ---------------------------------------------
 
 
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def _group_members(pgid):
     """Pids still running (not zombies) in process group ``pgid``."""
     members = []
@@ -482,7 +470,7 @@ def test_closing_mid_handshake_raises_promptly_and_leaves_no_process(tmp_path):
     proc = sessions[0].transport.process
     assert proc.poll() is not None  # reaped
     child = int(pidfile.read_text())
-    assert wait_for(lambda: not _alive(child) and not _group_members(proc.pid), timeout=10)
+    assert wait_for(lambda: not pid_alive(child) and not _group_members(proc.pid), timeout=10)
 
 
 def test_a_session_closed_before_it_starts_spawns_nothing():

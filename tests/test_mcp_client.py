@@ -6,7 +6,6 @@ Every test talks to a real process over a real transport; nothing is mocked.
 
 import http.client
 import json
-import os
 import signal
 import sys
 import threading
@@ -15,7 +14,7 @@ import time
 import pytest
 
 import peers
-from conftest import missing_prerequisite
+from conftest import missing_prerequisite, pid_alive
 from mcp_servers.launch import start_fixture, stdio_command
 from toolscript.config import ServerConfig
 from toolscript.mcp import jsonrpc
@@ -336,19 +335,6 @@ def test_stdio_env_is_a_safe_subset_plus_configured(monkeypatch):
     assert "TOOLSCRIPT_TEST_SECRET" not in transport.env
 
 
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers kill(0); read its state.
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def test_stdio_close_kills_stubborn_servers_and_their_children(tmp_path):
     # A server that answers initialize, ignores stdin EOF and SIGTERM, and has a child.
     pidfile = tmp_path / "child.pid"
@@ -377,9 +363,9 @@ def test_stdio_close_kills_stubborn_servers_and_their_children(tmp_path):
     assert time.monotonic() - started < 30
     assert proc.poll() == -signal.SIGKILL  # reaped: no zombie
     deadline = time.monotonic() + 3
-    while _alive(child) and time.monotonic() < deadline:
+    while pid_alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(child)
+    assert not pid_alive(child)
 
 
 def test_stdio_close_is_prompt_for_a_well_behaved_server(connect):

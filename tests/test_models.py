@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from conftest import missing_prerequisite, wait_for
+from conftest import missing_prerequisite, pid_alive, wait_for
 from toolscript import models
 from toolscript.models import ModelError
 
@@ -449,14 +449,6 @@ def test_claude_backend_long_system_prompt_goes_through_a_file(cli_world: Dict[s
     assert not os.path.exists(seen["argv"][seen["argv"].index("--system-prompt-file") + 1])  # cleaned up
 
 
-def _gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return fh.read().rsplit(b")", 1)[-1].split()[0] == b"Z"
-    except OSError:
-        return True
-
-
 @pytest.mark.timeout(60)
 def test_claude_backend_that_never_answers_is_killed_with_its_children(cli_world: Dict[str, str], tmp_path) -> None:
     pids = str(tmp_path / "pids")
@@ -475,7 +467,7 @@ def test_claude_backend_that_never_answers_is_killed_with_its_children(cli_world
     assert info.value.kind == "timeout"
     assert elapsed < 20  # proves the 2 s budget fired (plus the kill), generously
     leader, child = (int(p) for p in open(pids, encoding="utf-8").read().split())
-    assert wait_for(lambda: _gone(leader) and _gone(child), timeout=5), "the fake claude or its child outlived the timeout"
+    assert wait_for(lambda: not pid_alive(leader) and not pid_alive(child), timeout=5), "the fake claude or its child outlived the timeout"
 
 
 @pytest.mark.parametrize(
