@@ -35,7 +35,7 @@ import shutil
 import sys
 import tempfile
 import threading
-from typing import Dict, Iterator, List, Mapping, Optional
+from typing import Any, Dict, Iterator, List, Mapping, Optional
 
 import pytest
 
@@ -149,6 +149,30 @@ def _run_cli_fixture():
 def _run_pyz_fixture():
     """The :func:`run_pyz` function."""
     return run_pyz
+
+
+@pytest.fixture(scope="session")
+def deno_path() -> str:
+    """The pinned Deno binary (``peers.deno_binary()``); skips when it is not installed (fails under
+    ``TOOLSCRIPT_REQUIRE_PEERS=1``)."""
+    import peers
+
+    try:
+        return peers.deno_binary()
+    except peers.PeerMissing as exc:
+        missing_prerequisite(str(exc))
+        raise  # not reached: missing_prerequisite skips or fails
+
+
+def deno_on_runtime(deno: str, workdir: Any, names: Dict[str, Any], main_ts: str, *args: str) -> "subprocess.CompletedProcess[str]":
+    """``deno ARGS`` in ``workdir``, where it finds the TypeScript tools runtime for ``names`` as
+    tools.ts and ``main_ts`` as main.ts; a Deno cache and HOME of its own there, no colour."""
+    from toolscript.gateway import tsruntime
+
+    (workdir / "tools.ts").write_text(tsruntime.typescript_runtime(names))
+    (workdir / "main.ts").write_text(main_ts)
+    env = {"DENO_DIR": str(workdir / "cache"), "NO_COLOR": "1", "DENO_NO_UPDATE_CHECK": "1", "HOME": str(workdir)}
+    return subprocess.run([deno, *args], cwd=str(workdir), env=env, capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture(scope="session")
@@ -360,6 +384,25 @@ def gateway(tmp_path):
     """gateway(*servers, **config settings) -> (Gateway, url), served from this process; stopped afterwards."""
     with contextlib.ExitStack() as stack:
         yield lambda *servers, **settings: stack.enter_context(running_gateway(servers, tmp_path, **settings))
+
+
+@contextlib.contextmanager
+def fake_gateway_api(handler: type) -> Iterator[Any]:
+    """A stand-in for the gateway's code-mode API, answering with ``handler`` (an http.server request
+    handler) at ``server.url`` (token "tok"), served from a thread until the block ends.  ``server.calls``
+    is a list for the handler to record what it was asked."""
+    import http.server
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    server.calls = []
+    server.url = f"http://127.0.0.1:{server.server_address[1]}/t/tok"
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def wait_for(predicate, timeout: float = 10.0):

@@ -476,18 +476,8 @@ def test_the_bubblewrap_rung(monkeypatch, tmp_path):
     assert seen["net"].startswith("refused") and seen["fork"] == "refused 1" and seen["work"] == "ok"
 
 
-@pytest.fixture
-def deno_or_skip():
-    import peers
-
-    try:
-        return peers.deno_binary()
-    except peers.PeerMissing as exc:
-        missing_prerequisite(str(exc))
-
-
 @pytest.mark.timeout(120)
-def test_deno_runs_confined_even_with_every_deno_permission(deno_or_skip, tmp_path, two_listeners):
+def test_deno_runs_confined_even_with_every_deno_permission(deno_path, tmp_path, two_listeners):
     """The launcher's policy holds where Deno's flags do not: give Deno --allow-all and it still cannot."""
     kernel()
     root = tmp_path / "root"
@@ -511,7 +501,7 @@ def test_deno_runs_confined_even_with_every_deno_permission(deno_or_skip, tmp_pa
         "  catch (e) { console.log(`port${port}`, 'refused', (e as Error).name); }\n"
         "}\n"
     )
-    argv = [deno_or_skip, "run", "--allow-all", "--no-config", "--no-lock", "--no-npm", "--no-remote", str(script)]
+    argv = [deno_path, "run", "--allow-all", "--no-config", "--no-lock", "--no-npm", "--no-remote", str(script)]
     confined_argv = deno._confined_argv(argv, str(root), str(work), str(cache), f"http://127.0.0.1:{allowed}/t/x", 60)
     env = {"DENO_DIR": str(cache), "DENO_NO_UPDATE_CHECK": "1", "NO_COLOR": "1", "HOME": str(work)}
     proc = subprocess.run(confined_argv, cwd=str(work), env=env, capture_output=True, text=True, timeout=100)

@@ -15,28 +15,18 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
 
 import pytest
 
-import peers
-from conftest import Output, REPO_ROOT, missing_prerequisite, running_gateway
+from conftest import Output, REPO_ROOT, deno_on_runtime, fake_gateway_api, running_gateway
 from mcp_servers.launch import FIXTURE
 from toolscript.codemode import deno
 from toolscript.gateway import tsruntime
 from toolscript.config import ServerConfig
 from toolscript.errors import UserError
-
-
-@pytest.fixture(scope="module")
-def deno_path():
-    try:
-        return peers.deno_binary()
-    except peers.PeerMissing as exc:
-        missing_prerequisite(str(exc))
 
 
 def run_ts(deno_path, code, **kwargs):
@@ -200,15 +190,6 @@ FAKE_NAMES = {
 }
 
 
-class FakeGateway(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self):
-        super().__init__(("127.0.0.1", 0), FakeHandler)
-        self.calls = []
-        self.url = f"http://127.0.0.1:{self.server_address[1]}/t/tok"
-
-
 class FakeHandler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -247,12 +228,8 @@ class FakeHandler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def fake_gateway():
-    server = FakeGateway()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with fake_gateway_api(FakeHandler) as server:
+        yield server
 
 
 def test_result_rules_arguments_and_escaping_against_a_fake_gateway(deno_path, fake_gateway):
@@ -290,15 +267,13 @@ console.log(JSON.stringify(out));
 
 def test_runtime_module_type_checks(deno_path, tmp_path):
     """Under --check (what the Deno original paid for), results are `any`: `result.url` compiles."""
-    (tmp_path / "tools.ts").write_text(tsruntime.typescript_runtime(FAKE_NAMES))
-    (tmp_path / "main.ts").write_text(
+    main_ts = (
         'import { tools, ToolError } from "./tools.ts";\n'
         "const r = await tools.x.plain_text();\n"
         "console.log(r.url, r.deeply.nested, new ToolError('a', 'b', 'c').reason);\n"
         "const hits = await tools.search('q'); console.log(hits[0].id);\n"
     )
-    env = {"DENO_DIR": str(tmp_path / "cache"), "NO_COLOR": "1", "DENO_NO_UPDATE_CHECK": "1", "HOME": str(tmp_path)}
-    proc = subprocess.run([deno_path, "check", "--no-config", "tools.ts", "main.ts"], cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=120)
+    proc = deno_on_runtime(deno_path, tmp_path, FAKE_NAMES, main_ts, "check", "--no-config", "tools.ts", "main.ts")
     assert proc.returncode == 0, proc.stderr
 
 

@@ -18,8 +18,7 @@ import time
 
 import pytest
 
-import peers
-from conftest import REPO_ROOT, Output, missing_prerequisite, run_cli, wait_for
+from conftest import REPO_ROOT, Output, deno_on_runtime, run_cli, wait_for
 from toolscript.codemode import deno, sandbox
 from toolscript.gateway import tsruntime
 
@@ -231,25 +230,15 @@ def test_the_runtime_tolerates_a_names_map_without_unavailable():
     assert result.exit_code == 1 and "AttributeError: tools has no server 'crashy'" in err.text
 
 
-@pytest.fixture(scope="module")
-def deno_path():
-    try:
-        return peers.deno_binary()
-    except peers.PeerMissing as exc:
-        missing_prerequisite(str(exc))
-
-
 @pytest.mark.timeout(120)
 def test_a_failed_server_says_why_in_typescript(deno_path, tmp_path):
-    (tmp_path / "tools.ts").write_text(tsruntime.typescript_runtime(UNAVAILABLE_NAMES))
-    (tmp_path / "main.ts").write_text(
+    main_ts = (
         'import { tools, ToolError } from "./tools.ts";\n'
         'console.log(typeof tools.fixture.add);\n'
         'try { tools.crashy.x; } catch (e) { console.log(e instanceof ToolError, e.code, e.message); }\n'
         'try { tools.fixtur; } catch (e) { console.log(e.message); }\n'
     )
-    env = {"DENO_DIR": str(tmp_path / "cache"), "NO_COLOR": "1", "DENO_NO_UPDATE_CHECK": "1", "HOME": str(tmp_path)}
-    proc = subprocess.run([deno_path, "run", "--no-config", "main.ts"], cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=120)
+    proc = deno_on_runtime(deno_path, tmp_path, UNAVAILABLE_NAMES, main_ts, "run", "--no-config", "main.ts")
     lines = proc.stdout.splitlines()
     assert proc.returncode == 0, proc.stderr
     assert lines[0] == "function"

@@ -13,12 +13,11 @@ import os
 import signal
 import socket
 import sys
-import threading
 import time
 
 import pytest
 
-from conftest import Output, running_gateway
+from conftest import Output, fake_gateway_api, running_gateway
 from mcp_servers.launch import FIXTURE, start_fixture
 from toolscript.codemode import runtime, sandbox
 from toolscript.config import ServerConfig
@@ -117,17 +116,6 @@ def gateway_url(tmp_path_factory):
         sse_peer.stop()
 
 
-class FakeGateway(http.server.ThreadingHTTPServer):
-    """Canned /call and /search answers, to pin down the result rules and tools.search."""
-
-    daemon_threads = True
-
-    def __init__(self):
-        super().__init__(("127.0.0.1", 0), FakeHandler)
-        self.calls = []
-        self.url = f"http://127.0.0.1:{self.server_address[1]}/t/tok"
-
-
 CANNED = {
     "x__structured": {"content": [{"type": "text", "text": "{\"a\": 1}"}], "structuredContent": {"b": 2}},
     "x__json_text": {"content": [{"type": "text", "text": "{\"a\": [1, 2]}"}]},
@@ -171,12 +159,9 @@ class FakeHandler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def fake_gateway():
-    server = FakeGateway()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    """Canned /call and /search answers, to pin down the result rules and tools.search."""
+    with fake_gateway_api(FakeHandler) as server:
+        yield server
 
 
 # -- running code ---------------------------------------------------------------------------------
