@@ -8,8 +8,7 @@ Stdlib only (plus pytest) and Python 3.9 compatible, like everything in tests/.
 * ``run_pyz(pyz, *args, python=sys.executable, isolated=True, ...)``: ``python -I PYZ ARGS``.
 * ``find_python39()``: a working Python 3.9 interpreter, or skip (fail under
   ``TOOLSCRIPT_REQUIRE_PEERS=1``).
-* ``wait_for(predicate, timeout)``, ``pid_alive(pid)``: polling, and whether a process
-  still runs (zombies count as gone).
+* ``wait_for(predicate, timeout)``: poll until true.
 * ``clean_env``: an environment with ``HOME`` set to an empty temp dir and none of the
   variables that change toolscript's behaviour (``TOOLSCRIPT_CONFIG``, ``DEBUG``).
 
@@ -416,23 +415,6 @@ def wait_for(predicate, timeout: float = 10.0):
             return value
         time.sleep(0.05)
     return predicate()
-
-
-def pid_alive(pid: int) -> bool:
-    """True while process ``pid`` runs; a zombie (exited, not yet reaped) runs nothing and counts as gone."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # it exists, under another user
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return fh.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
-    except FileNotFoundError:
-        return False  # it exited between the two looks
-    except (OSError, IndexError):
-        return True  # no /proc to ask: kill(0) said it is there
 
 
 class Output(io.RawIOBase):

@@ -24,10 +24,11 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from conftest import REPO_ROOT, missing_prerequisite, pid_alive, running_gateway, wait_for
+from conftest import REPO_ROOT, missing_prerequisite, running_gateway, wait_for
 from toolscript import ask_claude
 from toolscript.ask_claude import AskResult, Trace, claude_tool_name, name_map, read_lines, run_claude, tool_flags
 from toolscript.config import ServerConfig
+from toolscript.gateway.state import pid_alive
 
 try:
     import peers

@@ -42,7 +42,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
-from conftest import REPO_ROOT, missing_prerequisite, pid_alive
+from conftest import REPO_ROOT, missing_prerequisite
+from toolscript.gateway.state import pid_alive
 
 try:
     import peers

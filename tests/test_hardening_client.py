@@ -18,11 +18,12 @@ import time
 
 import pytest
 
-from conftest import pid_alive, wait_for
+from conftest import wait_for
 from mcp_servers.launch import start_fixture, stdio_command
 from toolscript.config import ServerConfig
 from toolscript.mcp import jsonrpc
 from toolscript.mcp.cancel import Cancel
+from toolscript.gateway.state import pid_alive
 from toolscript.mcp.connect import open_session
 from toolscript.mcp.errors import ConnectionClosed, McpError, MessageTooLarge, RequestCancelled, TransportError
 from toolscript.mcp.stdio import StdioTransport

@@ -14,11 +14,12 @@ import time
 import pytest
 
 import peers
-from conftest import missing_prerequisite, pid_alive
+from conftest import missing_prerequisite
 from mcp_servers.launch import start_fixture, stdio_command
 from toolscript.config import ServerConfig
 from toolscript.mcp import jsonrpc
 from toolscript.mcp.connect import open_session
+from toolscript.gateway.state import pid_alive
 from toolscript.mcp.errors import ConnectionClosed, HttpStatusError, McpError, RequestTimeout, TransportError
 from toolscript.mcp.stdio import StdioTransport
 

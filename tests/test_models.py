@@ -19,8 +19,9 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from conftest import missing_prerequisite, pid_alive, wait_for
+from conftest import missing_prerequisite, wait_for
 from toolscript import models
+from toolscript.gateway.state import pid_alive
 from toolscript.models import ModelError
 
 try:
