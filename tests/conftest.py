@@ -175,6 +175,19 @@ def deno_on_runtime(deno: str, workdir: Any, names: Dict[str, Any], main_ts: str
 
 
 @pytest.fixture(scope="session")
+def conformance() -> List[str]:
+    """The argv prefix of the MCP conformance CLI (``peers.conformance_cli()``); skips when it is not
+    installed (fails under ``TOOLSCRIPT_REQUIRE_PEERS=1``)."""
+    import peers
+
+    try:
+        return peers.conformance_cli()
+    except peers.PeerMissing as exc:
+        missing_prerequisite(str(exc))
+        raise  # not reached: missing_prerequisite skips or fails
+
+
+@pytest.fixture(scope="session")
 def pyz(tmp_path_factory) -> str:
     """``build_pyz.build()`` of the checkout into a temp dir; the archive's path."""
     import build_pyz

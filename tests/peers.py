@@ -29,8 +29,10 @@ needs Node >= 22, while the machine's node may be 20: the pinned npm package
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import platform
+import re
 import shutil
 import signal
 import socket
@@ -38,7 +40,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 PEERS_DIR: Path = Path(__file__).resolve().parent / "peers"
 NODE_MODULES: Path = PEERS_DIR / "node_modules"
@@ -292,6 +294,35 @@ def conformance_cli() -> List[str]:
     or the package is absent.
     """
     return [node22_binary(), conformance_entry()]
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the CLI colours its output even into a pipe
+
+
+def run_conformance(argv: List[str], cwd: str, timeout: float, env: Optional[Dict[str, str]] = None) -> Tuple[Optional[int], str]:
+    """Run a conformance CLI ``argv``: its exit status (None when it outlived ``timeout``) and its
+    output (stdout and stderr together), without colour codes."""
+    try:
+        proc = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        output = exc.output.decode("utf-8", "replace") if isinstance(exc.output, bytes) else exc.output or ""
+        return None, _ANSI.sub("", output)
+    return proc.returncode, _ANSI.sub("", proc.stdout)
+
+
+def describe_checks(checks: List[Dict[str, Any]]) -> str:
+    """A scenario's FAILURE and WARNING checks from its checks.json, one line each (with details), for a failure message."""
+    bad = [c for c in checks if c.get("status") in ("FAILURE", "WARNING")]
+    if not bad:
+        return "checks.json has no FAILURE or WARNING check" if checks else "no checks.json was written"
+    lines = []
+    for check in bad:
+        lines.append(f"- {check.get('status')} {check.get('id')}: {check.get('errorMessage') or check.get('description')}")
+        details = check.get("details")
+        if details is not None:
+            lines.append("    details: " + json.dumps(details, ensure_ascii=False)[:1500])
+    return "\n".join(lines)
 
 
 # --- the real Claude Code CLI ---------------------------------------------------

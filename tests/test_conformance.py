@@ -27,7 +27,6 @@ import glob
 import json
 import os
 import queue
-import re
 import signal
 import subprocess
 import sys
@@ -38,7 +37,7 @@ from typing import Any, Dict, Iterator, List
 import pytest
 
 import peers
-from conftest import REPO_ROOT, missing_prerequisite
+from conftest import REPO_ROOT
 
 FIXTURE = os.path.join(REPO_ROOT, "tests", "mcp_servers", "conformance_fixture.py")
 
@@ -75,7 +74,6 @@ FIXTURE_TOOLS = [
 GATEWAY_START_TIMEOUT = 30.0  # seconds until the gateway prints its URL
 GATEWAY_STOP_TIMEOUT = 10.0  # seconds between SIGTERM and SIGKILL
 SCENARIO_TIMEOUT = 60.0  # seconds for one conformance CLI run (~0.5 s normally)
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the CLI colours its output even into a pipe
 _ENV_DROP = (
     "TOOLSCRIPT_CONFIG",
     "TOOLSCRIPT_GATEWAY_URL",
@@ -88,16 +86,6 @@ _ENV_DROP = (
 
 
 # -- fixtures ---------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def conformance() -> List[str]:
-    """The argv prefix of the conformance CLI, or skip (fail under TOOLSCRIPT_REQUIRE_PEERS=1)."""
-    try:
-        return peers.conformance_cli()
-    except peers.PeerMissing as exc:
-        missing_prerequisite(str(exc))
-        raise AssertionError("unreachable")  # pragma: no cover
 
 
 class RunningGateway:
@@ -206,19 +194,6 @@ def _checks(out_dir: str, scenario: str) -> List[Dict[str, Any]]:
     return data if isinstance(data, list) else []
 
 
-def _describe(checks: List[Dict[str, Any]]) -> str:
-    bad = [c for c in checks if c.get("status") in ("FAILURE", "WARNING")]
-    if not bad:
-        return "checks.json has no FAILURE or WARNING check" if checks else "no checks.json was written"
-    lines = []
-    for check in bad:
-        lines.append(f"- {check.get('status')} {check.get('id')}: {check.get('errorMessage') or check.get('description')}")
-        details = check.get("details")
-        if details is not None:
-            lines.append("    details: " + json.dumps(details, ensure_ascii=False)[:1500])
-    return "\n".join(lines)
-
-
 def _details(checks: List[Dict[str, Any]], check_id: str) -> Dict[str, Any]:
     for check in checks:
         if check.get("id") == check_id:
@@ -272,29 +247,17 @@ def _run_scenario(conformance: List[str], gateway: RunningGateway, scenario: str
     """Run one scenario; fail with its FAILURE/WARNING checks unless it passes; return its checks."""
     out_dir = str(tmp_path / "results")
     argv = conformance + ["server", "--url", mcp_url, "--scenario", scenario, "-o", out_dir]
-    try:
-        proc = subprocess.run(
-            argv,
-            cwd=str(tmp_path),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            timeout=SCENARIO_TIMEOUT,
-        )
-    except subprocess.TimeoutExpired as exc:
-        output = exc.output.decode("utf-8", "replace") if isinstance(exc.output, bytes) else exc.output or ""
-        output = _ANSI.sub("", output)
+    returncode, output = peers.run_conformance(argv, str(tmp_path), SCENARIO_TIMEOUT)
+    if returncode is None:
         pytest.fail(
             f"conformance scenario {scenario} did not finish within {SCENARIO_TIMEOUT:g} s\n"
             f"output tail:\n{output[-3000:]}\ngateway log tail:\n{gateway.log_tail()}",
             pytrace=False,
         )
-    output = _ANSI.sub("", proc.stdout)
     checks = _checks(out_dir, scenario)
-    if proc.returncode != 0 or not checks or any(c.get("status") == "FAILURE" for c in checks):
+    if returncode != 0 or not checks or any(c.get("status") == "FAILURE" for c in checks):
         pytest.fail(
-            f"conformance scenario {scenario} failed (exit {proc.returncode})\n{_describe(checks)}\n"
+            f"conformance scenario {scenario} failed (exit {returncode})\n{peers.describe_checks(checks)}\n"
             f"command: {' '.join(argv)}\n"
             f"CLI output tail:\n{output[-3000:]}\ngateway log tail:\n{gateway.log_tail()}",
             pytrace=False,

@@ -49,15 +49,13 @@ and resumed with ``Last-Event-ID``) and tolerates a late reconnection.
 import glob
 import json
 import os
-import re
-import subprocess
 import sys
 from typing import Any, Dict, List
 
 import pytest
 
 import peers
-from conftest import REPO_ROOT, missing_prerequisite
+from conftest import REPO_ROOT
 
 DRIVER = os.path.join(REPO_ROOT, "tests", "mcp_servers", "conformance_client.py")
 
@@ -99,18 +97,7 @@ EXPECTED_TEXT = {
 
 SCENARIO_TIMEOUT = 60.0  # seconds for one CLI run (~1 s normally)
 CLIENT_TIMEOUT_MS = 45000  # the CLI's --timeout for the driver
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the CLI colours its output even into a pipe
 _ENV_DROP = ("TOOLSCRIPT_CONFIG", "TOOLSCRIPT_GATEWAY_URL", "CLAUDE_CODE_SESSION_ID", "DEBUG", "PYTHONSTARTUP", "PYTHONWARNINGS", "PYTHONHOME")
-
-
-@pytest.fixture(scope="module")
-def conformance() -> List[str]:
-    """The argv prefix of the conformance CLI, or skip (fail under TOOLSCRIPT_REQUIRE_PEERS=1)."""
-    try:
-        return peers.conformance_cli()
-    except peers.PeerMissing as exc:
-        missing_prerequisite(str(exc))
-        raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _result_dir(out_dir: str, scenario: str) -> str:
@@ -124,17 +111,6 @@ def _read(path: str) -> str:
             return fh.read()
     except OSError:
         return ""
-
-
-def _describe(checks: List[Dict[str, Any]]) -> str:
-    bad = [c for c in checks if c.get("status") in ("FAILURE", "WARNING")]
-    if not bad:
-        return "checks.json has no FAILURE or WARNING check" if checks else "no checks.json was written"
-    return "\n".join(
-        f"- {c.get('status')} {c.get('id')}: {c.get('errorMessage') or c.get('description')}"
-        + (f"\n    details: {json.dumps(c.get('details'))[:1500]}" if c.get("details") is not None else "")
-        for c in bad
-    )
 
 
 def _tolerated(check: Dict[str, Any]) -> bool:
@@ -154,21 +130,9 @@ def _run_client_scenario(conformance: List[str], scenario: str, tmp_path) -> Dic
     env = {k: v for k, v in os.environ.items() if k not in _ENV_DROP}
     env.update(PYTHONPATH=REPO_ROOT, HOME=str(home), TOOLSCRIPT_STATE_DIR=str(tmp_path / "state"))
     argv = conformance + ["client", "--command", " ".join(command), "--scenario", scenario, "--timeout", str(CLIENT_TIMEOUT_MS), "-o", out_dir]
-    try:
-        proc = subprocess.run(
-            argv,
-            cwd=str(tmp_path),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            timeout=SCENARIO_TIMEOUT,
-        )
-    except subprocess.TimeoutExpired as exc:
-        output = exc.output.decode("utf-8", "replace") if isinstance(exc.output, bytes) else exc.output or ""
-        pytest.fail(f"client scenario {scenario} did not finish within {SCENARIO_TIMEOUT:g} s\n{_ANSI.sub('', output)[-3000:]}", pytrace=False)
-    output = _ANSI.sub("", proc.stdout)
+    returncode, output = peers.run_conformance(argv, str(tmp_path), SCENARIO_TIMEOUT, env)
+    if returncode is None:
+        pytest.fail(f"client scenario {scenario} did not finish within {SCENARIO_TIMEOUT:g} s\n{output[-3000:]}", pytrace=False)
     result_dir = _result_dir(out_dir, scenario)
     checks = json.loads(_read(os.path.join(result_dir, "checks.json")) or "[]") if result_dir else []
     stdout = _read(os.path.join(result_dir, "stdout.txt")) if result_dir else ""
@@ -179,7 +143,7 @@ def _run_client_scenario(conformance: List[str], scenario: str, tmp_path) -> Dic
     client_failed = "Client timed out" in output or ("Client exited with code" in output and scenario not in EXPECTED_CLIENT_ERROR)
     if failed or not scored or client_failed:
         pytest.fail(
-            f"client scenario {scenario} failed (CLI exit {proc.returncode})\n{_describe(checks)}\n"
+            f"client scenario {scenario} failed (CLI exit {returncode})\n{peers.describe_checks(checks)}\n"
             f"command: {' '.join(argv)}\ndriver stdout:\n{stdout[-2000:]}\ndriver stderr:\n{stderr[-3000:]}\n"
             f"CLI output tail:\n{output[-3000:]}",
             pytrace=False,
