@@ -37,9 +37,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from conftest import missing_prerequisite, wait_for
+from conftest import wait_for
 from mcp_servers.launch import FIXTURE
-from test_mcp_server import ACCEPT_BOTH, base_tools, serve, served  # noqa: F401  (fixtures)
+from test_mcp_server import ACCEPT_BOTH, base_tools, eventually, sdk, sdk_tool_names, serve, served  # noqa: F401  (fixtures)
 from toolscript.config import ServerConfig
 from toolscript.gateway.client import GatewayClient
 
@@ -85,14 +85,6 @@ async def main(url, mode):
 
 print(json.dumps(asyncio.run(main(sys.argv[1], sys.argv[2]))))
 '''
-
-
-def sdk():
-    try:
-        import mcp
-    except ImportError:
-        missing_prerequisite("the mcp Python SDK is not installed (pip install -r tests/requirements.txt; needs Python >= 3.10)")
-    return mcp
 
 
 def fixture_server():
@@ -214,14 +206,8 @@ def test_sdk_modern_client_gets_progress_logs_cancellation_and_list_changed(serv
     async def main():
         async with mcp.Client(served.url, logging_callback=on_log, log_level="info") as client:
             assert client.protocol_version == MODERN
-            names, cursor = [], None
-            while True:  # page_size=2: cursors work in the modern envelope too
-                page = await client.list_tools(cursor=cursor)
-                names += [tool.name for tool in page.tools]
-                cursor = page.next_cursor
-                if not cursor:
-                    break
-            assert names == [t["name"] for t in base_tools()]
+            # page_size=2: cursors work in the modern envelope too
+            assert await sdk_tool_names(client) == [t["name"] for t in base_tools()]
             added = await client.call_tool("add", {"a": 1, "b": 2})
             assert added.structured_content == {"sum": 3} and not added.is_error
             assert added.meta["test/trace"] == "abc"  # the tool's own _meta survives the stamping
@@ -235,17 +221,11 @@ def test_sdk_modern_client_gets_progress_logs_cancellation_and_list_changed(serv
             # Cancelling is closing the response: the SDK does that on its own timeout.
             with pytest.raises(mcp.MCPError):
                 await client.call_tool("sleep", {"seconds": 10}, read_timeout_seconds=0.3)
-            for _ in range(250):
-                if served.provider.sleep_cancelled.is_set():
-                    break
-                await asyncio.sleep(0.02)
+            await eventually(served.provider.sleep_cancelled.is_set)
             assert served.provider.sleep_cancelled.is_set()
             # subscriptions/listen replaces the GET stream for list_changed.
             async with client.listen(tools_list_changed=True) as subscription:
-                for _ in range(250):
-                    if served.provider.listener_count():
-                        break
-                    await asyncio.sleep(0.02)
+                await eventually(served.provider.listener_count)
                 served.provider.set_tools(base_tools()[:1])
                 event = await asyncio.wait_for(subscription.__anext__(), 10)
                 assert isinstance(event, ToolsListChanged)

@@ -330,6 +330,25 @@ def sdk():
     return mcp
 
 
+async def sdk_tool_names(client) -> list:
+    """Every tool name an SDK client lists, following the cursors page by page."""
+    names, cursor = [], None
+    while True:
+        page = await client.list_tools(cursor=cursor)
+        names += [tool.name for tool in page.tools]
+        cursor = page.next_cursor
+        if not cursor:
+            return names
+
+
+async def eventually(predicate) -> None:
+    """Wait (up to ~5 s, without blocking the event loop) until ``predicate()`` holds; the caller asserts it."""
+    for _ in range(250):
+        if predicate():
+            return
+        await asyncio.sleep(0.02)
+
+
 @pytest.mark.filterwarnings("ignore:ping is removed")
 @pytest.mark.parametrize("mode", ["legacy"])  # "auto" now negotiates 2026-07-28: tests/test_mcp_modern.py
 def test_sdk_client(served, mode):
@@ -348,14 +367,7 @@ def test_sdk_client(served, mode):
     async def main():
         async with mcp.Client(served.url, mode=mode, logging_callback=on_log, message_handler=on_message) as client:
             assert client.protocol_version == "2025-11-25"
-            names, cursor = [], None
-            while True:
-                page = await client.list_tools(cursor=cursor)
-                names += [tool.name for tool in page.tools]
-                cursor = page.next_cursor
-                if not cursor:
-                    break
-            assert names == [t["name"] for t in base_tools()]
+            assert await sdk_tool_names(client) == [t["name"] for t in base_tools()]
             added = await client.call_tool("add", {"a": 1, "b": 2})
             assert added.structured_content == {"sum": 3} and not added.is_error
             failed = await client.call_tool("fail", {"why": "sdk"})
@@ -366,21 +378,12 @@ def test_sdk_client(served, mode):
             # On its own timeout the SDK sends notifications/cancelled.
             with pytest.raises(mcp.MCPError):
                 await client.call_tool("sleep", {"seconds": 10}, read_timeout_seconds=0.3)
-            for _ in range(250):
-                if served.provider.sleep_cancelled.is_set():
-                    break
-                await asyncio.sleep(0.02)
+            await eventually(served.provider.sleep_cancelled.is_set)
             assert served.provider.sleep_cancelled.is_set()
             # The SDK holds the GET stream open; a catalog change reaches it there.
-            for _ in range(250):
-                if served.provider.listener_count():
-                    break
-                await asyncio.sleep(0.02)
+            await eventually(served.provider.listener_count)
             served.provider.set_tools(base_tools()[:1])
-            for _ in range(250):
-                if "notifications/tools/list_changed" in notices:
-                    break
-                await asyncio.sleep(0.02)
+            await eventually(lambda: "notifications/tools/list_changed" in notices)
             assert [t.name for t in (await client.list_tools(cache_mode="refresh")).tools] == ["echo"]
 
     asyncio.run(asyncio.wait_for(main(), 20))
