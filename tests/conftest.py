@@ -100,17 +100,7 @@ def run_cli(
     ``env`` is the whole environment (default: this process's); PYTHONPATH is
     always set to the repository root so the checkout's package is the one run.
     """
-    return subprocess.run(
-        [python, "-m", "toolscript", *map(str, args)],
-        env=_with_pythonpath(env),
-        cwd=None if cwd is None else str(cwd),
-        input=input,
-        stdin=None if input is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        timeout=timeout,
-    )
+    return _run_text([python, "-m", "toolscript", *map(str, args)], _with_pythonpath(env), cwd, input, timeout)
 
 
 def run_pyz(
@@ -125,9 +115,16 @@ def run_pyz(
 ) -> "subprocess.CompletedProcess[str]":
     """Run the zipapp: ``python -I PYZ ARGS`` (``isolated=False`` drops the ``-I``)."""
     argv: List[str] = [python] + (["-I"] if isolated else []) + [str(pyz)] + list(map(str, args))
+    return _run_text(argv, None if env is None else dict(env), cwd, input, timeout)
+
+
+def _run_text(
+    argv: List[str], env: Optional[Dict[str, str]], cwd: Optional[str], input: Optional[str], timeout: float
+) -> "subprocess.CompletedProcess[str]":
+    """``argv`` with stdout and stderr captured as text and stdin from ``input`` (none without it)."""
     return subprocess.run(
         argv,
-        env=None if env is None else dict(env),
+        env=env,
         cwd=None if cwd is None else str(cwd),
         input=input,
         stdin=None if input is not None else subprocess.DEVNULL,
