@@ -77,12 +77,14 @@ def everything_entry() -> str:
 
     Raises :class:`PeerMissing` if the npm peers have not been installed.
     """
-    entry = EVERYTHING_DIR / "dist" / "index.js"
+    return _npm_entry(EVERYTHING_DIR, "server-everything")
+
+
+def _npm_entry(package_dir: Path, name: str) -> str:
+    """The ``dist/index.js`` of an npm peer package, or :class:`PeerMissing` saying how to install ``name``."""
+    entry = package_dir / "dist" / "index.js"
     if not entry.is_file():
-        raise PeerMissing(
-            "server-everything is not installed; run 'make test' "
-            "(or: npm ci --prefix tests/peers)"
-        )
+        raise PeerMissing(f"{name} is not installed; run 'make test' (or: npm ci --prefix tests/peers)")
     return str(entry)
 
 
@@ -277,13 +279,7 @@ def node22_binary() -> str:
 
 def conformance_entry() -> str:
     """Return the path of ``@modelcontextprotocol/conformance``'s ``dist/index.js``."""
-    entry = CONFORMANCE_DIR / "dist" / "index.js"
-    if not entry.is_file():
-        raise PeerMissing(
-            "@modelcontextprotocol/conformance is not installed; run 'make test' "
-            "(or: npm ci --prefix tests/peers)"
-        )
-    return str(entry)
+    return _npm_entry(CONFORMANCE_DIR, "@modelcontextprotocol/conformance")
 
 
 def conformance_cli() -> List[str]:
