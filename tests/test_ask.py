@@ -5,6 +5,7 @@ built-ins, tools with scripted handlers run through the same executor, or the
 fixture MCP server behind a real gateway.
 """
 
+import contextlib
 import json
 import os
 import signal
@@ -53,6 +54,16 @@ def local_tools(tmp_path, **extra):
 def results_sent(api):
     """tool_use_id -> (is_error, text) of every tool_result the model was sent."""
     return {b["tool_use_id"]: (bool(b.get("is_error")), tool_result_text(b)) for b in api.tool_results()}
+
+
+@contextlib.contextmanager
+def _ask_session(env, name):
+    """The saved ask session ``name`` in the data dir ``env`` names; its database closed afterwards."""
+    db = ask.open_db(env)
+    try:
+        yield ask.Session(db, name)
+    finally:
+        db.close()
 
 
 # --- the loop ---------------------------------------------------------------------------------
@@ -268,17 +279,13 @@ def test_a_session_reuses_a_cached_read_only_result_and_keeps_the_conversation(t
     tools = ask.LocalTools(specs, [str(tmp_path)])
     env = {"TOOLSCRIPT_DATA_DIR": str(tmp_path / "data")}
     read = {"tool": "builtin__fs_read_file", "input": {"path": "f.txt"}}
-    db = ask.open_db(env)
-    try:
-        session = ask.Session(db, "work")
+    with _ask_session(env, "work") as session:
         with FakeAnthropic([read, {"text": "first"}], sequential=True) as api:
             first = ask.run_api("read it", tools=tools, env=api_env(api), session=session)
         with FakeAnthropic([read, {"text": "second"}], sequential=True) as api:
             second = ask.run_api("again", tools=tools, env=api_env(api), session=session)
             requests = [r["body"] for r in api.message_requests()]
             sent = list(results_sent(api).values())
-    finally:
-        db.close()
     assert first.answer == "first" and second.answer == "second"
     assert len(calls) == 1  # the second identical call never reached the tool
     assert second.tool_results[0]["cached"] is True and second.tool_results[0]["ok"] is True
@@ -291,18 +298,13 @@ def test_a_session_reuses_a_cached_read_only_result_and_keeps_the_conversation(t
 
 @pytest.mark.timeout(60)
 def test_a_tool_use_cut_short_is_not_kept_in_the_session(tmp_path):
-    env = {"TOOLSCRIPT_DATA_DIR": str(tmp_path / "data")}
-    db = ask.open_db(env)
-    try:
-        session = ask.Session(db, "cut")
+    with _ask_session({"TOOLSCRIPT_DATA_DIR": str(tmp_path / "data")}, "cut") as session:
         cut = {"text": "let me look", "tool": "builtin__shell_pwd", "stop_reason": "max_tokens"}
         with FakeAnthropic([cut], sequential=True) as api:
             first = ask.run_api("where?", tools=local_tools(tmp_path), env=api_env(api), session=session)
         with FakeAnthropic([{"text": ""}], sequential=True) as api:
             ask.run_api("again", tools=local_tools(tmp_path), env=api_env(api), session=session)
         history = session.history()
-    finally:
-        db.close()
     assert first.stopped == "answered" and first.tool_calls == []
     assert "let me look" in [b.get("text") for m in history for b in m["content"]]
     blocks = [b for m in history for b in m["content"]]
@@ -312,17 +314,12 @@ def test_a_tool_use_cut_short_is_not_kept_in_the_session(tmp_path):
 
 @pytest.mark.timeout(60)
 def test_a_session_with_tool_calls_continues_without_tools_as_text(tmp_path):
-    env = {"TOOLSCRIPT_DATA_DIR": str(tmp_path / "data")}
-    db = ask.open_db(env)
-    try:
-        session = ask.Session(db, "flat")
+    with _ask_session({"TOOLSCRIPT_DATA_DIR": str(tmp_path / "data")}, "flat") as session:
         with FakeAnthropic([{"tool": "builtin__tools_echo", "input": {"said": "hi"}}, {"text": "echoed"}], sequential=True) as api:
             ask.run_api("echo", tools=local_tools(tmp_path), env=api_env(api), session=session)
         with FakeAnthropic([{"text": "no tools now"}], sequential=True) as api:
             result = ask.run_api("and now?", tools=None, env=api_env(api), session=session)
             body = api.message_requests()[0]["body"]
-    finally:
-        db.close()
     assert result.stopped == "answered" and "tools" not in body
     blocks = [b for m in body["messages"] for b in m["content"]]
     assert {b["type"] for b in blocks} == {"text"}
