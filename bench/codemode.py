@@ -36,7 +36,6 @@ import json
 import os
 import platform
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -51,6 +50,7 @@ sys.path.insert(0, BENCH)
 
 import peers  # noqa: E402  (tests/peers.py: the pinned Deno)
 from gateway import GatewayProcess, fixture_servers, summary  # noqa: E402  (bench/gateway.py)
+from stats import exit_on_sigterm  # noqa: E402  (bench/stats.py)
 
 from toolscript import typegen  # noqa: E402
 from toolscript.codemode import deno, sandbox  # noqa: E402
@@ -259,12 +259,8 @@ def deno_version(path):
         return None
 
 
-def on_sigterm(signum, frame):
-    raise SystemExit(128 + signum)  # run the finally blocks: they stop every process we started
-
-
 def main(argv=None):
-    signal.signal(signal.SIGTERM, on_sigterm)
+    exit_on_sigterm()  # the finally blocks stop every process we started
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20, help="rounds of the trivial exec (each variant once per round)")
     parser.add_argument("--call-repeats", type=int, default=10, help=f"rounds of the {CALLS}-call script")

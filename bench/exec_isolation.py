@@ -30,7 +30,6 @@ import json
 import os
 import platform
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -42,7 +41,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, BENCH)
 
 from gateway import GatewayProcess  # noqa: E402  (bench/gateway.py)
-from stats import summary  # noqa: E402  (bench/stats.py)
+from stats import exit_on_sigterm, summary  # noqa: E402  (bench/stats.py)
 
 RUN_TIMEOUT = 60.0  # seconds for any one run
 LAYER_ENV = "TOOLSCRIPT_EXEC_LAYER"
@@ -161,12 +160,8 @@ def measure(gateway, repeats):
     return {"layers": layers, "bare": bare, "median_overhead": overhead}
 
 
-def on_sigterm(signum, frame):
-    raise SystemExit(128 + signum)  # run the finally blocks: they stop the gateway we started
-
-
 def main(argv=None):
-    signal.signal(signal.SIGTERM, on_sigterm)
+    exit_on_sigterm()  # the finally blocks stop every process we started
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20, help="rounds (each variant once per round)")
     args = parser.parse_args(argv)

@@ -45,7 +45,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import peers  # noqa: E402  (tests/peers.py: finds and starts the npm servers)
-from stats import summary  # noqa: E402  (bench/stats.py)
+from stats import exit_on_sigterm, summary  # noqa: E402  (bench/stats.py)
 from mcp_servers import launch  # noqa: E402  (tests/mcp_servers/launch.py: the stdlib fixture)
 
 from toolscript.config import ServerConfig  # noqa: E402
@@ -351,12 +351,8 @@ def call_benchmark(calls, tmp):
     return results, rss
 
 
-def on_sigterm(signum, frame):
-    raise SystemExit(128 + signum)  # run the finally blocks: they stop every process we started
-
-
 def main(argv=None):
-    signal.signal(signal.SIGTERM, on_sigterm)
+    exit_on_sigterm()  # the finally blocks stop every process we started
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300, help="measured echo calls per path")
     parser.add_argument("--repeats", type=int, default=5, help="gateway starts per server count")

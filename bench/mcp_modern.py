@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import platform
-import signal
 import socket
 import subprocess
 import sys
@@ -37,7 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from gateway import GatewayProcess, interleaved, stop_group  # noqa: E402  (bench/gateway.py)
-from stats import summary  # noqa: E402  (bench/stats.py)
+from stats import exit_on_sigterm, summary  # noqa: E402  (bench/stats.py)
 
 from mcp_servers import launch  # noqa: E402  (tests/mcp_servers/launch.py: the stdlib fixture)
 from toolscript.config import ServerConfig  # noqa: E402
@@ -174,12 +173,8 @@ def run(calls, connects, tmp):
     return results
 
 
-def on_sigterm(signum, frame):
-    raise SystemExit(128 + signum)  # run the finally blocks: they stop every process we started
-
-
 def main(argv=None):
-    signal.signal(signal.SIGTERM, on_sigterm)
+    exit_on_sigterm()  # the finally blocks stop every process we started
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300, help="measured calls per upstream (default 300)")
     parser.add_argument("--connects", type=int, default=50, help="fresh sessions per first-call figure (default 50)")

@@ -33,7 +33,6 @@ import json
 import os
 import platform
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -47,7 +46,7 @@ sys.path.insert(0, BENCH)
 
 from fake_anthropic import FakeAnthropic  # noqa: E402  (tests/fake_anthropic.py)
 from gateway import GatewayProcess  # noqa: E402  (bench/gateway.py)
-from stats import summary  # noqa: E402  (bench/stats.py)
+from stats import exit_on_sigterm, summary  # noqa: E402  (bench/stats.py)
 
 FIXTURE = os.path.join(ROOT, "tests", "mcp_servers", "fixture_server.py")
 RUN_TIMEOUT = 60.0
@@ -86,7 +85,7 @@ def make_skills(home):
 
 
 def main(argv=None):
-    signal.signal(signal.SIGTERM, lambda s, f: (_ for _ in ()).throw(SystemExit(128 + s)))
+    exit_on_sigterm()  # the finally blocks stop every process we started
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--claude-repeats", type=int, default=5)
