@@ -395,6 +395,17 @@ def gateway(tmp_path):
         yield lambda *servers, **settings: stack.enter_context(running_gateway(servers, tmp_path, **settings))
 
 
+# What a fake gateway's tools x__* answer: one result of each shape the runtimes' result rules tell apart.
+FAKE_TOOL_RESULTS = {
+    "x__structured": {"content": [{"type": "text", "text": "{\"a\": 1}"}], "structuredContent": {"b": 2}},
+    "x__json_text": {"content": [{"type": "text", "text": "{\"a\": [1, 2]}"}]},
+    "x__plain_text": {"content": [{"type": "text", "text": "hello"}]},
+    "x__two_texts": {"content": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]},
+    "x__image": {"content": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]},
+    "x__empty": {"content": []},
+}
+
+
 @contextlib.contextmanager
 def fake_gateway_api(handler: type) -> Iterator[Any]:
     """A stand-in for the gateway's code-mode API, answering with ``handler`` (an http.server request

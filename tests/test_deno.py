@@ -21,7 +21,7 @@ import urllib.request
 
 import pytest
 
-from conftest import Output, REPO_ROOT, deno_on_runtime, fake_gateway_api, running_gateway
+from conftest import FAKE_TOOL_RESULTS, REPO_ROOT, Output, deno_on_runtime, fake_gateway_api, running_gateway
 from mcp_servers.launch import FIXTURE
 from toolscript.codemode import deno
 from toolscript.gateway import tsruntime
@@ -165,18 +165,10 @@ def test_the_gateway_serves_the_module_with_its_token(gateway_url):
 
 # -- the runtime module, against a fake gateway -------------------------------------------------
 
-CANNED = {
-    "x__structured": {"content": [{"type": "text", "text": "{\"a\": 1}"}], "structuredContent": {"b": 2}},
-    "x__json_text": {"content": [{"type": "text", "text": "{\"a\": [1, 2]}"}]},
-    "x__plain_text": {"content": [{"type": "text", "text": "hello"}]},
-    "x__two_texts": {"content": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]},
-    "x__image": {"content": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]},
-    "x__empty": {"content": []},
-}
 FAKE_NAMES = {
     "servers": {
         "x": {
-            **{tool.split("__")[1]: {"id": tool, "args": {}} for tool in CANNED},
+            **{tool.split("__")[1]: {"id": tool, "args": {}} for tool in FAKE_TOOL_RESULTS},
             "renamed": {"id": "x__renamed", "args": {"per_page": "per-page", "from_": "from", "query": "query"}},
             "broken": {"id": "x__broken", "args": {}},
         },
@@ -220,8 +212,8 @@ class FakeHandler(http.server.BaseHTTPRequestHandler):
             self._send(500, b'{"error": "something broke"}')
         elif tool.startswith("builtin__"):
             self._send(200, json.dumps({"ok": True, "data": {"content": "raw builtin data"}}).encode())
-        elif tool in CANNED:
-            self._send(200, json.dumps({"ok": True, "data": CANNED[tool]}).encode())
+        elif tool in FAKE_TOOL_RESULTS:
+            self._send(200, json.dumps({"ok": True, "data": FAKE_TOOL_RESULTS[tool]}).encode())
         else:
             self._send(200, json.dumps({"ok": False, "error": {"code": "upstream_error", "message": "no"}, "data": None}).encode())
 
@@ -251,7 +243,7 @@ console.log(JSON.stringify(out));
     assert got["json_text"] == {"a": [1, 2]}
     assert got["plain_text"] == "hello"
     assert got["two_texts"] == "one\ntwo"
-    assert got["image"] == CANNED["x__image"]["content"]
+    assert got["image"] == FAKE_TOOL_RESULTS["x__image"]["content"]
     assert got["empty"] == []
     assert got["builtin"] == {"content": "raw builtin data"}
     assert got["renamed"] == "upstream_error"

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import Output, fake_gateway_api, running_gateway
+from conftest import FAKE_TOOL_RESULTS, Output, fake_gateway_api, running_gateway
 from mcp_servers.launch import FIXTURE, start_fixture
 from toolscript.codemode import runtime, sandbox
 from toolscript.config import ServerConfig
@@ -116,16 +116,6 @@ def gateway_url(tmp_path_factory):
         sse_peer.stop()
 
 
-CANNED = {
-    "x__structured": {"content": [{"type": "text", "text": "{\"a\": 1}"}], "structuredContent": {"b": 2}},
-    "x__json_text": {"content": [{"type": "text", "text": "{\"a\": [1, 2]}"}]},
-    "x__plain_text": {"content": [{"type": "text", "text": "hello"}]},
-    "x__two_texts": {"content": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]},
-    "x__image": {"content": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]},
-    "x__empty": {"content": []},
-}
-
-
 class FakeHandler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -154,7 +144,7 @@ class FakeHandler(http.server.BaseHTTPRequestHandler):
         if tool.startswith("builtin__"):
             self._send({"ok": True, "data": {"content": "raw builtin data"}, "error": None, "meta": {}})
         else:
-            self._send({"ok": True, "data": CANNED[tool], "error": None, "meta": {}})
+            self._send({"ok": True, "data": FAKE_TOOL_RESULTS[tool], "error": None, "meta": {}})
 
 
 @pytest.fixture
@@ -504,7 +494,7 @@ def test_discovery_and_helpful_attribute_errors(gateway_url):
 
 
 def test_result_rules_search_and_builtins_against_a_fake_gateway(fake_gateway):
-    names = {"servers": {"x": {k.split("__")[1]: {"id": k, "args": {}} for k in CANNED}, "builtin": {"raw": {"id": "builtin__raw", "args": {}}}}}
+    names = {"servers": {"x": {k.split("__")[1]: {"id": k, "args": {}} for k in FAKE_TOOL_RESULTS}, "builtin": {"raw": {"id": "builtin__raw", "args": {}}}}}
     code = (
         "from toolscript import tools\n"
         "for name in ['structured', 'json_text', 'plain_text', 'two_texts', 'image', 'empty']:\n"
