@@ -389,6 +389,38 @@ def running_gateway(servers, workspace, **settings):
 
 
 @pytest.fixture
+def fixture_session():
+    """fixture_session(transport, *fixture options, timeout=10, headers=None, max_message_bytes=None,
+    **open_session callbacks) -> an initialized session to tests/mcp_servers/fixture_server.py over
+    "stdio", "http", "http-json" (JSON answers) or "sse"; every session and server ends with the test."""
+    from mcp_servers.launch import start_fixture, stdio_command
+    from toolscript.config import ServerConfig
+    from toolscript.mcp.connect import open_session
+
+    opened, started = [], []
+
+    def _open(transport, *options, timeout=10.0, headers=None, max_message_bytes=None, **callbacks):
+        limit = {} if max_message_bytes is None else {"max_message_bytes": max_message_bytes}
+        if transport == "stdio":
+            cmd = stdio_command(*options)
+            server = ServerConfig(name="fixture", type="stdio", source="test", command=cmd[0], args=cmd[1:], timeout=timeout, **limit)
+        else:
+            mode = "sse" if transport == "sse" else "http"
+            peer = start_fixture(mode, *(["--json-response"] if transport == "http-json" else []), *options)
+            started.append(peer)
+            server = ServerConfig(name="fixture", type=mode, source="test", url=peer.url, headers=headers or {}, timeout=timeout, **limit)
+        session = open_session(server, **callbacks)
+        opened.append(session)
+        return session
+
+    yield _open
+    for session in opened:
+        session.close()
+    for peer in started:
+        peer.stop()
+
+
+@pytest.fixture
 def gateway(tmp_path):
     """gateway(*servers, **config settings) -> (Gateway, url), served from this process; stopped afterwards."""
     with contextlib.ExitStack() as stack:

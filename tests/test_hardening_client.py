@@ -19,7 +19,7 @@ import time
 import pytest
 
 from conftest import wait_for
-from mcp_servers.launch import start_fixture, stdio_command
+from mcp_servers.launch import stdio_command
 from toolscript.config import ServerConfig
 from toolscript.mcp import jsonrpc
 from toolscript.mcp.cancel import Cancel
@@ -41,33 +41,6 @@ def spew_server(max_message_bytes=64 * KIB, timeout=10.0, name="spewer"):
 
 def text_of(result):
     return "".join(block.get("text", "") for block in result["content"] if block.get("type") == "text")
-
-
-@pytest.fixture
-def fixture_session():
-    """fixture_session(transport, max_message_bytes) -> a session to fixture_server.py over that transport."""
-    opened, started = [], []
-
-    def _open(transport, max_message_bytes, **callbacks):
-        if transport == "stdio":
-            cmd = stdio_command()
-            server = ServerConfig(name="fixture", type="stdio", source="test", command=cmd[0], args=cmd[1:],
-                                  timeout=10, max_message_bytes=max_message_bytes)
-        else:
-            mode = "sse" if transport == "sse" else "http"
-            peer = start_fixture(mode, *(["--json-response"] if transport == "http-json" else []))
-            started.append(peer)
-            server = ServerConfig(name="fixture", type=mode, source="test", url=peer.url, timeout=10,
-                                  max_message_bytes=max_message_bytes)
-        session = open_session(server, **callbacks)
-        opened.append(session)
-        return session
-
-    yield _open
-    for session in opened:
-        session.close()
-    for peer in started:
-        peer.stop()
 
 
 # -- item 2: a line or event over maxMessageBytes ------------------------------------------------
@@ -126,7 +99,7 @@ def test_a_200_mb_line_keeps_the_reader_small(tmp_path):
 
 @pytest.mark.parametrize("transport", ["stdio", "http", "http-json", "sse"])
 def test_an_oversized_result_fails_only_its_call(fixture_session, transport):
-    session = fixture_session(transport, 64 * KIB)
+    session = fixture_session(transport, max_message_bytes=64 * KIB)
     with pytest.raises(MessageTooLarge) as err:
         session.call_tool("big", {"size": 1024 * 1024}, timeout=30)
     assert str(err.value).startswith("the result of tools/call 'big' is over the 64 KiB limit (maxMessageBytes for server 'fixture'")
@@ -259,7 +232,7 @@ def test_a_response_with_a_list_id_does_not_kill_the_reader():
 @pytest.mark.parametrize("transport", ["http", "sse", "stdio"])
 def test_a_calls_own_log_messages_reach_its_on_log(fixture_session, transport):
     every = []
-    session = fixture_session(transport, 8 * 1024 * 1024, on_log=every.append)
+    session = fixture_session(transport, on_log=every.append)
     mine = []
     assert text_of(session.call_tool("log", {"count": 3}, on_log=mine.append)) == "logged 3"
     assert wait_for(lambda: len(every) == 3)
@@ -268,7 +241,7 @@ def test_a_calls_own_log_messages_reach_its_on_log(fixture_session, transport):
 
 def test_over_streamable_http_concurrent_calls_get_only_their_own_logs(fixture_session):
     every = []
-    session = fixture_session("http", 8 * 1024 * 1024, on_log=every.append)
+    session = fixture_session("http", on_log=every.append)
     logs = {2: [], 5: []}
 
     def call(count):

@@ -36,28 +36,9 @@ def stdio_server(*options, timeout=10.0, name="fixture"):
 
 
 @pytest.fixture
-def connect(request):
-    """connect(transport, *fixture options, **open_session kwargs) -> an initialized session."""
-    opened, started = [], []
-
-    def _connect(transport, *options, timeout=10.0, headers=None, **callbacks):
-        if transport == "stdio":
-            server = stdio_server(*options, timeout=timeout)
-        else:
-            mode = "sse" if transport == "sse" else "http"
-            extra = ("--json-response",) if transport == "http-json" else ()
-            peer = start_fixture(mode, *extra, *options)
-            started.append(peer)
-            server = ServerConfig(name="fixture", type=mode, source="test", url=peer.url, headers=headers or {}, timeout=timeout)
-        session = open_session(server, **callbacks)
-        opened.append(session)
-        return session
-
-    yield _connect
-    for session in opened:
-        session.close()
-    for peer in started:
-        peer.stop()
+def connect(fixture_session):
+    """connect(transport, *fixture options, **open_session kwargs) -> an initialized session (conftest's fixture_session)."""
+    return fixture_session
 
 
 def text_of(result):
