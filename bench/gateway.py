@@ -296,6 +296,15 @@ def interleaved(paths, calls):
     return {name: summary(values) for name, values in samples.items()}
 
 
+def close_all(closers):
+    """Call each close function, the last opened first; a failure to close is no figure and must not hide one."""
+    for close in reversed(closers):
+        try:
+            close()
+        except Exception:
+            pass
+
+
 def call_benchmark(calls, tmp):
     """Round-trip figures per path, plus the RSS of the gateway and mcp-proxy afterwards."""
     results, rss, closers = {}, {}, []
@@ -340,11 +349,7 @@ def call_benchmark(calls, tmp):
         if proxy is not None:
             rss["mcp_proxy_after_calls"] = rss_kib(proxy.pid)
     finally:
-        for close in reversed(closers):
-            try:
-                close()
-            except Exception:
-                pass
+        close_all(closers)
         gateway.stop()
         if proxy is not None:
             stop_group(proxy)

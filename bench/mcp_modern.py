@@ -35,7 +35,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from gateway import GatewayProcess, interleaved, stop_group  # noqa: E402  (bench/gateway.py)
+from gateway import GatewayProcess, close_all, interleaved, stop_group  # noqa: E402  (bench/gateway.py)
 from stats import exit_on_sigterm, summary  # noqa: E402  (bench/stats.py)
 
 from mcp_servers import launch  # noqa: E402  (tests/mcp_servers/launch.py: the stdlib fixture)
@@ -162,11 +162,7 @@ def run(calls, connects, tmp):
             "initialize": first_call(gw_url, "legacy__add", "initialize", connects),
         }
     finally:
-        for close in reversed(closers):
-            try:
-                close()
-            except Exception:
-                pass
+        close_all(closers)
         gateway.stop()
         if sdk_http is not None:
             stop_group(sdk_http)
