@@ -49,6 +49,15 @@ def echo(gw: Any, message: str = "hi") -> Any:
 
 
 @contextlib.contextmanager
+def signed_in(tmp_path: Any, state: Any, *server_args: str) -> Iterator[Tuple[Any, Any, Dict[str, str]]]:
+    """The OAuth test server (started with ``server_args``) and a sign-in to it stored in ``state``:
+    ``(server, config file, environment)``, the last two for more ``toolscript auth`` runs."""
+    with oauth_server.start(*server_args) as server:
+        config, env = sign_in(tmp_path, server, state)
+        yield server, config, env
+
+
+@contextlib.contextmanager
 def signed_in_gateway(tmp_path: Any, state: Any, *server_args: str, sse: bool = False) -> Iterator[Tuple[Any, Any, Any]]:
     """The OAuth test server (started with ``server_args``), signed in to, and an in-process gateway whose
     upstream "remote" (over ``sse`` or Streamable HTTP) is ready: ``(server, gateway, upstream)``."""

@@ -27,7 +27,7 @@ import pytest
 from conftest import REPO_ROOT, missing_prerequisite, run_cli, running_gateway, wait_for
 from mcp_servers import oauth_server
 from mcp_servers.oauth_fixture import OAuthFixture
-from oauth_signin import NEEDS_AUTH, echo, remote, sign_in, signed_in_gateway, stored_grant
+from oauth_signin import NEEDS_AUTH, echo, remote, sign_in, signed_in, signed_in_gateway, stored_grant
 from test_oauth_core import follow as _follow  # the test browser: the authorization URL's redirect, not followed
 from toolscript.mcp import oauth, oauth_login
 from toolscript.mcp.oauth import Grant, OAuthError
@@ -546,8 +546,7 @@ def _auth_cli(config: Any, env: Dict[str, str], *args: str) -> Any:
 @pytest.mark.timeout(120)
 def test_logout_revokes_the_refresh_and_access_token_at_the_server(tmp_path: Any) -> None:
     state = tmp_path / "state"
-    with oauth_server.start() as server:
-        config, env = sign_in(tmp_path, server, state)
+    with signed_in(tmp_path, state) as (server, config, env):
         grant = stored_grant(state)
         assert grant["revocation_endpoint"] == server.base + "/revoke"  # kept at sign-in from the metadata
         assert _post_initialize(server.url, grant["access_token"])[0] == 200
@@ -564,8 +563,7 @@ def test_logout_revokes_the_refresh_and_access_token_at_the_server(tmp_path: Any
 @pytest.mark.timeout(120)
 def test_logout_json_says_revoked(tmp_path: Any) -> None:
     state = tmp_path / "state"
-    with oauth_server.start() as server:
-        config, env = sign_in(tmp_path, server, state)
+    with signed_in(tmp_path, state) as (server, config, env):
         proc = _auth_cli(config, env, "--logout", "remote", "--json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"server": "remote", "removed": True, "revocation": "revoked", "revoked": ["refresh_token", "access_token"]}
@@ -574,8 +572,7 @@ def test_logout_json_says_revoked(tmp_path: Any) -> None:
 @pytest.mark.timeout(120)
 def test_logout_without_a_revocation_endpoint_deletes_locally_only_and_says_so(tmp_path: Any) -> None:
     state = tmp_path / "state"
-    with oauth_server.start("--no-revocation") as server:
-        config, env = sign_in(tmp_path, server, state)
+    with signed_in(tmp_path, state, "--no-revocation") as (server, config, env):
         assert stored_grant(state)["revocation_endpoint"] is None
         proc = _auth_cli(config, env, "--logout", "remote")
         assert proc.returncode == 0, proc.stderr
@@ -604,8 +601,7 @@ def test_logout_with_the_server_gone_still_deletes_and_says_revocation_failed(tm
 def test_logout_of_a_grant_stored_without_the_endpoint_finds_it_in_the_metadata(tmp_path: Any) -> None:
     # Grants stored before toolscript kept the revocation endpoint: the issuer's metadata names it.
     state = tmp_path / "state"
-    with oauth_server.start() as server:
-        config, env = sign_in(tmp_path, server, state)
+    with signed_in(tmp_path, state) as (server, config, env):
         path = os.path.join(str(state), "oauth", "remote.json")
         with open(path) as f:
             document = json.load(f)
@@ -758,8 +754,7 @@ def test_a_refusal_reaching_the_cli_callback_cannot_put_escape_sequences_on_the_
 def test_logout_waits_for_a_refresh_under_way_and_revokes_the_tokens_it_stored(tmp_path: Any, state: Any) -> None:
     from toolscript.mcp import oauth_store
 
-    with oauth_server.start() as server:
-        config, env = sign_in(tmp_path, server, state)
+    with signed_in(tmp_path, state) as (server, config, env):
         with oauth_store.refresh_lock("remote"):  # a gateway in the middle of a refresh
             logout = subprocess.Popen([sys.executable, "-m", "toolscript", "--config", str(config), "auth", "--logout", "remote", "--json"],
                                       env=dict(env, PYTHONPATH=REPO_ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -778,8 +773,7 @@ def test_logout_waits_for_a_refresh_under_way_and_revokes_the_tokens_it_stored(t
 def test_a_refresh_after_logout_does_not_store_the_sign_in_again(tmp_path: Any, state: Any) -> None:
     from toolscript.mcp import oauth_store
 
-    with oauth_server.start("--no-revocation") as server:  # logout can only delete: the refresh token still works
-        config, env = sign_in(tmp_path, server, state)
+    with signed_in(tmp_path, state, "--no-revocation") as (server, config, env):  # logout can only delete: the refresh token still works
         auth = oauth_store.StoredBearerAuth("remote", server.url)
         grant = auth.grant
         assert grant is not None
