@@ -42,6 +42,24 @@ class _QuietHTTPServer(ThreadingHTTPServer):
         pass  # the client under test hangs up on oversized answers: that is the point
 
 
+def _serve(handler: Any, tls: Any = None) -> _QuietHTTPServer:
+    """A loopback server on a free port answering with ``handler`` (over ``tls``, an SSLContext, when given),
+    served from a daemon thread; the caller shuts it down."""
+    httpd = _QuietHTTPServer(("127.0.0.1", 0), handler)
+    if tls is not None:
+        httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
+def _send_json(handler: BaseHTTPRequestHandler, status: int, body: bytes) -> None:
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
 def _get(url: str, timeout: float = 10.0) -> Tuple[int, bytes]:
     parts = urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=timeout)
@@ -170,19 +188,13 @@ class _TokenEndpoint:
                 status, body = endpoint.status, endpoint.body
                 if endpoint.then:
                     endpoint.status, endpoint.body = endpoint.then.pop(0)
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                _send_json(self, status, body)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.httpd = _QuietHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = _serve(Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/token"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def answer(self, doc: Any, status: int = 200) -> None:
         self.status, self.body = status, doc if isinstance(doc, bytes) else json.dumps(doc).encode()
@@ -343,11 +355,9 @@ class _Hostile:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.httpd = _QuietHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = _serve(Handler)
         self.port = self.httpd.server_address[1]
         self.base = f"http://127.0.0.1:{self.port}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def close(self) -> None:
         self.httpd.shutdown()
@@ -665,20 +675,12 @@ def client_document_host(tmp_path: Any) -> Any:
         def do_GET(self) -> None:  # noqa: N802
             seen.append(self.path)
             doc = documents.get(self.path)
-            body = json.dumps(doc).encode() if doc is not None else b"{}"
-            self.send_response(200 if doc is not None else 404)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            _send_json(self, 200 if doc is not None else 404, json.dumps(doc).encode() if doc is not None else b"{}")
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    httpd = _QuietHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    httpd = _serve(Handler, tls=context)
     try:
         yield f"https://localhost:{httpd.server_address[1]}", documents, cert, seen
     finally:
