@@ -1,0 +1,96 @@
+"""How search fuses the words and the vectors (issue 13, FU): what the vectors know must survive the fusion.
+
+Small catalogs prove each behaviour: a paraphrase whose words match nothing
+finds its tool through the vectors; a real word is not "corrected" into a
+catalog word before the vectors read it; a tool's name weighs more in its
+vector than its long description; an exact name still wins over anything
+soft; and without the vectors data search is the words' alone.
+"""
+
+import math
+
+import pytest
+
+import toolscript.search
+from toolscript import vectors
+from toolscript.search import SearchIndex
+
+needs_vectors = pytest.mark.skipif(not vectors.available(), reason="no vectors data in this checkout")
+
+
+def tool(server, name, description="", **extra):
+    return dict({"id": f"{server}__{name}", "server": server, "name": name, "description": description}, **extra)
+
+
+CATALOG = [
+    tool("browser", "page_screenshot", "Capture a PNG of the current browser tab"),
+    tool("filesystem", "delete_file", "Remove a file from disk"),
+    tool("filesystem", "read_file", "Read the complete contents of a file"),
+    tool("git", "git_log", "Shows the commit logs"),
+    tool("maps", "get_coordinates", "Latitude and longitude of an address"),
+    tool("sentry", "get_issue", "Get a Sentry issue with its stack trace"),
+    tool("slack", "post_message", "Post a message to a Slack channel"),
+    tool("time", "get_current_time", "Get current time in a specific timezone"),
+]
+
+
+def ids(results):
+    return [r["id"] for r in results]
+
+
+@needs_vectors
+def test_a_paraphrase_whose_words_match_nothing_finds_its_tool_through_the_vectors():
+    index = SearchIndex(CATALOG)
+    query = "snap an image of what the site looks like"
+    assert "browser__page_screenshot" not in ids(SearchIndex(CATALOG, semantic=False).search(query, limit=3))
+    top = index.search(query, limit=1, explain=True)[0]
+    assert top["id"] == "browser__page_screenshot"
+    assert top["signals"]["vector"] > sum(v for k, v in top["signals"].items() if k != "vector")
+
+
+@needs_vectors
+def test_a_real_word_reaches_the_vectors_as_written_not_as_the_catalog_word_it_resembles():
+    index = SearchIndex(CATALOG)
+    # "altitude" is one edit from the catalog's "latitude" and "shops" from "shows", but the
+    # vectors' vocabulary knows both whole: they mean themselves, not the catalog's word.
+    assert index._as_corrected("altitude of a mountain") == "altitude of a mountain"
+    assert index._as_corrected("coffee shops nearby") == "coffee shops nearby"
+    # A misspelling the vocabulary can only piece together is still read as what it stands for.
+    assert index._as_corrected("take a screnshot") == "take a screenshot"
+    assert index._as_corrected("delte file") == "delete file"
+
+
+@needs_vectors
+def test_the_tool_name_weighs_more_than_each_description_text_in_the_tool_vector():
+    texts = vectors.tool_texts(tool("git", "git_log", "Shows the commit logs. Lists commits with author, date and message."))
+    parts = [vectors.encode(t) for t in texts]
+    equal = [sum(xs) for xs in zip(*parts)]
+    norm = math.hypot(*equal)
+    equal = [x / norm for x in equal]
+    weighted = toolscript.search._encode_tool(texts)
+    assert math.isclose(math.hypot(*weighted), 1.0, rel_tol=1e-9)
+    name = parts[0]
+    assert vectors.dot(weighted, name) > vectors.dot(equal, name) + 0.01
+    assert toolscript.search._encode_tool(["", "", ""]) is None
+
+
+@needs_vectors
+@pytest.mark.parametrize("query, expected", [
+    ("delete_file", "filesystem__delete_file"),
+    ("read file", "filesystem__read_file"),
+    ("filesystem__read_file", "filesystem__read_file"),
+])
+def test_an_exact_name_still_wins_with_the_top_score(query, expected):
+    results = SearchIndex(CATALOG).search(query, limit=3, explain=True)
+    assert results[0]["id"] == expected and results[0]["score"] == 1.0
+    assert results[0]["signals"]["exact_name"] == 1.0
+    assert all(r["score"] < 1.0 for r in results[1:])
+
+
+def test_without_the_vectors_data_search_is_the_words_alone(monkeypatch):
+    words_only = SearchIndex(CATALOG, semantic=False)
+    monkeypatch.setattr(vectors, "available", lambda: False)
+    degraded = SearchIndex(CATALOG)
+    assert not degraded.semantic
+    for query in ["snap an image of what the site looks like", "slack trace", "delete_file", "delte file"]:
+        assert degraded.search(query, limit=5, explain=True) == words_only.search(query, limit=5, explain=True)
