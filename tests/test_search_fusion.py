@@ -71,7 +71,22 @@ def test_the_tool_name_weighs_more_than_each_description_text_in_the_tool_vector
     assert math.isclose(math.hypot(*weighted), 1.0, rel_tol=1e-9)
     name = parts[0]
     assert vectors.dot(weighted, name) > vectors.dot(equal, name) + 0.01
-    assert toolscript.search._encode_tool(["", "", ""]) is None
+    assert toolscript.search._encode_tool(["", "", "", ""]) is None
+
+
+@needs_vectors
+def test_the_parameter_names_are_part_of_the_tool_vector_at_a_small_weight():
+    schema = {"type": "object", "properties": {"max_count": {"type": "integer"}, "authorEmail": {"type": "string"}}}
+    with_params = tool("git", "git_log", "Shows the commit logs", inputSchema=schema)
+    texts = toolscript.search._tool_texts(with_params)
+    assert texts[:3] == vectors.tool_texts(with_params) and texts[3] == "max count authorEmail"
+    bare = toolscript.search._encode_tool(toolscript.search._tool_texts(tool("git", "git_log", "Shows the commit logs")))
+    weighted = toolscript.search._encode_tool(texts)
+    params = vectors.encode(texts[3])
+    assert vectors.dot(weighted, params) > vectors.dot(bare, params)
+    assert vectors.dot(weighted, bare) > 0.95  # a quarter's weight: the name and description still lead
+    index = SearchIndex([with_params])
+    assert index.vector_cache == {"\n".join(texts): list(weighted)}
 
 
 @needs_vectors
