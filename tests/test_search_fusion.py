@@ -109,3 +109,15 @@ def test_without_the_vectors_data_search_is_the_words_alone(monkeypatch):
     assert not degraded.semantic
     for query in ["snap an image of what the site looks like", "slack trace", "delete_file", "delte file"]:
         assert degraded.search(query, limit=5, explain=True) == words_only.search(query, limit=5, explain=True)
+
+
+@needs_vectors
+def test_a_tool_no_word_reaches_is_listed_on_its_vector_when_the_query_speaks_the_catalogs_language():
+    index = SearchIndex(CATALOG)
+    results = index.search("undo my last change to the file", limit=3, explain=True)
+    found = {r["id"]: r for r in results}
+    # "file" reaches the filesystem tools; no word reaches git_log, whose vector is close enough to list.
+    assert "git__git_log" in found and set(found["git__git_log"]["signals"]) == {"vector"}
+    assert found["git__git_log"]["score"] < 0.3  # the threshold that drops noise still drops it
+    # Gibberish reaches no tool's words, and no tool's vector is close enough alone.
+    assert index.search("xyzzy plugh", limit=3) == []
