@@ -121,3 +121,25 @@ def test_a_tool_no_word_reaches_is_listed_on_its_vector_when_the_query_speaks_th
     assert found["git__git_log"]["score"] < 0.3  # the threshold that drops noise still drops it
     # Gibberish reaches no tool's words, and no tool's vector is close enough alone.
     assert index.search("xyzzy plugh", limit=3) == []
+
+
+def test_packed_tool_vectors_give_every_cosine_as_the_float_dot_product_does():
+    import random
+
+    rng = random.Random(13)
+
+    def unit(values):
+        norm = math.hypot(*values)
+        return tuple(x / norm for x in values)
+
+    dim = 256
+    axis = tuple(1.0 if d == 0 else 0.0 for d in range(dim))
+    tools = [unit([rng.gauss(0, 1) for _ in range(dim)]) for _ in range(40)]
+    tools += [axis, tuple(-x for x in axis), unit([1.0] * dim), unit([-1.0] * dim)]  # the extremes: cosines of +-1
+    packed = toolscript.search._PackedVectors([(3 * n, v) for n, v in enumerate(tools)])
+    for query in [axis, unit([1.0] * dim), unit([-1.0] * dim)] + [unit([rng.gauss(0, 1) for _ in range(dim)]) for _ in range(5)]:
+        cosines = packed.cosines(query)
+        assert sorted(cosines) == [3 * n for n in range(len(tools))]
+        for n, v in enumerate(tools):
+            assert abs(cosines[3 * n] - sum(a * b for a, b in zip(query, v))) < 1e-3
+    assert toolscript.search._PackedVectors([]).cosines(axis) == {}

@@ -52,6 +52,8 @@ ordered by the uncapped score, then by id, so the order is deterministic.
 
 import math
 import re
+import struct
+import sys
 from array import array
 from functools import lru_cache
 from itertools import compress
@@ -378,6 +380,8 @@ class SearchIndex:
         # {tool texts: vector} of this index, for the next one (see vector_cache above).
         self.vector_cache: Dict[str, Optional[List[float]]] = {}
         self._vectors = _tool_vectors(self._tools, vector_cache or {}, self.vector_cache) if semantic else None
+        # The same vectors packed for one query's cosines with every tool at once (see _PackedVectors).
+        self._packed = _PackedVectors(self._vectors) if self._vectors else None
         # The catalog's words with their vectors, when the vectors data is there (see _SimilarWords).
         self._similar = _SimilarWords(surface) if self._vectors else None
         self._rare = max(2, int(_SIMILAR_RARE * n))
@@ -480,10 +484,7 @@ class SearchIndex:
         wanted = vectors.encode(self._as_corrected(query))
         if wanted is None:
             return {}
-        # For unit vectors |a - b|^2 = 2 - 2 cos(a, b), and math.dist runs in C:
-        # 500 tools x 128 dimensions take ~0.5 ms, sum(map(mul, a, b)) ~1.5 ms.
-        dist = math.dist
-        return {i: 1.0 - dist(wanted, vector) ** 2 / 2.0 for i, vector in self._vectors}
+        return self._packed.cosines(wanted)  # type: ignore[union-attr]
 
     @property
     def semantic(self) -> bool:
@@ -739,6 +740,55 @@ def _tool_vectors(
         if vector is not None:
             out.append((i, tuple(vector)))
     return out
+
+
+# The tools' vectors packed so that a query meets all of them in one
+# big-integer multiply-add per dimension, in C (the same idea as the similar
+# words' int8 columns below, at 16 bits).  A tool vector's values are stored
+# as round(32767 x value) + 32768 (unsigned 16 bits); column d is one integer
+# holding every tool's value in dimension d, each in a 32-bit field of its
+# own.  The query's values are round(32767 x value) too; summed over d, each
+# field holds that tool's dot product plus 32768 x the sum of the query's
+# values, which one multiple of "1 in every field" replaces by 2^31.  The dot
+# products of two unit vectors at this scale stay within 32767^2 < 2^30 in
+# size, so each field stays within 0..2^32 and never borrows from or carries
+# into the next.  500 tools x 256 dimensions: ~0.3 ms per query, where a
+# math.dist per tool took ~1.4 ms; rounding moves a cosine by < 0.0002.
+_UNIT_16 = 32767
+_FIELD_BIAS = 1 << 31
+
+
+class _PackedVectors:
+    """The tools' unit vectors, for the cosines of one query vector with all of them at once."""
+
+    def __init__(self, vectors: List[Tuple[int, Tuple[float, ...]]]) -> None:
+        self.tools = [i for i, _ in vectors]
+        n = len(vectors)
+        width = len(vectors[0][1]) if vectors else 0
+        rows = array("H", [round(_UNIT_16 * x) + 32768 for _, vector in vectors for x in vector])
+        if sys.byteorder != "little":
+            rows.byteswap()
+        matrix = rows.tobytes()
+        fields = bytearray(4 * n)
+        self.columns: List[int] = []
+        for d in range(width):
+            # Each value's two bytes into the low half of its tool's little-endian field, in C.
+            fields[0::4] = matrix[2 * d::2 * width]
+            fields[1::4] = matrix[2 * d + 1::2 * width]
+            self.columns.append(int.from_bytes(fields, "little"))
+        self.ones = int.from_bytes(b"\x01\x00\x00\x00" * n, "little")
+        self.fields = struct.Struct(f"<{n}I")
+
+    def cosines(self, query: Sequence[float]) -> Dict[int, float]:
+        """Tool index -> the cosine of unit vector ``query`` with the tool's."""
+        values = [round(_UNIT_16 * x) for x in query]
+        total = (_FIELD_BIAS - 32768 * sum(values)) * self.ones
+        for value, column in zip(values, self.columns):
+            if value:
+                total += value * column
+        scale = 1.0 / (_UNIT_16 * _UNIT_16)
+        dots = self.fields.unpack(total.to_bytes(self.fields.size, "little"))
+        return dict(zip(self.tools, [(dot - _FIELD_BIAS) * scale for dot in dots]))
 
 
 # -- similar words -----------------------------------------------------------
