@@ -22,8 +22,11 @@ long description.  On top of that:
 * meaning, when the package has its vectors data (toolscript/vectors.py, a
   static word-vector table distilled from a sentence-embedding model): the
   cosine of the query's vector with each tool's (server and name, first
-  sentence and description) is blended with the word score, so "what commits
-  happened recently" finds ``git_log`` although only "commit" matches.  Tool
+  sentence, description and parameter names, encoded apart and weighed so
+  the name counts most) is blended with the word score, so "what commits
+  happened recently" finds ``git_log`` although only "commit" matches.  A
+  misspelt query word reaches the vectors as the catalog word it stands
+  for; a real word (one the vectors' vocabulary has whole) as written.  Tool
   vectors are computed once per index (the gateway builds one per catalog
   version and re-encodes only the tools that changed).  Without the data,
   ranking and scores are the words' alone, exactly as before the vectors.
