@@ -143,3 +143,46 @@ def test_packed_tool_vectors_give_every_cosine_as_the_float_dot_product_does():
         for n, v in enumerate(tools):
             assert abs(cosines[3 * n] - sum(a * b for a, b in zip(query, v))) < 1e-3
     assert toolscript.search._PackedVectors([]).cosines(axis) == {}
+
+
+SERVERS_CATALOG = [
+    tool("airtable", "create_table", "Create a new table in an Airtable base"),
+    tool("airtable", "list_records", "List records in a table"),
+    tool("notion", "create_data_source", "Create a data source (database) under a parent page"),
+    tool("notion", "post_page", "Create a page"),
+    tool("notion", "get_users", "List all users of the workspace"),
+    tool("time", "get_current_time", "Get the current time in a timezone"),
+    tool("calendar", "list_events", "List events between a start time and an end time"),
+    tool("calendar", "create_event", "Create an event at a time"),
+]
+
+
+@needs_vectors
+def test_a_query_that_names_a_server_prefers_that_servers_tools():
+    index = SearchIndex(SERVERS_CATALOG)
+    # Without the product's name, "a table" means airtable's tool to the words and the vectors alike...
+    assert index.search("add a tracker table", limit=1)[0]["id"] == "airtable__create_table"
+    # ...named, notion's tools gain a visible, fixed share and its data source comes first.
+    results = index.search("add a tracker table to notion", limit=3, explain=True)
+    assert results[0]["id"] == "notion__create_data_source"
+    for r in results:
+        assert ("named_server" in r["signals"]) == (r["server"] == "notion")
+        assert r["score"] == pytest.approx(sum(r["signals"].values()), abs=0.001)
+    assert results[0]["signals"]["named_server"] == toolscript.search._NAMED_SERVER_BONUS
+    assert list(results[0]["signals"]) == [s for s in toolscript.search.SIGNALS if s in results[0]["signals"]]
+
+
+@needs_vectors
+def test_a_word_many_servers_tools_say_names_no_server():
+    index = SearchIndex(SERVERS_CATALOG)
+    assert index._named_servers("what time is my next event") == frozenset()  # calendar tools say "time" too
+    assert index._named_servers("users of my notion workspace") == frozenset({"notion"})
+    assert all("named_server" not in r["signals"] for r in index.search("what time is my next event", limit=5, explain=True))
+
+
+@needs_vectors
+def test_words_only_search_gives_no_server_a_share_for_being_named():
+    hybrid, words = SearchIndex(SERVERS_CATALOG), SearchIndex(SERVERS_CATALOG, semantic=False)
+    query = "add a tracker table to notion"
+    assert hybrid.search(query, limit=5, semantic=False, explain=True) == words.search(query, limit=5, explain=True)
+    assert all("named_server" not in r["signals"] for r in words.search(query, limit=5, explain=True))
