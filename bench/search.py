@@ -407,11 +407,12 @@ def tune(sets):
     word shares and cosines computed once, then search's own ``_fuse`` with
     its constants patched), the fusions tried instead of the blend (the
     vector weight set by how much of the query the words explain; reciprocal
-    rank fusion) and the tool vector's text weights (the index rebuilt per
-    point).
+    rank fusion), the tool vector's text weights and the named-server share
+    (the index rebuilt per point).
     """
     mod = toolscript.search
-    out = {"shipped": {"blend": {n: getattr(mod, n) for n in BLEND}, "tool_text_weights": list(mod._TOOL_TEXT_WEIGHTS)}}
+    out = {"shipped": {"blend": {n: getattr(mod, n) for n in BLEND}, "tool_text_weights": list(mod._TOOL_TEXT_WEIGHTS),
+                       "named_server": {"bonus": mod._NAMED_SERVER_BONUS, "purity": mod._NAMING_PURITY}}}
     for label, (tools, queries, noise) in sets.items():
         index = SearchIndex(tools)
         if not index.semantic:
@@ -420,8 +421,30 @@ def tune(sets):
         out[label] = {"blend": blend_grid(index, queries, prepared),
                       "adaptive": adaptive_rows(index, queries, prepared),
                       "rrf": rrf_rows(index, queries),
-                      "tool_text_weights": tool_text_rows(tools, queries, noise)}
+                      "tool_text_weights": tool_text_rows(tools, queries, noise),
+                      "named_server": named_server_rows(tools, queries, noise)}
     return out
+
+
+def named_server_rows(tools, queries, noise):
+    """The share a named server's tools gain and the purity that makes a word name a server, every point ranked."""
+    mod = toolscript.search
+    saved = mod._NAMED_SERVER_BONUS, mod._NAMING_PURITY
+    rows = []
+    try:
+        for purity in (0.5, 0.8, 0.95):
+            mod._NAMING_PURITY = purity
+            index = SearchIndex(tools)
+            for bonus in (0.0, 0.05, 0.1, 0.15, 0.2, 0.3):
+                mod._NAMED_SERVER_BONUS = bonus
+                g = graded(lambda q: [r["id"] for r in index.search(q, limit=DEPTH)], queries)
+                quiet = sum(not index.search(n, limit=1, threshold=0.3) for n in noise)
+                rows.append({"purity": purity, "bonus": bonus, "recall@3": g["all"]["recall@3"], "mrr@10": g["all"]["mrr@10"],
+                             "by_kind@3": {k: v["recall@3"] for k, v in g.items() if k != "all"},
+                             "noise_rejected@0.3": round(quiet / len(noise), 4)})
+    finally:
+        mod._NAMED_SERVER_BONUS, mod._NAMING_PURITY = saved
+    return rows
 
 
 BLEND = ("_LEXICAL_WEIGHT", "_VECTOR_WEIGHT", "_VECTOR_FLOOR", "_VECTOR_CEILING")
@@ -431,9 +454,20 @@ def prepare_signals(index, queries, noise):
     """Each labelled and noise query's word shares, exact names, cosines and words' coverage, computed once."""
     def prepare(text):
         lexical, _, exact = index._lexical(text)
-        return lexical, set(exact), index._semantic(text), coverage(index, text)
+        semantic = index._semantic(text)
+        # The named server's tools' share is added after the fusion, as search does.
+        named = index._named_servers(text) if semantic else ()
+        bonus = {i: toolscript.search._NAMED_SERVER_BONUS for i, t in enumerate(index._tools) if t.get("server") in named}
+        return lexical, set(exact), semantic, coverage(index, text), bonus
 
     return [(q, prepare(q["query"])) for q in queries], [prepare(n) for n in noise]
+
+
+def with_bonus(fused, bonus):
+    for i, extra in bonus.items():
+        if i in fused:
+            fused[i] += extra
+    return fused
 
 
 def coverage(index, text):
@@ -450,13 +484,13 @@ def fused_figures(index, queries, prepared, fuse):
     labelled, rejected = prepared
     ids = index._ids
     answers, kept = {}, 0
-    for q, (lexical, exact, semantic, covered) in labelled:
-        fused = fuse(lexical, semantic, covered)
+    for q, (lexical, exact, semantic, covered, bonus) in labelled:
+        fused = with_bonus(fuse(lexical, semantic, covered), bonus)
         order = sorted(fused, key=lambda i: (i not in exact, -fused[i], ids[i]))[:DEPTH]
         answers[q["query"]] = [ids[i] for i in order]
         kept += any(ids[i] in q["ids"] and (i in exact or round(min(1.0, fused[i]), 3) >= 0.3) for i in order[:3])
-    quiet = sum(1 for lexical, exact, semantic, covered in rejected
-                if not exact and round(min(1.0, max(fuse(lexical, semantic, covered).values(), default=0.0)), 3) < 0.3)
+    quiet = sum(1 for lexical, exact, semantic, covered, bonus in rejected
+                if not exact and round(min(1.0, max(with_bonus(fuse(lexical, semantic, covered), bonus).values(), default=0.0)), 3) < 0.3)
     g = graded(lambda text: answers[text], queries)
     row = {"recall@3": g["all"]["recall@3"], "mrr@10": g["all"]["mrr@10"]}
     row.update({f"{kind}@3": g[kind]["recall@3"] for kind in g if kind != "all"})
@@ -481,7 +515,7 @@ def blend_grid(index, queries, prepared):
     shipped = fused_figures(index, queries, prepared, lambda lexical, semantic, _: mod._fuse(lexical, semantic))
     rows.sort(key=lambda r: (-r["recall@3"], -r["mrr@10"]))
     labelled, rejected = prepared
-    best_noise_cosines = sorted(max(semantic.values(), default=0.0) for _, _, semantic, _ in rejected)
+    best_noise_cosines = sorted(max(semantic.values(), default=0.0) for _, _, semantic, _, _ in rejected)
     return {"shipped": shipped, "chosen_by_rule": next((r for r in rows if r["noise_rejected@0.3"] >= 0.9), None),
             "best": rows[:10], "grid": len(rows),
             "noise_best_cosine": {p: round(best_noise_cosines[int(round(p * (len(best_noise_cosines) - 1)))], 3)
