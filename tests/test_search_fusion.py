@@ -186,3 +186,12 @@ def test_words_only_search_gives_no_server_a_share_for_being_named():
     query = "add a tracker table to notion"
     assert hybrid.search(query, limit=5, semantic=False, explain=True) == words.search(query, limit=5, explain=True)
     assert all("named_server" not in r["signals"] for r in words.search(query, limit=5, explain=True))
+
+
+@needs_vectors
+def test_naming_the_only_server_moves_no_score():
+    notion_only = [t for t in SERVERS_CATALOG if t["server"] == "notion"]
+    index = SearchIndex(notion_only)
+    assert index._named_servers("users of my notion workspace") == frozenset()
+    results = index.search("users of my notion workspace", limit=3, explain=True)
+    assert results and all("named_server" not in r["signals"] for r in results)

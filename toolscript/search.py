@@ -390,6 +390,7 @@ class SearchIndex:
         self._similar = _SimilarWords(surface) if self._vectors else None
         self._rare = max(2, int(_SIMILAR_RARE * n))
         self._naming = _server_naming_terms(self._tools, postings)
+        self._server_count = len({t.get("server") for t in self._tools})
         self._exact: Dict[str, List[int]] = {}
         for i, t in enumerate(self._tools):
             for key in {_compact(str(t.get("name", ""))), _compact(self._ids[i])}:
@@ -500,11 +501,15 @@ class SearchIndex:
         return self._packed.cosines(wanted)  # type: ignore[union-attr]
 
     def _named_servers(self, query: str) -> frozenset:
-        """The servers ``query`` names by a word that (nearly) only their tools have ("in notion", "airtable")."""
+        """The servers ``query`` names by a word that (nearly) only their tools have ("in notion", "airtable").
+
+        None when it names every server of the catalog: the share would then
+        move every score and no ranking.
+        """
         named: Set[str] = set()
         for term in terms(query):
             named.update(self._naming.get(term, ()))
-        return frozenset(named)
+        return frozenset(named) if len(named) < self._server_count else frozenset()
 
     @property
     def semantic(self) -> bool:
