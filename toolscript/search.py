@@ -47,7 +47,8 @@ most of it, and below 0.3 when only a common word or two matched.  With the
 vectors, the score is half that share plus half the cosine mapped onto 0..1
 (0 at cosine 0.2 or less, 1 at 0.9 or more; see _fuse): a tool that says the
 query's words *and* means it scores near 1, words or meaning alone about
-half.  A threshold of 0.3 keeps plausible tools and drops most noise
+half; a query that names the tool's server adds 0.15 (_NAMED_SERVER_BONUS).
+A threshold of 0.3 keeps plausible tools and drops most noise
 (bench/search.py measures both).  Scores are capped at 1; results are
 ordered by the uncapped score, then by id, so the order is deterministic.
 ``search(explain=True)`` shows each signal's part of the score.
@@ -503,7 +504,7 @@ class SearchIndex:
     def _named_servers(self, query: str) -> frozenset:
         """The servers ``query`` names by a word that (nearly) only their tools have ("in notion", "airtable").
 
-        None when it names every server of the catalog: the share would then
+        Empty when it names every server of the catalog: the share would then
         move every score and no ranking.
         """
         named: Set[str] = set()
@@ -782,7 +783,7 @@ def _tool_vectors(
     A tool's vector is ``_encode_tool`` of its texts (on the development set
     texts encoded apart and summed beat one text of name, title, description
     and parameter names, 0.876 against 0.839 recall@3 for the vectors alone;
-    parameters are left to the words).  Tools whose texts are in
+    see _TOOL_TEXT_WEIGHTS for their weights).  Tools whose texts are in
     ``previous`` are not encoded again; ``mine`` receives every tool's
     vector, keyed by its texts.
     """
@@ -1050,9 +1051,10 @@ _VECTOR_ALONE = 0.45
 # ...unless the query's words reach some tool: then it is a request in the
 # catalog's language, not gibberish, and a tool the vectors rank but no word
 # reaches is listed from this cosine (its score stays far below 0.3, so only
-# a threshold-0 list changes).  "what is 17 plus 25": only "17"/"25"-free
-# tools matched a word, get-sum none; dev recall@3 0.939 -> 0.942, dev-b
-# unchanged (0.803), noise at 0.3 unchanged (1.0, 0.9).
+# a threshold-0 list changes).  "what is 17 plus 25": a word of it reached
+# some tools, none reached get-sum, whose cosine (0.25) the vectors ranked
+# first; dev recall@3 0.939 -> 0.942, dev-b unchanged (0.803), noise at 0.3
+# unchanged (1.0, 0.9).
 _VECTOR_ALONE_WITH_WORDS = 0.25
 
 
