@@ -619,9 +619,9 @@ class SearchIndex:
         """
         out = []
         for word in tokenize(query):
-            if len(word) > 1 and word not in _STOPWORDS and stem(word) not in self._postings and not _known_whole(word):
+            if len(word) > 1 and word not in _STOPWORDS and stem(word) not in self._postings:
                 near = self._near_words(word)
-                if near:
+                if near and not _known_whole(word):
                     word = near[0][0]
             out.append(word)
         return " ".join(out)
