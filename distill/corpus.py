@@ -40,7 +40,10 @@ PACKAGES_SHA256 = "515e692f2c4121c6fcec444ef100cc18f79a991910615f3a88c8b7becfc94
 # Of Debian's ~59,000 distinct descriptions, this many (the teacher's pass over all of them would take
 # ~20 minutes of one core; 28,000 keep the whole corpus near 10).
 DEBIAN_COUNT = 28000
-SOURCES = ("debian", "python", "man", "dev")
+# WordNet 3.0 as Debian 12 packages it (wordnet-base 1:3.0-37, `apt-get download wordnet-base`): the .deb's sha256.
+WORDNET = "/var/cache/apt/archives/wordnet-base_1%3a3.0-37_all.deb"
+WORDNET_SHA256 = "61060d960f9ada8fa120872312eccd3ecebfbab8c4579e4f5a74e1cf67620752"
+SOURCES = ("debian", "python", "man", "dev", "wordnet", "wordnet-examples")
 DEFAULT_SOURCES = ("debian", "man")  # python's docstrings and the dev catalogs were tried (distill/README.md)
 MAN_NAMES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "man-names.txt")
 _SPACE = re.compile(r"\s+")
@@ -108,6 +111,59 @@ def dev() -> list:
     return out
 
 
+def _deb_member(path: str, sha256: str, wanted: str) -> bytes:
+    """One file of a .deb (an ar archive holding data.tar.*), after checking the .deb's sha256."""
+    import io
+    import tarfile
+    with open(path, "rb") as f:
+        data = f.read()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != sha256:
+        sys.exit(f"{path}: sha256 {digest}, expected {sha256}: get that package (distill/README.md)")
+    offset = 8  # "!<arch>\n", then 60-byte member headers: name 16, ..., size 10 at 48
+    while offset < len(data):
+        name = data[offset:offset + 16].decode("ascii").strip().rstrip("/")
+        size = int(data[offset + 48:offset + 58].decode("ascii").strip())
+        body = data[offset + 60:offset + 60 + size]
+        if name.startswith("data.tar"):
+            with tarfile.open(fileobj=io.BytesIO(body)) as tar:
+                member = tar.extractfile("./" + wanted.lstrip("/"))
+                return member.read()
+        offset += 60 + size + (size & 1)
+    sys.exit(f"{path}: no data.tar member")
+
+
+_WORDNET_MARKER = re.compile(r"\([a-z]+\)$")  # adjective position markers: "galore(ip)"
+_QUOTED = re.compile(r'"([^"]*)"')
+
+
+def wordnet_synsets(path: str) -> list:
+    """(lemmas, definition, examples) of every WordNet synset, in the files' order (verb, noun, adj, adv)."""
+    out = []
+    for part in ("verb", "noun", "adj", "adv"):
+        text = _deb_member(path, WORDNET_SHA256, f"/usr/share/wordnet/data.{part}").decode("utf-8")
+        for line in text.split("\n"):
+            if not line or line.startswith("  ") or " | " not in line:
+                continue  # the licence header and the final newline
+            head, gloss = line.split(" | ", 1)
+            fields = head.split()
+            count = int(fields[3], 16)
+            lemmas = [_WORDNET_MARKER.sub("", fields[4 + 2 * n]).replace("_", " ") for n in range(count)]
+            definition = gloss.split('"', 1)[0].strip().rstrip(";").strip()
+            out.append((lemmas, definition, [e.strip() for e in _QUOTED.findall(gloss)]))
+    return out
+
+
+def wordnet(path: str = WORDNET) -> list:
+    """Each synset as 'lemma, lemma: definition' -- what ties an everyday word to the words that explain it."""
+    return [f"{', '.join(lemmas[:3])}: {definition}" for lemmas, definition, _ in wordnet_synsets(path) if definition]
+
+
+def wordnet_examples(path: str = WORDNET) -> list:
+    """WordNet's example sentences ("his years in prison have barbarized the young man"): words in use."""
+    return [example for _, _, examples in wordnet_synsets(path) for example in examples]
+
+
 def clean(text: str) -> str:
     """One sentence: the first of the text, whitespace collapsed; '' when it is too short or too long."""
     text = _SPACE.sub(" ", text).strip()
@@ -136,7 +192,7 @@ def held_aside(sentence: str) -> bool:
     return hashlib.sha256(sentence.lower().encode("utf-8")).hexdigest()[0] == "0"
 
 
-def build(sources: list, packages: str = PACKAGES, debian_count: int = DEBIAN_COUNT) -> list:
+def build(sources: list, packages: str = PACKAGES, debian_count: int = DEBIAN_COUNT, wordnet_path: str = WORDNET) -> list:
     raw = []
     for source in sources:
         if source == "debian":
@@ -147,6 +203,10 @@ def build(sources: list, packages: str = PACKAGES, debian_count: int = DEBIAN_CO
             raw.extend(man())
         elif source == "dev":
             raw.extend(dev())
+        elif source == "wordnet":
+            raw.extend(wordnet(wordnet_path))
+        elif source == "wordnet-examples":
+            raw.extend(wordnet_examples(wordnet_path))
     seen = {}
     for text in raw:
         sentence = clean(text)
