@@ -44,7 +44,9 @@ DEBIAN_COUNT = 28000
 WORDNET = "/var/cache/apt/archives/wordnet-base_1%3a3.0-37_all.deb"
 WORDNET_SHA256 = "61060d960f9ada8fa120872312eccd3ecebfbab8c4579e4f5a74e1cf67620752"
 SOURCES = ("debian", "python", "man", "dev", "wordnet", "wordnet-examples")
-DEFAULT_SOURCES = ("debian", "man")  # python's docstrings and the dev catalogs were tried (distill/README.md)
+# VECTORS-V3 added WordNet's glosses; its example sentences, all of Debian's descriptions, python's docstrings
+# and the dev catalogs were tried and left out (distill/README.md).
+DEFAULT_SOURCES = ("debian", "man", "wordnet")
 MAN_NAMES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "man-names.txt")
 _SPACE = re.compile(r"\s+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")

@@ -416,6 +416,7 @@ def main(argv=None) -> int:
                         help=f"sentence sources to fit the table on ({', '.join(corpus.SOURCES)}), or 'none' for tokens alone")
     parser.add_argument("--packages", default=corpus.PACKAGES,
                         help="Debian bookworm main/binary-amd64 Packages (.lz4, .xz or plain)")
+    parser.add_argument("--wordnet", default=corpus.WORDNET, help="wordnet-base_1:3.0-37_all.deb (apt-get download wordnet-base)")
     parser.add_argument("--sentence-cache", default="",
                         help="npz file caching the teacher's sentence vectors between runs")
     parser.add_argument("--lam", type=float, default=LAM, help="ridge strength toward the tokens-alone vectors")
@@ -424,7 +425,7 @@ def main(argv=None) -> int:
                         help="leave out of the fit the 1/16 of sentences distill/fidelity.py measures on (experiments)")
     parser.add_argument("-o", "--output", default=OUTPUT)
     args = parser.parse_args(argv)
-    sentences = [] if args.corpus == "none" else corpus.build(args.corpus.split(","), args.packages)
+    sentences = [] if args.corpus == "none" else corpus.build(args.corpus.split(","), args.packages, wordnet_path=args.wordnet)
     if args.hold_aside:  # the sentences distill/fidelity.py measures on stay out of the fit
         sentences = [s for s in sentences if not corpus.held_aside(s)]
     data = distil(args.model or teacher_dir(), args.dim, args.sif, args.pooling, args.rows, args.bits, args.cache,
