@@ -8,13 +8,14 @@ Two stages.  Model2vec-style: every kept WordPiece token of the teacher's vocabu
 teacher alone (``[CLS] token [SEP]``) and keeps its own output vector.  Then tokenlearn-style (VECTORS-V2):
 those vectors are the prior of a ridge regression that makes the SIF-weighted mean of a sentence's token
 vectors predict the teacher's embedding of the whole sentence, over a neutral corpus (distill/corpus.py:
-Debian package descriptions and man-page NAME lines, never bench/).  The result is reduced with PCA,
+Debian package descriptions, man-page NAME lines and WordNet's glosses, never bench/).  The result is reduced with PCA,
 weighted by a SIF coefficient from Zipf's law over the vocabulary rank (frequent tokens such as "the"
 count little), and quantised to int4 with float scales (the row scale carries the weight).
 ``--corpus none`` gives the first stage's table alone.  toolscript/vectors.py reads the result with the
 stdlib only.
 
-The output is reproducible: the forward pass runs single-threaded in float64, the fit runs a fixed
+The output is reproducible: the teacher's forward pass runs in torch on one thread (float32, its sentences
+batched by length in a fixed order; VECTORS-V3, ~7x faster than V2's float64 numpy pass), the fit runs a fixed
 number of iterations, the PCA is an eigendecomposition with a fixed sign convention, every order is
 sorted, and the file has no timestamp.  The script prints the file's sha256, which distill/README.md records and tests/test_vectors.py checks.
 
@@ -363,8 +364,9 @@ def pack(vocab: list, rows: np.ndarray, with_vectors: int, bits: int) -> bytes:
 def teacher_sentences(model: str, sentences: list, cache: str = "") -> np.ndarray:
     """sentence_vectors() of ``sentences``, reusing a cache file (npz of sentences and vectors) for those it has.
 
-    A sentence's vector does not depend on which others share its batch (checked bit for bit), so a
-    cache made from another mix of sources gives the same bytes as a fresh run.
+    For experiments only: torch's float32 matrix products can round a last bit differently when a batch
+    is small, so a sentence's cached vector may differ by ~1e-7 from a fresh run's, and a table made from a
+    cache need not be the committed bytes.  The committed table and `make distill-check` use no cache.
     """
     known = {}
     if cache and os.path.exists(cache):
