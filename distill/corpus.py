@@ -12,13 +12,15 @@ a flag asks for it):
 - ``man``: the NAME line of every English manual page of the Debian 12 image the table was made on
   (``apropos -l .``), committed as distill/man-names.txt since a man-db's contents are not pinnable
   (``--man-from-apropos`` remakes the file on another machine).
+- ``wordnet``: every WordNet 3.0 synset as ``lemma, lemma: definition``, and ``wordnet-examples`` its quoted
+  example sentences, read from Debian 12's wordnet-base .deb (checked against WORDNET_SHA256).
 - ``dev``: the development catalogs' tool descriptions (bench/eval/catalogs/, first sentence) -- dev data,
   only with ``--sources ...,dev``.
 
 Sentences are cleaned (whitespace collapsed, 3 to 32 words), deduplicated case-insensitively, and
 sorted, so the same sources give the same corpus byte for byte.  Stdlib only.
 
-    python3 distill/corpus.py [--sources debian,man] -o /tmp/corpus.txt
+    python3 distill/corpus.py [--sources debian,man,wordnet] -o /tmp/corpus.txt
 """
 
 import argparse
@@ -223,6 +225,7 @@ def main(argv=None) -> int:
     parser.add_argument("--packages", default=PACKAGES, help="Debian bookworm main/binary-amd64 Packages (.lz4, .xz or plain)")
     parser.add_argument("--debian", type=int, default=DEBIAN_COUNT,
                         help="Debian descriptions kept, a fixed pseudo-random share (0 = all)")
+    parser.add_argument("--wordnet", default=WORDNET, help="wordnet-base_1:3.0-37_all.deb (apt-get download wordnet-base)")
     parser.add_argument("--man-from-apropos", action="store_true",
                         help="write this machine's man-page NAME lines (distill/man-names.txt)")
     parser.add_argument("-o", "--output", required=True)
@@ -233,7 +236,7 @@ def main(argv=None) -> int:
             f.write("\n".join(lines) + "\n")
         print(f"wrote {args.output}: {len(lines)} lines")
         return 0
-    sentences = build(args.sources.split(","), args.packages, args.debian)
+    sentences = build(args.sources.split(","), args.packages, args.debian, args.wordnet)
     data = ("\n".join(sentences) + "\n").encode("utf-8")
     with open(args.output, "wb") as f:
         f.write(data)
