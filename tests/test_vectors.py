@@ -336,4 +336,4 @@ def test_corpus_wordnet_source_reads_glosses_and_examples_from_the_pinned_deb(tm
     assert built == sorted(corpus.wordnet(deb) + corpus.wordnet_examples(deb))
 
 
-# Reproducing the bytes needs numpy, scipy and the teacher (~15 min): `make distill-check`, not make test.
+# Reproducing the bytes needs numpy, scipy, torch and the teacher (~18 min): `make distill-check`, not make test.
