@@ -41,10 +41,10 @@ def ids(results):
 @needs_vectors
 def test_a_paraphrase_whose_words_match_nothing_finds_its_tool_through_the_vectors():
     index = SearchIndex(CATALOG)
-    query = "snap an image of what the site looks like"
-    assert "browser__page_screenshot" not in ids(SearchIndex(CATALOG, semantic=False).search(query, limit=3))
+    query = "what changed lately in the repository"
+    assert "git__git_log" not in ids(SearchIndex(CATALOG, semantic=False).search(query, limit=3))
     top = index.search(query, limit=1, explain=True)[0]
-    assert top["id"] == "browser__page_screenshot"
+    assert top["id"] == "git__git_log"
     assert top["signals"]["vector"] > sum(v for k, v in top["signals"].items() if k != "vector")
 
 
@@ -107,14 +107,14 @@ def test_without_the_vectors_data_search_is_the_words_alone(monkeypatch):
     monkeypatch.setattr(vectors, "available", lambda: False)
     degraded = SearchIndex(CATALOG)
     assert not degraded.semantic
-    for query in ["snap an image of what the site looks like", "slack trace", "delete_file", "delte file"]:
+    for query in ["what changed lately in the repository", "slack trace", "delete_file", "delte file"]:
         assert degraded.search(query, limit=5, explain=True) == words_only.search(query, limit=5, explain=True)
 
 
 @needs_vectors
 def test_a_tool_no_word_reaches_is_listed_on_its_vector_when_the_query_speaks_the_catalogs_language():
     index = SearchIndex(CATALOG)
-    results = index.search("undo my last change to the file", limit=3, explain=True)
+    results = index.search("older revisions of the file", limit=3, explain=True)
     found = {r["id"]: r for r in results}
     # "file" reaches the filesystem tools; no word reaches git_log, whose vector is close enough to list.
     assert "git__git_log" in found and set(found["git__git_log"]["signals"]) == {"vector"}

@@ -105,17 +105,18 @@ def test_heldout_recall_floor(index, heldout):
     # regressions, not for honesty (bench/heldout2/ is the honest measure).
     # Issue 13's first round (held-out run 4): recall@3 0.785; paraphrase
     # 0.270, task 0.723.  Session 18's fusion (FU: real words reach the
-    # vectors as written, the tool vector weighs its name 1.5 and its
-    # parameter names 0.25, a tool only the vectors reach is listed when the
-    # query's words reach some tool, a named server's tools gain 0.15),
-    # measured on 155 dev-b + 126 development tools, 335 queries: recall@3
-    # 0.824; direct 1.0, typo 1.0, param 1.0, paraphrase 0.429, task 0.759.
-    # Words alone (BM25): 0.761.  Floors: measured minus ~0.02, rounded down.
+    # vectors as written, the tool vector weighs its name 2 and its parameter
+    # names 0.25, a tool only the vectors reach is listed when the query's
+    # words reach some tool, a named server's tools gain 0.15) with the third
+    # vector table (VECTORS-V3), measured on 155 dev-b + 126 development
+    # tools, 335 queries: recall@3 0.821; direct 1.0, typo 1.0, param 1.0,
+    # paraphrase 0.413, task 0.771.  Words alone (BM25): 0.761.  Floors:
+    # measured minus ~0.02, rounded down.
     assert recall_at(index, queries, 3) >= 0.80
     by_kind = collections.defaultdict(list)
     for q in queries:
         by_kind[q["kind"]].append(q)
     assert recall_at(index, by_kind["direct"], 3) >= 0.98
     assert recall_at(index, by_kind["typo"], 3) >= 0.98
-    assert recall_at(index, by_kind["paraphrase"], 3) >= 0.40
-    assert recall_at(index, by_kind["task"], 3) >= 0.73
+    assert recall_at(index, by_kind["paraphrase"], 3) >= 0.39
+    assert recall_at(index, by_kind["task"], 3) >= 0.75

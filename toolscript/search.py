@@ -613,9 +613,10 @@ class SearchIndex:
         A word the vectors' vocabulary has whole is a real word, not a
         misspelling, and keeps its own meaning there: "stack" is not "slack",
         "altitude" not "latitude", "three" not "tree" (the words' lookups still
-        try the correction, at a discount).  On dev-b that took paraphrase
-        recall@3 0.270 -> 0.302 (vectors alone 0.333 -> 0.349); the
-        development set's figures did not move.
+        try the correction, at a discount).  With the second table, on dev-b
+        that took paraphrase recall@3 0.270 -> 0.302 (vectors alone 0.333 ->
+        0.349), dev unchanged; with the third, MRR@10 on both (dev 0.865 ->
+        0.868, dev-b 0.767 -> 0.768).
         """
         out = []
         for word in tokenize(query):
@@ -696,10 +697,12 @@ def _idf(n: int, df: int) -> float:
 # _NAMING_PURITY of the tools that have it (in any field) are that server's
 # tools: "notion", "obsidian", "playwright", "memory" do; "time", "fetch" and
 # "search" do not (many tools say them).  Chosen on both development sets:
-# at 0.1-0.2 (purity 0.5-0.95 alike) dev recall@3 0.942 -> 0.945 (MRR 0.874
-# -> 0.876), dev-b 0.803 -> 0.824, paraphrase 0.365 -> 0.429, task 0.723 ->
-# 0.759, no query lost from the top 3 on either set, noise at 0.3 unchanged;
-# 0.05 kept half of that.  Words only (no vectors) rank as before.
+# with the second table (VECTORS-V2), at 0.1-0.2 (purity 0.5-0.95 alike) dev
+# recall@3 0.942 -> 0.945, dev-b 0.803 -> 0.824, paraphrase 0.365 -> 0.429,
+# task 0.723 -> 0.759, no query lost from the top 3 on either set; with the
+# third (VECTORS-V3, shipped), 0 -> 0.15: dev 0.942 either way (MRR 0.865 ->
+# 0.868), dev-b 0.809 -> 0.821, paraphrase 0.381 -> 0.413 (0.2 lost a dev
+# query).  Noise at 0.3 unchanged.  Words only (no vectors) rank as before.
 _NAMED_SERVER_BONUS = 0.15
 _NAMING_PURITY = 0.8
 
@@ -730,18 +733,17 @@ def _server_naming_terms(tools: List[Dict[str, Any]], postings: Dict[str, Dict[i
 # the description's first sentence, the whole description) encoded apart and
 # summed, each a unit vector times its weight here.  The name says what the
 # tool does in two or three words; a long description would otherwise drown
-# them.  Chosen on both development sets (FU's grid, bench/search.py --tune
-# prints it): name weight 1 -> 1.5 kept dev at recall@3 0.936 (MRR 0.868 ->
-# 0.870, vectors alone 0.882 -> 0.894) and took dev-b from 0.791 to 0.803,
-# paraphrase 0.302 -> 0.365; 2 and 3 lost a dev query or two (and a dev-b
-# parameter query) for no more on dev-b's paraphrases but at 3.
-#
-# A fourth text, the parameter names as words, at a quarter: a request often
-# names what it gives ("by email", "for this url").  Dev recall@3 0.936 ->
-# 0.939 (vectors alone 0.894 -> 0.897), dev-b 0.803 either way (MRR 0.760 ->
-# 0.762; vectors alone 0.713 -> 0.734, its param queries 0.727 -> 0.818).
-# At a half, the dev-b paraphrases lost one query.
-_TOOL_TEXT_WEIGHTS = (1.5, 1.0, 1.0, 0.25)
+# them.  A fourth text, the parameter names as words, at a quarter: a request
+# often names what it gives ("by email", "for this url").  Chosen on both
+# development sets (bench/search.py --tune prints the grid).  With the second
+# table (VECTORS-V2), name 1 -> 1.5 kept dev at recall@3 0.936 (vectors alone
+# 0.882 -> 0.894) and took dev-b 0.791 -> 0.803 (paraphrase 0.302 -> 0.365);
+# parameter names at 0.25 took dev to 0.939, dev-b's vectors alone 0.713 ->
+# 0.734.  With the third (VECTORS-V3, shipped), name 1.5 -> 2: dev 0.939 ->
+# 0.942, dev-b 0.812 -> 0.821 (paraphrase 0.381 -> 0.413, param 0.982 ->
+# 1.0); 3 and parameter names at 0.5 lost dev queries.  The grid is flat
+# within a query or three either way.
+_TOOL_TEXT_WEIGHTS = (2.0, 1.0, 1.0, 0.25)
 _IDENTIFIER_SEPARATORS = re.compile(r"[_\-./:]+")
 
 
@@ -1053,8 +1055,8 @@ _VECTOR_ALONE = 0.45
 # reaches is listed from this cosine (its score stays far below 0.3, so only
 # a threshold-0 list changes).  "what is 17 plus 25": a word of it reached
 # some tools, none reached get-sum, whose cosine (0.25) the vectors ranked
-# first; dev recall@3 0.939 -> 0.942, dev-b unchanged (0.803), noise at 0.3
-# unchanged (1.0, 0.9).
+# first.  Second table: dev recall@3 0.939 -> 0.942, dev-b unchanged; third
+# (shipped): dev unchanged, dev-b 0.818 -> 0.821.  Noise at 0.3 unchanged.
 _VECTOR_ALONE_WITH_WORDS = 0.25
 
 
