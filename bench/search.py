@@ -564,7 +564,7 @@ def tool_text_rows(tools, queries, noise):
     try:
         for weights in ((1.0, 1.0, 1.0, 0.0), (1.5, 1.0, 1.0, 0.0), (2.0, 1.0, 1.0, 0.0), (3.0, 1.0, 1.0, 0.0),
                         (1.5, 0.5, 1.0, 0.0), (1.5, 1.0, 0.75, 0.0), (1.5, 1.0, 1.0, 0.25), (1.5, 1.0, 1.0, 0.5),
-                        (1.0, 1.0, 1.0, 0.25)):
+                        (1.0, 1.0, 1.0, 0.25), (2.0, 1.0, 1.0, 0.25), (2.0, 0.5, 1.0, 0.25), (3.0, 1.0, 1.0, 0.25)):
             mod._TOOL_TEXT_WEIGHTS = weights
             index = SearchIndex(tools)
             hybrid = graded(lambda q: [r["id"] for r in index.search(q, limit=DEPTH)], queries)
