@@ -49,8 +49,10 @@ and prints one JSON document:
 
 ``--dev-only`` leaves out everything that touches the held-out set (what
 tuning runs; the held-out figures are for the final configuration only).
-``--tune`` prints instead the development-set grid the fusion's constants
-were chosen from; ``--tune-similar`` the grid of the similar-words signal's.
+``--tune`` prints instead the grids the fusion's and the tool vectors'
+constants were chosen from, on the development set and (without
+``--dev-only``) the held-out set 1, a second development set since session
+18; ``--tune-similar`` the development grid of the similar-words signal's.
 
 ``--misses`` adds every query the ranker does not answer in its top 3, with
 what it returned instead.
@@ -396,62 +398,184 @@ def cli_latency(queries, repeat):
         gateway.stop()
 
 
-def tune(tools, queries, noise):
-    """The development-set grid the fusion constants were picked from (see toolscript/search.py).
+def tune(sets):
+    """The grids the fusion's and the tool vectors' constants were chosen from (see toolscript/search.py), per set.
 
-    Each query's word shares and cosines are computed once; every grid
-    point then runs search's own ``_fuse`` with its constants patched.
+    ``sets``: {"development": (tools, queries, noise), "heldout": ...}; since
+    session 18 the held-out set 1 is a second development set (dev-b), and a
+    change is taken when it helps both.  Per set: the blend grid (each query's
+    word shares and cosines computed once, then search's own ``_fuse`` with
+    its constants patched), the fusions tried instead of the blend (the
+    vector weight set by how much of the query the words explain; reciprocal
+    rank fusion), the tool vector's text weights and the named-server share
+    (the index rebuilt per point).
     """
     mod = toolscript.search
-    names = ("_LEXICAL_WEIGHT", "_VECTOR_WEIGHT", "_VECTOR_FLOOR", "_VECTOR_CEILING")
-    saved = {n: getattr(mod, n) for n in names}
-    index = SearchIndex(tools)
-    if not index.semantic:
-        return {"error": "no vectors data: nothing to tune"}
+    out = {"shipped": {"blend": {n: getattr(mod, n) for n in BLEND}, "tool_text_weights": list(mod._TOOL_TEXT_WEIGHTS),
+                       "named_server": {"bonus": mod._NAMED_SERVER_BONUS, "purity": mod._NAMING_PURITY}}}
+    for label, (tools, queries, noise) in sets.items():
+        index = SearchIndex(tools)
+        if not index.semantic:
+            return {"error": "no vectors data: nothing to tune"}
+        prepared = prepare_signals(index, queries, noise)
+        out[label] = {"blend": blend_grid(index, queries, prepared),
+                      "adaptive": adaptive_rows(index, queries, prepared),
+                      "rrf": rrf_rows(index, queries),
+                      "tool_text_weights": tool_text_rows(tools, queries, noise),
+                      "named_server": named_server_rows(tools, queries, noise)}
+    return out
 
+
+def named_server_rows(tools, queries, noise):
+    """The share a named server's tools gain and the purity that makes a word name a server, every point ranked."""
+    mod = toolscript.search
+    saved = mod._NAMED_SERVER_BONUS, mod._NAMING_PURITY
+    rows = []
+    try:
+        for purity in (0.5, 0.8, 0.95):
+            mod._NAMING_PURITY = purity
+            index = SearchIndex(tools)
+            for bonus in (0.0, 0.05, 0.1, 0.15, 0.2, 0.3):
+                mod._NAMED_SERVER_BONUS = bonus
+                g = graded(lambda q: [r["id"] for r in index.search(q, limit=DEPTH)], queries)
+                quiet = sum(not index.search(n, limit=1, threshold=0.3) for n in noise)
+                rows.append({"purity": purity, "bonus": bonus, "recall@3": g["all"]["recall@3"], "mrr@10": g["all"]["mrr@10"],
+                             "by_kind@3": {k: v["recall@3"] for k, v in g.items() if k != "all"},
+                             "noise_rejected@0.3": round(quiet / len(noise), 4)})
+    finally:
+        mod._NAMED_SERVER_BONUS, mod._NAMING_PURITY = saved
+    return rows
+
+
+BLEND = ("_LEXICAL_WEIGHT", "_VECTOR_WEIGHT", "_VECTOR_FLOOR", "_VECTOR_CEILING")
+
+
+def prepare_signals(index, queries, noise):
+    """Each labelled and noise query's word shares, exact names, cosines and words' coverage, computed once."""
     def prepare(text):
         lexical, _, exact = index._lexical(text)
-        return lexical, set(exact), index._semantic(text)
+        semantic = index._semantic(text)
+        # The named server's tools' share is added after the fusion, as search does.
+        named = index._named_servers(text) if semantic else ()
+        bonus = {i: toolscript.search._NAMED_SERVER_BONUS for i, t in enumerate(index._tools) if t.get("server") in named}
+        return lexical, set(exact), semantic, coverage(index, text), bonus
 
-    labelled = [(q, prepare(q["query"])) for q in queries]
-    rejected = [prepare(n) for n in noise]
+    return [(q, prepare(q["query"])) for q in queries], [prepare(n) for n in noise]
+
+
+def with_bonus(fused, bonus):
+    for i, extra in bonus.items():
+        if i in fused:
+            fused[i] += extra
+    return fused
+
+
+def coverage(index, text):
+    """The share of the query's ideal score its literal words account for (0..1): how much the words can explain."""
+    lookups, ideal, _ = index._lookups(text)
+    mod = toolscript.search
+    gain = mod._IDEAL_TF * (mod._K1 + 1) / (mod._IDEAL_TF + mod._K1)
+    literal = sum(index._idf[t] * gain for t, (_, signal) in lookups.items() if signal == "bm25")
+    return min(1.0, literal / ideal) if ideal else 0.0
+
+
+def fused_figures(index, queries, prepared, fuse):
+    """graded() and the noise rejection at 0.3 of ``fuse(lexical, semantic, coverage) -> {tool: score}``."""
+    labelled, rejected = prepared
     ids = index._ids
-
-    def ranked(lexical, exact, semantic):
-        fused = mod._fuse(lexical, semantic)
+    answers, kept = {}, 0
+    for q, (lexical, exact, semantic, covered, bonus) in labelled:
+        fused = with_bonus(fuse(lexical, semantic, covered), bonus)
         order = sorted(fused, key=lambda i: (i not in exact, -fused[i], ids[i]))[:DEPTH]
-        return fused, order
+        answers[q["query"]] = [ids[i] for i in order]
+        kept += any(ids[i] in q["ids"] and (i in exact or round(min(1.0, fused[i]), 3) >= 0.3) for i in order[:3])
+    quiet = sum(1 for lexical, exact, semantic, covered, bonus in rejected
+                if not exact and round(min(1.0, max(with_bonus(fuse(lexical, semantic, covered), bonus).values(), default=0.0)), 3) < 0.3)
+    g = graded(lambda text: answers[text], queries)
+    row = {"recall@3": g["all"]["recall@3"], "mrr@10": g["all"]["mrr@10"]}
+    row.update({f"{kind}@3": g[kind]["recall@3"] for kind in g if kind != "all"})
+    row.update({"noise_rejected@0.3": round(quiet / len(rejected), 4), "recall@3_at_0.3": round(kept / len(labelled), 4)})
+    return row
 
+
+def blend_grid(index, queries, prepared):
+    """The score blend's weights, floor and ceiling; the rule: the best recall@3, then MRR@10, noise@0.3 >= 0.9."""
+    mod = toolscript.search
+    saved = {n: getattr(mod, n) for n in BLEND}
     rows = []
     try:
         for values in itertools.product((0.5, 0.7, 0.85, 1.0), (0.2, 0.3, 0.5, 0.7, 1.0), (0.2, 0.3, 0.4, 0.5), (0.8, 0.9, 1.0)):
-            for n, v in zip(names, values):
+            for n, v in zip(BLEND, values):
                 setattr(mod, n, v)
-            answers, kept = {}, 0
-            for q, (lexical, exact, semantic) in labelled:
-                fused, order = ranked(lexical, exact, semantic)
-                answers[q["query"]] = [ids[i] for i in order]
-                kept += any(ids[i] in q["ids"] and (i in exact or round(min(1.0, fused[i]), 3) >= 0.3) for i in order[:3])
-            quiet = sum(1 for lexical, exact, semantic in rejected
-                        if not exact and round(min(1.0, max(mod._fuse(lexical, semantic).values(), default=0.0)), 3) < 0.3)
-            g = graded(lambda text: answers[text], queries)
-            rows.append(dict(zip(("lexical_weight", "vector_weight", "floor", "ceiling"), values),
-                             **{"recall@3": g["all"]["recall@3"], "mrr@10": g["all"]["mrr@10"],
-                                "few_shared_words@3": g["few_shared_words"]["recall@3"], "typo@3": g["typo"]["recall@3"],
-                                "noise_rejected@0.3": round(quiet / len(rejected), 4), "recall@3_at_0.3": round(kept / len(labelled), 4)}))
+            figures = fused_figures(index, queries, prepared, lambda lexical, semantic, _: mod._fuse(lexical, semantic))
+            rows.append(dict(zip(("lexical_weight", "vector_weight", "floor", "ceiling"), values), **figures))
     finally:
         for n, v in saved.items():
             setattr(mod, n, v)
+    shipped = fused_figures(index, queries, prepared, lambda lexical, semantic, _: mod._fuse(lexical, semantic))
     rows.sort(key=lambda r: (-r["recall@3"], -r["mrr@10"]))
-    shipped = dict(zip(("lexical_weight", "vector_weight", "floor", "ceiling"), (saved[n] for n in names)))
-    # The rule the shipped constants follow: the best recall@3, then MRR@10,
-    # among the points where threshold 0.3 still rejects >= 90% of the noise.
-    chosen = next((r for r in rows if r["noise_rejected@0.3"] >= 0.9), None)
-    best_noise_cosines = sorted(max(semantic.values(), default=0.0) for _, _, semantic in rejected)
-    return {"shipped": shipped, "chosen_by_rule": chosen, "blend_best": rows[:15], "blend_grid": len(rows),
+    labelled, rejected = prepared
+    best_noise_cosines = sorted(max(semantic.values(), default=0.0) for _, _, semantic, _, _ in rejected)
+    return {"shipped": shipped, "chosen_by_rule": next((r for r in rows if r["noise_rejected@0.3"] >= 0.9), None),
+            "best": rows[:10], "grid": len(rows),
             "noise_best_cosine": {p: round(best_noise_cosines[int(round(p * (len(best_noise_cosines) - 1)))], 3)
-                                  for p in (0.5, 0.9, 0.95)},
-            "rrf": rrf_rows(index, queries)}
+                                  for p in (0.5, 0.9, 0.95)}}
+
+
+def adaptive_rows(index, queries, prepared):
+    """Fusion whose vector weight grows as the query's literal words explain less of it (tried; not shipped).
+
+    vector weight = base + gain x (1 - coverage); the word weight stays 0.5
+    (``sum_one``: 1 - vector weight).  On both sets the best points moved a
+    query or two either way from the plain blend.
+    """
+    mod = toolscript.search
+    floor, span, alone = mod._VECTOR_FLOOR, mod._VECTOR_CEILING - mod._VECTOR_FLOOR, mod._VECTOR_ALONE
+
+    def fuse_with(base, gain, sum_one):
+        def fuse(lexical, semantic, covered):
+            vector_weight = base + gain * (1.0 - covered)
+            word_weight = 1.0 - vector_weight if sum_one else mod._LEXICAL_WEIGHT
+            fused = {i: share * word_weight for i, share in lexical.items()}
+            for i, cosine in semantic.items():
+                if cosine > floor:
+                    extra = vector_weight * min(1.0, (cosine - floor) / span)
+                    if i in fused:
+                        fused[i] += extra
+                    elif cosine >= alone:
+                        fused[i] = extra
+            return fused
+        return fuse
+
+    rows = []
+    for base, gain in ((0.3, 0.2), (0.4, 0.1), (0.4, 0.2), (0.45, 0.2), (0.5, 0.1), (0.5, 0.3), (0.5, 0.5), (0.4, 0.6), (0.5, 1.0)):
+        for sum_one in (False, True):
+            rows.append(dict({"base": base, "gain": gain, "sum_one": sum_one},
+                             **fused_figures(index, queries, prepared, fuse_with(base, gain, sum_one))))
+    rows.sort(key=lambda r: (-r["recall@3"], -r["mrr@10"]))
+    return rows[:8]
+
+
+def tool_text_rows(tools, queries, noise):
+    """The weights of a tool vector's texts (name, first sentence, description, parameter names): hybrid and vectors alone."""
+    mod = toolscript.search
+    saved = mod._TOOL_TEXT_WEIGHTS
+    rows = []
+    try:
+        for weights in ((1.0, 1.0, 1.0, 0.0), (1.5, 1.0, 1.0, 0.0), (2.0, 1.0, 1.0, 0.0), (3.0, 1.0, 1.0, 0.0),
+                        (1.5, 0.5, 1.0, 0.0), (1.5, 1.0, 0.75, 0.0), (1.5, 1.0, 1.0, 0.25), (1.5, 1.0, 1.0, 0.5),
+                        (1.0, 1.0, 1.0, 0.25), (2.0, 1.0, 1.0, 0.25), (2.0, 0.5, 1.0, 0.25), (3.0, 1.0, 1.0, 0.25)):
+            mod._TOOL_TEXT_WEIGHTS = weights
+            index = SearchIndex(tools)
+            hybrid = graded(lambda q: [r["id"] for r in index.search(q, limit=DEPTH)], queries)
+            alone = graded(vector_ranking(index), queries)
+            quiet = sum(not index.search(n, limit=1, threshold=0.3) for n in noise)
+            rows.append({"weights": list(weights), "recall@3": hybrid["all"]["recall@3"], "mrr@10": hybrid["all"]["mrr@10"],
+                         "by_kind@3": {k: v["recall@3"] for k, v in hybrid.items() if k != "all"},
+                         "vectors_alone@3": alone["all"]["recall@3"], "noise_rejected@0.3": round(quiet / len(noise), 4)})
+    finally:
+        mod._TOOL_TEXT_WEIGHTS = saved
+    return rows
 
 
 def tune_similar(tools, queries, noise):
@@ -527,9 +651,8 @@ def rrf_rows(index, queries):
                 order = sorted(fused, key=lambda i: (i not in exact, -fused[i], index._ids[i]))
                 answers[q["query"]] = [index._ids[i] for i in order[:DEPTH]]
             g = graded(lambda text: answers[text], queries)
-            rows.append({"k": k, "vector_weight": weight, "recall@3": g["all"]["recall@3"], "mrr@10": g["all"]["mrr@10"],
-                         "few_shared_words@3": g.get("few_shared_words", {}).get("recall@3"),
-                         "typo@3": g.get("typo", {}).get("recall@3")})
+            rows.append(dict({"k": k, "vector_weight": weight, "recall@3": g["all"]["recall@3"], "mrr@10": g["all"]["mrr@10"]},
+                             **{f"{kind}@3": g[kind]["recall@3"] for kind in g if kind != "all"}))
     rows.sort(key=lambda r: (-r["recall@3"], -r["mrr@10"]))
     return rows[:8]
 
@@ -604,7 +727,8 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=5, help="times each query (and build) is timed")
     parser.add_argument("--misses", action="store_true", help="list the queries missed in the top 3")
     parser.add_argument("--dev-only", action="store_true", help="leave out the held-out set (for tuning)")
-    parser.add_argument("--tune", action="store_true", help="print the development-set fusion grid and stop")
+    parser.add_argument("--tune", action="store_true",
+                        help="print the fusion and tool-vector grids on both development sets (dev-b too unless --dev-only) and stop")
     parser.add_argument("--tune-similar", action="store_true", help="print the development-set similar-words grid and stop")
     parser.add_argument("--no-cli", action="store_true", help="skip the subprocess timings (CLI search, --version)")
     args = parser.parse_args(argv)
@@ -613,8 +737,17 @@ def main(argv=None):
     queries = with_dev_kinds(tools, load_queries())
     noise = load_queries(key="noise")
     servers = sorted({t["server"] for t in tools})
-    if args.tune or args.tune_similar:
-        json.dump((tune if args.tune else tune_similar)(tools, queries, noise), sys.stdout, indent=2)
+    if args.tune:
+        sets = {"development": (tools, queries, noise)}
+        if not args.dev_only:
+            held_path = os.path.join(HELDOUT, "queries.json")
+            held_tools = sorted(load_catalog(os.path.join(HELDOUT, "catalogs")) + tools, key=lambda t: t["id"])
+            sets["heldout"] = (held_tools, load_queries(held_path), load_queries(held_path, key="noise"))
+        json.dump(tune(sets), sys.stdout, indent=2)
+        print()
+        return
+    if args.tune_similar:
+        json.dump(tune_similar(tools, queries, noise), sys.stdout, indent=2)
         print()
         return
 

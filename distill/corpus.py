@@ -12,13 +12,15 @@ a flag asks for it):
 - ``man``: the NAME line of every English manual page of the Debian 12 image the table was made on
   (``apropos -l .``), committed as distill/man-names.txt since a man-db's contents are not pinnable
   (``--man-from-apropos`` remakes the file on another machine).
+- ``wordnet``: every WordNet 3.0 synset as ``lemma, lemma: definition``, and ``wordnet-examples`` its quoted
+  example sentences, read from Debian 12's wordnet-base .deb (checked against WORDNET_SHA256).
 - ``dev``: the development catalogs' tool descriptions (bench/eval/catalogs/, first sentence) -- dev data,
   only with ``--sources ...,dev``.
 
 Sentences are cleaned (whitespace collapsed, 3 to 32 words), deduplicated case-insensitively, and
 sorted, so the same sources give the same corpus byte for byte.  Stdlib only.
 
-    python3 distill/corpus.py [--sources debian,man] -o /tmp/corpus.txt
+    python3 distill/corpus.py [--sources debian,man,wordnet] -o /tmp/corpus.txt
 """
 
 import argparse
@@ -40,8 +42,13 @@ PACKAGES_SHA256 = "515e692f2c4121c6fcec444ef100cc18f79a991910615f3a88c8b7becfc94
 # Of Debian's ~59,000 distinct descriptions, this many (the teacher's pass over all of them would take
 # ~20 minutes of one core; 28,000 keep the whole corpus near 10).
 DEBIAN_COUNT = 28000
-SOURCES = ("debian", "python", "man", "dev")
-DEFAULT_SOURCES = ("debian", "man")  # python's docstrings and the dev catalogs were tried (distill/README.md)
+# WordNet 3.0 as Debian 12 packages it (wordnet-base 1:3.0-37, `apt-get download wordnet-base`): the .deb's sha256.
+WORDNET = "/var/cache/apt/archives/wordnet-base_1%3a3.0-37_all.deb"
+WORDNET_SHA256 = "61060d960f9ada8fa120872312eccd3ecebfbab8c4579e4f5a74e1cf67620752"
+SOURCES = ("debian", "python", "man", "dev", "wordnet", "wordnet-examples")
+# VECTORS-V3 added WordNet's glosses; its example sentences, all of Debian's descriptions, python's docstrings
+# and the dev catalogs were tried and left out (distill/README.md).
+DEFAULT_SOURCES = ("debian", "man", "wordnet")
 MAN_NAMES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "man-names.txt")
 _SPACE = re.compile(r"\s+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
@@ -108,6 +115,59 @@ def dev() -> list:
     return out
 
 
+def _deb_member(path: str, sha256: str, wanted: str) -> bytes:
+    """One file of a .deb (an ar archive holding data.tar.*), after checking the .deb's sha256."""
+    import io
+    import tarfile
+    with open(path, "rb") as f:
+        data = f.read()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != sha256:
+        sys.exit(f"{path}: sha256 {digest}, expected {sha256}: get that package (distill/README.md)")
+    offset = 8  # "!<arch>\n", then 60-byte member headers: name 16, ..., size 10 at 48
+    while offset < len(data):
+        name = data[offset:offset + 16].decode("ascii").strip().rstrip("/")
+        size = int(data[offset + 48:offset + 58].decode("ascii").strip())
+        body = data[offset + 60:offset + 60 + size]
+        if name.startswith("data.tar"):
+            with tarfile.open(fileobj=io.BytesIO(body)) as tar:
+                member = tar.extractfile("./" + wanted.lstrip("/"))
+                return member.read()
+        offset += 60 + size + (size & 1)
+    sys.exit(f"{path}: no data.tar member")
+
+
+_WORDNET_MARKER = re.compile(r"\([a-z]+\)$")  # adjective position markers: "galore(ip)"
+_QUOTED = re.compile(r'"([^"]*)"')
+
+
+def wordnet_synsets(path: str) -> list:
+    """(lemmas, definition, examples) of every WordNet synset, in the files' order (verb, noun, adj, adv)."""
+    out = []
+    for part in ("verb", "noun", "adj", "adv"):
+        text = _deb_member(path, WORDNET_SHA256, f"/usr/share/wordnet/data.{part}").decode("utf-8")
+        for line in text.split("\n"):
+            if not line or line.startswith("  ") or " | " not in line:
+                continue  # the licence header and the final newline
+            head, gloss = line.split(" | ", 1)
+            fields = head.split()
+            count = int(fields[3], 16)
+            lemmas = [_WORDNET_MARKER.sub("", fields[4 + 2 * n]).replace("_", " ") for n in range(count)]
+            definition = gloss.split('"', 1)[0].strip().rstrip(";").strip()
+            out.append((lemmas, definition, [e.strip() for e in _QUOTED.findall(gloss)]))
+    return out
+
+
+def wordnet(path: str = WORDNET) -> list:
+    """Each synset as 'lemma, lemma: definition' -- what ties an everyday word to the words that explain it."""
+    return [f"{', '.join(lemmas[:3])}: {definition}" for lemmas, definition, _ in wordnet_synsets(path) if definition]
+
+
+def wordnet_examples(path: str = WORDNET) -> list:
+    """WordNet's example sentences ("his years in prison have barbarized the young man"): words in use."""
+    return [example for _, _, examples in wordnet_synsets(path) for example in examples]
+
+
 def clean(text: str) -> str:
     """One sentence: the first of the text, whitespace collapsed; '' when it is too short or too long."""
     text = _SPACE.sub(" ", text).strip()
@@ -136,7 +196,7 @@ def held_aside(sentence: str) -> bool:
     return hashlib.sha256(sentence.lower().encode("utf-8")).hexdigest()[0] == "0"
 
 
-def build(sources: list, packages: str = PACKAGES, debian_count: int = DEBIAN_COUNT) -> list:
+def build(sources: list, packages: str = PACKAGES, debian_count: int = DEBIAN_COUNT, wordnet_path: str = WORDNET) -> list:
     raw = []
     for source in sources:
         if source == "debian":
@@ -147,6 +207,10 @@ def build(sources: list, packages: str = PACKAGES, debian_count: int = DEBIAN_CO
             raw.extend(man())
         elif source == "dev":
             raw.extend(dev())
+        elif source == "wordnet":
+            raw.extend(wordnet(wordnet_path))
+        elif source == "wordnet-examples":
+            raw.extend(wordnet_examples(wordnet_path))
     seen = {}
     for text in raw:
         sentence = clean(text)
@@ -161,6 +225,7 @@ def main(argv=None) -> int:
     parser.add_argument("--packages", default=PACKAGES, help="Debian bookworm main/binary-amd64 Packages (.lz4, .xz or plain)")
     parser.add_argument("--debian", type=int, default=DEBIAN_COUNT,
                         help="Debian descriptions kept, a fixed pseudo-random share (0 = all)")
+    parser.add_argument("--wordnet", default=WORDNET, help="wordnet-base_1:3.0-37_all.deb (apt-get download wordnet-base)")
     parser.add_argument("--man-from-apropos", action="store_true",
                         help="write this machine's man-page NAME lines (distill/man-names.txt)")
     parser.add_argument("-o", "--output", required=True)
@@ -171,7 +236,7 @@ def main(argv=None) -> int:
             f.write("\n".join(lines) + "\n")
         print(f"wrote {args.output}: {len(lines)} lines")
         return 0
-    sentences = build(args.sources.split(","), args.packages, args.debian)
+    sentences = build(args.sources.split(","), args.packages, args.debian, args.wordnet)
     data = ("\n".join(sentences) + "\n").encode("utf-8")
     with open(args.output, "wb") as f:
         f.write(data)

@@ -8,13 +8,14 @@ Two stages.  Model2vec-style: every kept WordPiece token of the teacher's vocabu
 teacher alone (``[CLS] token [SEP]``) and keeps its own output vector.  Then tokenlearn-style (VECTORS-V2):
 those vectors are the prior of a ridge regression that makes the SIF-weighted mean of a sentence's token
 vectors predict the teacher's embedding of the whole sentence, over a neutral corpus (distill/corpus.py:
-Debian package descriptions and man-page NAME lines, never bench/).  The result is reduced with PCA,
+Debian package descriptions, man-page NAME lines and WordNet's glosses, never bench/).  The result is reduced with PCA,
 weighted by a SIF coefficient from Zipf's law over the vocabulary rank (frequent tokens such as "the"
 count little), and quantised to int4 with float scales (the row scale carries the weight).
 ``--corpus none`` gives the first stage's table alone.  toolscript/vectors.py reads the result with the
 stdlib only.
 
-The output is reproducible: the forward pass runs single-threaded in float64, the fit runs a fixed
+The output is reproducible: the teacher's forward pass runs in torch on one thread (float32, its sentences
+batched by length in a fixed order; VECTORS-V3, ~7x faster than V2's float64 numpy pass), the fit runs a fixed
 number of iterations, the PCA is an eigendecomposition with a fixed sign convention, every order is
 sorted, and the file has no timestamp.  The script prints the file's sha256, which distill/README.md records and tests/test_vectors.py checks.
 
@@ -80,73 +81,78 @@ def load_safetensors(path: str) -> dict:
     return out
 
 
-def _erf(x: np.ndarray) -> np.ndarray:
-    # numpy has no erf; Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7, far below what int8 keeps).
-    sign = np.sign(x)
-    x = np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * x)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    return sign * (1.0 - poly * np.exp(-x * x))
+def _torch():
+    """torch, on one thread (the same sums in the same order on every run), or an exit that says what to install."""
+    try:
+        import torch
+    except ImportError:
+        sys.exit("torch not installed: pip install --no-deps --require-hashes -r distill/requirements.txt")
+    torch.set_num_threads(1)
+    return torch
 
 
-def _gelu(x: np.ndarray) -> np.ndarray:
-    return 0.5 * x * (1.0 + _erf(x / np.sqrt(2.0)))
+def load_teacher(model: str):
+    """(config, {name: float32 torch tensor}) of the teacher: its config.json and model.safetensors."""
+    torch = _torch()
+    with open(os.path.join(model, "config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    weights = load_safetensors(os.path.join(model, "model.safetensors"))
+    # The file holds float32; the teacher runs in float32, as it was trained (float64 in numpy was 7x slower
+    # for differences of ~1e-6 in the output, far below what the int4 table keeps).
+    return config, {name: torch.from_numpy(value.astype(np.float32)) for name, value in weights.items()}
 
 
-def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
-    mean = x.mean(-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps) * weight + bias
+def forward(teacher, ids: np.ndarray) -> np.ndarray:
+    """BERT encoder output (batch, length, hidden) as float64, for token ids (batch, length) with no padding.
 
-
-def forward(weights: dict, config: dict, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """BERT encoder output (batch, length, hidden) for token ids (batch, length) with an attention mask."""
+    Every batch holds sequences of one length (callers batch by length), so there is no attention mask.
+    """
+    torch = _torch()
+    functional = torch.nn.functional
+    config, weights = teacher
     eps = config["layer_norm_eps"]
     heads = config["num_attention_heads"]
     batch, length = ids.shape
-    x = weights["embeddings.word_embeddings.weight"][ids]
-    x = x + weights["embeddings.position_embeddings.weight"][:length][None]
-    x = x + weights["embeddings.token_type_embeddings.weight"][0][None, None]
-    x = _layer_norm(x, weights["embeddings.LayerNorm.weight"], weights["embeddings.LayerNorm.bias"], eps)
-    hidden = x.shape[-1]
-    width = hidden // heads
-    bias = (1.0 - mask[:, None, None, :]) * -1e9
-    for n in range(config["num_hidden_layers"]):
-        p = f"encoder.layer.{n}."
+    with torch.inference_mode():
+        ids = torch.from_numpy(np.ascontiguousarray(ids, dtype=np.int64))
+        x = weights["embeddings.word_embeddings.weight"][ids]
+        x = x + weights["embeddings.position_embeddings.weight"][:length][None]
+        x = x + weights["embeddings.token_type_embeddings.weight"][0][None, None]
+        hidden = x.shape[-1]
+        width = hidden // heads
+        x = functional.layer_norm(x, (hidden,), weights["embeddings.LayerNorm.weight"], weights["embeddings.LayerNorm.bias"], eps)
+        for n in range(config["num_hidden_layers"]):
+            p = f"encoder.layer.{n}."
 
-        def dense(v, name):
-            return v @ weights[p + name + ".weight"].T + weights[p + name + ".bias"]
+            def dense(v, name):
+                return functional.linear(v, weights[p + name + ".weight"], weights[p + name + ".bias"])
 
-        def split(v):
-            return v.reshape(batch, length, heads, width).transpose(0, 2, 1, 3)
+            def split(v):
+                return v.reshape(batch, length, heads, width).transpose(1, 2)
 
-        q = split(dense(x, "attention.self.query"))
-        k = split(dense(x, "attention.self.key"))
-        v = split(dense(x, "attention.self.value"))
-        scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(width) + bias
-        scores = np.exp(scores - scores.max(-1, keepdims=True))
-        scores /= scores.sum(-1, keepdims=True)
-        context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, length, hidden)
-        x = _layer_norm(x + dense(context, "attention.output.dense"),
-                        weights[p + "attention.output.LayerNorm.weight"], weights[p + "attention.output.LayerNorm.bias"], eps)
-        inner = _gelu(dense(x, "intermediate.dense"))
-        x = _layer_norm(x + dense(inner, "output.dense"),
-                        weights[p + "output.LayerNorm.weight"], weights[p + "output.LayerNorm.bias"], eps)
-    return x
+            q = split(dense(x, "attention.self.query"))
+            k = split(dense(x, "attention.self.key"))
+            v = split(dense(x, "attention.self.value"))
+            scores = torch.softmax(q @ k.transpose(-1, -2) / float(np.sqrt(width)), -1)
+            context = (scores @ v).transpose(1, 2).reshape(batch, length, hidden)
+            x = functional.layer_norm(x + dense(context, "attention.output.dense"), (hidden,),
+                                      weights[p + "attention.output.LayerNorm.weight"], weights[p + "attention.output.LayerNorm.bias"], eps)
+            inner = functional.gelu(dense(x, "intermediate.dense"))  # the exact (erf) GELU, as BERT's
+            x = functional.layer_norm(x + dense(inner, "output.dense"), (hidden,),
+                                      weights[p + "output.LayerNorm.weight"], weights[p + "output.LayerNorm.bias"], eps)
+        return x.double().numpy()
 
 
 def token_vectors(model: str, ids: list, batch: int = 512, pooling: str = "token") -> np.ndarray:
     """The teacher's output for each token id alone, as ``[CLS] token [SEP]`` pooled (mean, or the token's own)."""
-    with open(os.path.join(model, "config.json"), encoding="utf-8") as f:
-        config = json.load(f)
-    weights = load_safetensors(os.path.join(model, "model.safetensors"))
+    teacher = load_teacher(model)
     vocab = read_vocab(model)
     cls, sep = vocab.index("[CLS]"), vocab.index("[SEP]")
     out = []
     for start in range(0, len(ids), batch):
         chunk = ids[start:start + batch]
         seq = np.array([[cls, t, sep] for t in chunk], dtype=np.int64)
-        hidden = forward(weights, config, seq, np.ones(seq.shape))
+        hidden = forward(teacher, seq)
         out.append(hidden.mean(1) if pooling == "mean" else hidden[:, 1])
     return np.concatenate(out)
 
@@ -191,9 +197,8 @@ def sentence_vectors(model: str, sentences: list, batch_tokens: int = 8192) -> n
     Sentences are batched by exact length, so no padding (and no mask) changes a sum; the order of the
     batches is fixed, so the output is the same on every run.
     """
-    with open(os.path.join(model, "config.json"), encoding="utf-8") as f:
-        config = json.load(f)
-    weights = load_safetensors(os.path.join(model, "model.safetensors"))
+    teacher = load_teacher(model)
+    config = teacher[0]
     vocab = read_vocab(model)
     index = {token: n for n, token in enumerate(vocab)}
     cls, sep, unknown = index["[CLS]"], index["[SEP]"], index["[UNK]"]
@@ -208,7 +213,7 @@ def sentence_vectors(model: str, sentences: list, batch_tokens: int = 8192) -> n
         for start in range(0, len(members), step):
             chunk = members[start:start + step]
             seq = np.array([encoded[n] for n in chunk], dtype=np.int64)
-            out[chunk] = forward(weights, config, seq, np.ones(seq.shape)).mean(1)
+            out[chunk] = forward(teacher, seq).mean(1)
     return out
 
 
@@ -359,8 +364,9 @@ def pack(vocab: list, rows: np.ndarray, with_vectors: int, bits: int) -> bytes:
 def teacher_sentences(model: str, sentences: list, cache: str = "") -> np.ndarray:
     """sentence_vectors() of ``sentences``, reusing a cache file (npz of sentences and vectors) for those it has.
 
-    A sentence's vector does not depend on which others share its batch (checked bit for bit), so a
-    cache made from another mix of sources gives the same bytes as a fresh run.
+    For experiments only: torch's float32 matrix products can round a last bit differently when a batch
+    is small, so a sentence's cached vector may differ by ~1e-7 from a fresh run's, and a table made from a
+    cache need not be the committed bytes.  The committed table and `make distill-check` use no cache.
     """
     known = {}
     if cache and os.path.exists(cache):
@@ -412,6 +418,7 @@ def main(argv=None) -> int:
                         help=f"sentence sources to fit the table on ({', '.join(corpus.SOURCES)}), or 'none' for tokens alone")
     parser.add_argument("--packages", default=corpus.PACKAGES,
                         help="Debian bookworm main/binary-amd64 Packages (.lz4, .xz or plain)")
+    parser.add_argument("--wordnet", default=corpus.WORDNET, help="wordnet-base_1:3.0-37_all.deb (apt-get download wordnet-base)")
     parser.add_argument("--sentence-cache", default="",
                         help="npz file caching the teacher's sentence vectors between runs")
     parser.add_argument("--lam", type=float, default=LAM, help="ridge strength toward the tokens-alone vectors")
@@ -420,7 +427,7 @@ def main(argv=None) -> int:
                         help="leave out of the fit the 1/16 of sentences distill/fidelity.py measures on (experiments)")
     parser.add_argument("-o", "--output", default=OUTPUT)
     args = parser.parse_args(argv)
-    sentences = [] if args.corpus == "none" else corpus.build(args.corpus.split(","), args.packages)
+    sentences = [] if args.corpus == "none" else corpus.build(args.corpus.split(","), args.packages, wordnet_path=args.wordnet)
     if args.hold_aside:  # the sentences distill/fidelity.py measures on stay out of the fit
         sentences = [s for s in sentences if not corpus.held_aside(s)]
     data = distil(args.model or teacher_dir(), args.dim, args.sif, args.pooling, args.rows, args.bits, args.cache,

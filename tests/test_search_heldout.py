@@ -1,8 +1,10 @@
 """The held-out tool-search set (bench/heldout/): its data is well formed, and search keeps its measured quality.
 
 The held-out set is 13 real servers that are not in the development set
-(bench/eval/) and queries written before any ranker ran on them, so its
-figures say how search does on catalogs it was never tuned on.  The index
+(bench/eval/) and queries written before any ranker ran on them.  It was run
+four times as a held-out set; since session 18 it is a second development
+set (dev-b), tuned on alongside bench/eval/, and bench/heldout2/ is the
+held-out set.  The index
 holds the held-out and the development catalogs together, as a gateway with
 many servers would.  bench/search.py prints the full figures (recall@1/3/5,
 MRR@10, nDCG@10 per kind, for words alone, vectors alone and the hybrid);
@@ -98,18 +100,23 @@ def recall_at(index, queries, k):
 
 def test_heldout_recall_floor(index, heldout):
     _, _, queries, _ = heldout
-    # The ranker of issue 13's first round (words + similar words + vectors
-    # trained on a neutral corpus, every constant chosen on the development
-    # set only; misspelt words corrected before the vectors see them), held-out
-    # run 4 of bench/heldout/README.md's log (155 held-out + 126 development
-    # tools, 335 queries): recall@3 0.785; direct 1.0, typo 1.0, param 1.0,
-    # paraphrase 0.270, task 0.723.  Words alone (BM25): 0.761; direct 1.0,
-    # typo 1.0, paraphrase 0.206, task 0.687.  Floors: measured minus ~0.02.
-    assert recall_at(index, queries, 3) >= 0.765
+    # Since session 18 this set is a second development set (dev-b): its
+    # figures were looked at while tuning, so these floors guard against
+    # regressions, not for honesty (bench/heldout2/ is the honest measure).
+    # Issue 13's first round (held-out run 4): recall@3 0.785; paraphrase
+    # 0.270, task 0.723.  Session 18's fusion (FU: real words reach the
+    # vectors as written, the tool vector weighs its name 2 and its parameter
+    # names 0.25, a tool only the vectors reach is listed when the query's
+    # words reach some tool, a named server's tools gain 0.15) with the third
+    # vector table (VECTORS-V3), measured on 155 dev-b + 126 development
+    # tools, 335 queries: recall@3 0.821; direct 1.0, typo 1.0, param 1.0,
+    # paraphrase 0.413, task 0.771.  Words alone (BM25): 0.761.  Floors:
+    # measured minus ~0.02, rounded down.
+    assert recall_at(index, queries, 3) >= 0.80
     by_kind = collections.defaultdict(list)
     for q in queries:
         by_kind[q["kind"]].append(q)
     assert recall_at(index, by_kind["direct"], 3) >= 0.98
     assert recall_at(index, by_kind["typo"], 3) >= 0.98
-    assert recall_at(index, by_kind["paraphrase"], 3) >= 0.25
-    assert recall_at(index, by_kind["task"], 3) >= 0.70
+    assert recall_at(index, by_kind["paraphrase"], 3) >= 0.39
+    assert recall_at(index, by_kind["task"], 3) >= 0.75

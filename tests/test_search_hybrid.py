@@ -17,6 +17,7 @@ import pytest
 from conftest import REPO_ROOT, run_cli
 from mcp_servers.launch import FIXTURE
 from toolscript.config import ServerConfig
+import toolscript.search
 from toolscript.search import SIGNALS, SearchIndex
 
 
@@ -215,16 +216,16 @@ def test_noise_stays_below_the_threshold_with_vectors():
 def test_a_new_catalog_version_encodes_only_the_tools_that_changed(monkeypatch):
     first = SearchIndex(PARAPHRASE_CATALOG)
     encoded = []
-    real = vectors.encode_tool
+    real = toolscript.search._encode_tool
 
-    def counting(t):
-        encoded.append(t["name"])
-        return real(t)
+    def counting(texts):
+        encoded.append(texts[0])  # server and name as words
+        return real(texts)
 
-    monkeypatch.setattr(vectors, "encode_tool", counting)
+    monkeypatch.setattr(toolscript.search, "_encode_tool", counting)
     changed = PARAPHRASE_CATALOG[:-1] + [tool("git", "git_status", "Shows the working tree status")]
     second = SearchIndex(changed, vector_cache=first.vector_cache)
-    assert encoded == ["git_status"]
+    assert encoded == ["git git status"]
     assert len(second.vector_cache) == len(changed)
     query = "what commits happened recently"
     assert second.search(query, limit=5) == SearchIndex(changed).search(query, limit=5)
@@ -241,13 +242,13 @@ def test_gateway_keeps_tool_vectors_across_catalog_versions(monkeypatch):
     try:
         before = derived.current()
         encoded = []
-        real = vectors.encode_tool
-        monkeypatch.setattr(vectors, "encode_tool", lambda t: encoded.append(t["name"]) or real(t))
+        real = toolscript.search._encode_tool
+        monkeypatch.setattr(toolscript.search, "_encode_tool", lambda texts: encoded.append(texts[0]) or real(texts))
         tools["git"] = tools["git"] + [{"name": "git_status", "description": "Shows the working tree status", "inputSchema": {"type": "object"}}]
         assert catalog.rebuild()
         after = derived.current()
         assert after.version > before.version and after.index.semantic
-        assert encoded == ["git_status"]
+        assert encoded == ["git git status"]
         assert derived.search("what commits happened recently", limit=1, threshold=0, servers=None)[0]["id"] == "git__git_log"
     finally:
         derived.close()

@@ -22,8 +22,11 @@ long description.  On top of that:
 * meaning, when the package has its vectors data (toolscript/vectors.py, a
   static word-vector table distilled from a sentence-embedding model): the
   cosine of the query's vector with each tool's (server and name, first
-  sentence and description) is blended with the word score, so "what commits
-  happened recently" finds ``git_log`` although only "commit" matches.  Tool
+  sentence, description and parameter names, encoded apart and weighed so
+  the name counts most) is blended with the word score, so "what commits
+  happened recently" finds ``git_log`` although only "commit" matches.  A
+  misspelt query word reaches the vectors as the catalog word it stands
+  for; a real word (one the vectors' vocabulary has whole) as written.  Tool
   vectors are computed once per index (the gateway builds one per catalog
   version and re-encodes only the tools that changed).  Without the data,
   ranking and scores are the words' alone, exactly as before the vectors.
@@ -44,7 +47,8 @@ most of it, and below 0.3 when only a common word or two matched.  With the
 vectors, the score is half that share plus half the cosine mapped onto 0..1
 (0 at cosine 0.2 or less, 1 at 0.9 or more; see _fuse): a tool that says the
 query's words *and* means it scores near 1, words or meaning alone about
-half.  A threshold of 0.3 keeps plausible tools and drops most noise
+half; a query that names the tool's server adds 0.15 (_NAMED_SERVER_BONUS).
+A threshold of 0.3 keeps plausible tools and drops most noise
 (bench/search.py measures both).  Scores are capped at 1; results are
 ordered by the uncapped score, then by id, so the order is deterministic.
 ``search(explain=True)`` shows each signal's part of the score.
@@ -52,6 +56,8 @@ ordered by the uncapped score, then by id, so the order is deterministic.
 
 import math
 import re
+import struct
+import sys
 from array import array
 from functools import lru_cache
 from itertools import compress
@@ -63,8 +69,9 @@ __all__ = ["SearchIndex", "SIGNALS", "tokenize", "stem", "terms"]
 # query words found as written (BM25F), words reached through the synonym
 # table, typo corrections, adjacent query words joined ("web search" meets
 # "websearch"), catalog words close in meaning to a query word, the whole
-# texts' vectors, and a query that is a tool's name.
-SIGNALS = ("bm25", "synonym", "typo", "joined_words", "similar_words", "vector", "exact_name")
+# texts' vectors, a query that names the tool's server, and a query that is
+# a tool's name.
+SIGNALS = ("bm25", "synonym", "typo", "joined_words", "similar_words", "vector", "named_server", "exact_name")
 
 # -- words -------------------------------------------------------------------
 
@@ -378,9 +385,13 @@ class SearchIndex:
         # {tool texts: vector} of this index, for the next one (see vector_cache above).
         self.vector_cache: Dict[str, Optional[List[float]]] = {}
         self._vectors = _tool_vectors(self._tools, vector_cache or {}, self.vector_cache) if semantic else None
+        # The same vectors packed for one query's cosines with every tool at once (see _PackedVectors).
+        self._packed = _PackedVectors(self._vectors) if self._vectors else None
         # The catalog's words with their vectors, when the vectors data is there (see _SimilarWords).
         self._similar = _SimilarWords(surface) if self._vectors else None
         self._rare = max(2, int(_SIMILAR_RARE * n))
+        self._naming = _server_naming_terms(self._tools, postings)
+        self._server_count = len({t.get("server") for t in self._tools})
         self._exact: Dict[str, List[int]] = {}
         for i, t in enumerate(self._tools):
             for key in {_compact(str(t.get("name", ""))), _compact(self._ids[i])}:
@@ -418,6 +429,11 @@ class SearchIndex:
         lexical, by_signal, exact = self._lexical(query, explain, similar=semantic)
         cosines = self._semantic(query) if semantic else {}
         fused = _fuse(lexical, cosines)
+        named = self._named_servers(query) if cosines else frozenset()
+        if named:
+            for i in fused:
+                if self._tools[i].get("server") in named:
+                    fused[i] += _NAMED_SERVER_BONUS
         ranked = []
         for i, value in fused.items():
             if allowed is not None and self._tools[i].get("server") not in allowed:
@@ -441,6 +457,9 @@ class SearchIndex:
             }
             if explain:
                 result["signals"] = self._contributions(i, by_signal, cosines, i in exact)
+                if tool.get("server") in named:
+                    result["signals"]["named_server"] = _NAMED_SERVER_BONUS
+                    result["signals"] = {name: result["signals"][name] for name in SIGNALS if name in result["signals"]}
             results.append(result)
         return results
 
@@ -480,10 +499,18 @@ class SearchIndex:
         wanted = vectors.encode(self._as_corrected(query))
         if wanted is None:
             return {}
-        # For unit vectors |a - b|^2 = 2 - 2 cos(a, b), and math.dist runs in C:
-        # 500 tools x 128 dimensions take ~0.5 ms, sum(map(mul, a, b)) ~1.5 ms.
-        dist = math.dist
-        return {i: 1.0 - dist(wanted, vector) ** 2 / 2.0 for i, vector in self._vectors}
+        return self._packed.cosines(wanted)  # type: ignore[union-attr]
+
+    def _named_servers(self, query: str) -> frozenset:
+        """The servers ``query`` names by a word that (nearly) only their tools have ("in notion", "airtable").
+
+        Empty when it names every server of the catalog: the share would then
+        move every score and no ranking.
+        """
+        named: Set[str] = set()
+        for term in terms(query):
+            named.update(self._naming.get(term, ()))
+        return frozenset(named) if len(named) < self._server_count else frozenset()
 
     @property
     def semantic(self) -> bool:
@@ -583,12 +610,19 @@ class SearchIndex:
         then be "search" alone -- pulling every search tool above
         ``search_issues`` (on typo'd tool names made from the development
         catalogs, the hybrid lost 3 of 106 from the top 3 that words alone kept).
+        A word the vectors' vocabulary has whole is a real word, not a
+        misspelling, and keeps its own meaning there: "stack" is not "slack",
+        "altitude" not "latitude", "three" not "tree" (the words' lookups still
+        try the correction, at a discount).  With the second table, on dev-b
+        that took paraphrase recall@3 0.270 -> 0.302 (vectors alone 0.333 ->
+        0.349), dev unchanged; with the third, MRR@10 on both (dev 0.865 ->
+        0.868, dev-b 0.767 -> 0.768).
         """
         out = []
         for word in tokenize(query):
             if len(word) > 1 and word not in _STOPWORDS and stem(word) not in self._postings:
                 near = self._near_words(word)
-                if near:
+                if near and not _known_whole(word):
                     word = near[0][0]
             out.append(word)
         return " ".join(out)
@@ -640,12 +674,105 @@ class SearchIndex:
         return sorted(near, key=lambda ws: (-ws[1], ws[0]))
 
 
+def _known_whole(word: str) -> bool:
+    """Whether the vectors' vocabulary has ``word`` as one token with a vector (not pieced together)."""
+    from toolscript import vectors
+
+    return vectors.tokens(word) == [word]
+
+
 def _idf(n: int, df: int) -> float:
     # BM25's idf, kept positive for words most tools share.
     return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
+# -- a query that names a server ----------------------------------------------
+
+# A query that names a product ("add a line to my obsidian journal", "who is
+# in our notion workspace") wants that product's tool, but the vectors rank
+# by what the rest of the query means and another server's tool can mean it
+# better ("a table": airtable's create_table over notion's data sources).
+# With the vectors, each tool of a named server gains this much.  A word
+# names a server when it is a word of the server's name and at least
+# _NAMING_PURITY of the tools that have it (in any field) are that server's
+# tools: "notion", "obsidian", "playwright", "memory" do; "time", "fetch" and
+# "search" do not (many tools say them).  Chosen on both development sets:
+# with the second table (VECTORS-V2), at 0.1-0.2 (purity 0.5-0.95 alike) dev
+# recall@3 0.942 -> 0.945, dev-b 0.803 -> 0.824, paraphrase 0.365 -> 0.429,
+# task 0.723 -> 0.759, no query lost from the top 3 on either set; with the
+# third (VECTORS-V3, shipped), 0 -> 0.15: dev 0.942 either way (MRR 0.865 ->
+# 0.868), dev-b 0.809 -> 0.821, paraphrase 0.381 -> 0.413 (0.2 lost a dev
+# query).  Noise at 0.3 unchanged.  Words only (no vectors) rank as before.
+_NAMED_SERVER_BONUS = 0.15
+_NAMING_PURITY = 0.8
+
+
+def _server_naming_terms(tools: List[Dict[str, Any]], postings: Dict[str, Dict[int, float]]) -> Dict[str, frozenset]:
+    """Index term -> the servers a query naming it names (see _NAMED_SERVER_BONUS)."""
+    servers_of: Dict[str, Set[str]] = {}
+    for tool in tools:
+        server = tool.get("server")
+        if isinstance(server, str) and server:
+            for term in terms(server):
+                servers_of.setdefault(term, set()).add(server)
+    naming: Dict[str, frozenset] = {}
+    for term, servers in servers_of.items():
+        having = postings.get(term)
+        if not having:
+            continue
+        on_them = sum(1 for i in having if tools[i].get("server") in servers)
+        if on_them >= _NAMING_PURITY * len(having):
+            naming[term] = frozenset(servers)
+    return naming
+
+
 # -- vectors -----------------------------------------------------------------
+
+
+# A tool's vector is its texts (vectors.tool_texts: server and name as words,
+# the description's first sentence, the whole description) encoded apart and
+# summed, each a unit vector times its weight here.  The name says what the
+# tool does in two or three words; a long description would otherwise drown
+# them.  A fourth text, the parameter names as words, at a quarter: a request
+# often names what it gives ("by email", "for this url").  Chosen on both
+# development sets (bench/search.py --tune prints the grid).  With the second
+# table (VECTORS-V2), name 1 -> 1.5 kept dev at recall@3 0.936 (vectors alone
+# 0.882 -> 0.894) and took dev-b 0.791 -> 0.803 (paraphrase 0.302 -> 0.365);
+# parameter names at 0.25 took dev to 0.939, dev-b's vectors alone 0.713 ->
+# 0.734.  With the third (VECTORS-V3, shipped), name 1.5 -> 2: dev 0.939 ->
+# 0.942, dev-b 0.812 -> 0.821 (paraphrase 0.381 -> 0.413, param 0.982 ->
+# 1.0); 3 and parameter names at 0.5 lost dev queries.  The grid is flat
+# within a query or three either way.
+_TOOL_TEXT_WEIGHTS = (2.0, 1.0, 1.0, 0.25)
+_IDENTIFIER_SEPARATORS = re.compile(r"[_\-./:]+")
+
+
+def _tool_texts(tool: Dict[str, Any]) -> List[str]:
+    """What a tool's vector is made of: ``vectors.tool_texts`` (server and name, first sentence,
+    description), then its parameter names as words."""
+    from toolscript import vectors
+
+    names: List[str] = []
+    _schema_text(tool.get("inputSchema"), names, [])
+    return vectors.tool_texts(tool) + [_IDENTIFIER_SEPARATORS.sub(" ", " ".join(names)).strip()]
+
+
+def _encode_tool(texts: Sequence[str]) -> Optional[List[float]]:
+    """A tool's unit vector from its ``_tool_texts``; None when no word of them is known."""
+    from toolscript import vectors
+
+    total: Optional[List[float]] = None
+    done: Dict[str, Optional[List[float]]] = {}
+    for text, weight in zip(texts, _TOOL_TEXT_WEIGHTS):
+        part = done[text] if text in done else done.setdefault(text, vectors.encode(text) if text else None)  # often first == whole
+        if part is None:
+            continue
+        part = [weight * x for x in part] if weight != 1.0 else part
+        total = part if total is None else [a + b for a, b in zip(total, part)]
+    if total is None:
+        return None
+    norm = math.hypot(*total)
+    return [x / norm for x in total] if norm else None
 
 
 def _tool_vectors(
@@ -655,13 +782,12 @@ def _tool_vectors(
 ) -> Optional[List[Tuple[int, Tuple[float, ...]]]]:
     """(tool index, unit vector) for every tool that has one; None when the vectors data is not there.
 
-    A tool's vector is ``vectors.encode_tool``: server and name as words,
-    the description's first sentence and the whole description, encoded
-    apart and summed (on the development set that beat one text of name,
-    title, description and parameter names, 0.876 against 0.839 recall@3
-    for the vectors alone; parameters are left to the words).  Tools whose
-    texts are in ``previous`` are not encoded again; ``mine`` receives every
-    tool's vector, keyed by its texts.
+    A tool's vector is ``_encode_tool`` of its texts (on the development set
+    texts encoded apart and summed beat one text of name, title, description
+    and parameter names, 0.876 against 0.839 recall@3 for the vectors alone;
+    see _TOOL_TEXT_WEIGHTS for their weights).  Tools whose texts are in
+    ``previous`` are not encoded again; ``mine`` receives every tool's
+    vector, keyed by its texts.
     """
     from toolscript import vectors
 
@@ -669,16 +795,66 @@ def _tool_vectors(
         return None
     out = []
     for i, tool in enumerate(tools):
-        key = "\n".join(vectors.tool_texts(tool))
+        texts = _tool_texts(tool)
+        key = "\n".join(texts)
         if key in mine:
             vector = mine[key]
         elif key in previous:
             vector = mine[key] = previous[key]
         else:
-            vector = mine[key] = vectors.encode_tool(tool)
+            vector = mine[key] = _encode_tool(texts)
         if vector is not None:
             out.append((i, tuple(vector)))
     return out
+
+
+# The tools' vectors packed so that a query meets all of them in one
+# big-integer multiply-add per dimension, in C (the same idea as the similar
+# words' int8 columns below, at 16 bits).  A tool vector's values are stored
+# as round(32767 x value) + 32768 (unsigned 16 bits); column d is one integer
+# holding every tool's value in dimension d, each in a 32-bit field of its
+# own.  The query's values are round(32767 x value) too; summed over d, each
+# field holds that tool's dot product plus 32768 x the sum of the query's
+# values, which one multiple of "1 in every field" replaces by 2^31.  The dot
+# products of two unit vectors at this scale stay within 32767^2 < 2^30 in
+# size, so each field stays within 0..2^32 and never borrows from or carries
+# into the next.  500 tools x 256 dimensions: ~0.3 ms per query, where a
+# math.dist per tool took ~1.4 ms; rounding moves a cosine by < 0.0002.
+_UNIT_16 = 32767
+_FIELD_BIAS = 1 << 31
+
+
+class _PackedVectors:
+    """The tools' unit vectors, for the cosines of one query vector with all of them at once."""
+
+    def __init__(self, vectors: List[Tuple[int, Tuple[float, ...]]]) -> None:
+        self.tools = [i for i, _ in vectors]
+        n = len(vectors)
+        width = len(vectors[0][1]) if vectors else 0
+        rows = array("H", [round(_UNIT_16 * x) + 32768 for _, vector in vectors for x in vector])
+        if sys.byteorder != "little":
+            rows.byteswap()
+        matrix = rows.tobytes()
+        fields = bytearray(4 * n)
+        self.columns: List[int] = []
+        for d in range(width):
+            # Each value's two bytes into the low half of its tool's little-endian field, in C.
+            fields[0::4] = matrix[2 * d::2 * width]
+            fields[1::4] = matrix[2 * d + 1::2 * width]
+            self.columns.append(int.from_bytes(fields, "little"))
+        self.ones = int.from_bytes(b"\x01\x00\x00\x00" * n, "little")
+        self.fields = struct.Struct(f"<{n}I")
+
+    def cosines(self, query: Sequence[float]) -> Dict[int, float]:
+        """Tool index -> the cosine of unit vector ``query`` with the tool's."""
+        values = [round(_UNIT_16 * x) for x in query]
+        total = (_FIELD_BIAS - 32768 * sum(values)) * self.ones
+        for value, column in zip(values, self.columns):
+            if value:
+                total += value * column
+        scale = 1.0 / (_UNIT_16 * _UNIT_16)
+        dots = self.fields.unpack(total.to_bytes(self.fields.size, "little"))
+        return dict(zip(self.tools, [(dot - _FIELD_BIAS) * scale for dot in dots]))
 
 
 # -- similar words -----------------------------------------------------------
@@ -874,6 +1050,14 @@ _VECTOR_CEILING = 0.9
 # ("book a flight to rome") is below it.  Lower, every query would list
 # some tool, gibberish included.
 _VECTOR_ALONE = 0.45
+# ...unless the query's words reach some tool: then it is a request in the
+# catalog's language, not gibberish, and a tool the vectors rank but no word
+# reaches is listed from this cosine (its score stays far below 0.3, so only
+# a threshold-0 list changes).  "what is 17 plus 25": a word of it reached
+# some tools, none reached get-sum, whose cosine (0.25) the vectors ranked
+# first.  Second table: dev recall@3 0.939 -> 0.942, dev-b unchanged; third
+# (shipped): dev unchanged, dev-b 0.818 -> 0.821.  Noise at 0.3 unchanged.
+_VECTOR_ALONE_WITH_WORDS = 0.25
 
 
 def _vector_share(cosine: float) -> float:
@@ -888,8 +1072,9 @@ def _fuse(lexical: Dict[int, float], semantic: Dict[int, float]) -> Dict[int, fl
     if not semantic:
         return lexical
     fused = {i: share * _LEXICAL_WEIGHT for i, share in lexical.items()}
+    alone = _VECTOR_ALONE_WITH_WORDS if any(share > 0.0 for share in lexical.values()) else _VECTOR_ALONE
     # _vector_share inlined: this loop runs once per tool and query.
-    floor, span, weight, alone = _VECTOR_FLOOR, _VECTOR_CEILING - _VECTOR_FLOOR, _VECTOR_WEIGHT, _VECTOR_ALONE
+    floor, span, weight = _VECTOR_FLOOR, _VECTOR_CEILING - _VECTOR_FLOOR, _VECTOR_WEIGHT
     for i, cosine in semantic.items():
         if cosine > floor:
             extra = weight * min(1.0, (cosine - floor) / span)

@@ -1,0 +1,197 @@
+"""How search fuses the words and the vectors (issue 13, FU): what the vectors know must survive the fusion.
+
+Small catalogs prove each behaviour: a paraphrase whose words match nothing
+finds its tool through the vectors; a real word is not "corrected" into a
+catalog word before the vectors read it; a tool's name weighs more in its
+vector than its long description; an exact name still wins over anything
+soft; and without the vectors data search is the words' alone.
+"""
+
+import math
+
+import pytest
+
+import toolscript.search
+from toolscript import vectors
+from toolscript.search import SearchIndex
+
+needs_vectors = pytest.mark.skipif(not vectors.available(), reason="no vectors data in this checkout")
+
+
+def tool(server, name, description="", **extra):
+    return dict({"id": f"{server}__{name}", "server": server, "name": name, "description": description}, **extra)
+
+
+CATALOG = [
+    tool("browser", "page_screenshot", "Capture a PNG of the current browser tab"),
+    tool("filesystem", "delete_file", "Remove a file from disk"),
+    tool("filesystem", "read_file", "Read the complete contents of a file"),
+    tool("git", "git_log", "Shows the commit logs"),
+    tool("maps", "get_coordinates", "Latitude and longitude of an address"),
+    tool("sentry", "get_issue", "Get a Sentry issue with its stack trace"),
+    tool("slack", "post_message", "Post a message to a Slack channel"),
+    tool("time", "get_current_time", "Get current time in a specific timezone"),
+]
+
+
+def ids(results):
+    return [r["id"] for r in results]
+
+
+@needs_vectors
+def test_a_paraphrase_whose_words_match_nothing_finds_its_tool_through_the_vectors():
+    index = SearchIndex(CATALOG)
+    query = "what changed lately in the repository"
+    assert "git__git_log" not in ids(SearchIndex(CATALOG, semantic=False).search(query, limit=3))
+    top = index.search(query, limit=1, explain=True)[0]
+    assert top["id"] == "git__git_log"
+    assert top["signals"]["vector"] > sum(v for k, v in top["signals"].items() if k != "vector")
+
+
+@needs_vectors
+def test_a_real_word_reaches_the_vectors_as_written_not_as_the_catalog_word_it_resembles():
+    index = SearchIndex(CATALOG)
+    # "altitude" is one edit from the catalog's "latitude" and "shops" from "shows", but the
+    # vectors' vocabulary knows both whole: they mean themselves, not the catalog's word.
+    assert index._as_corrected("altitude of a mountain") == "altitude of a mountain"
+    assert index._as_corrected("coffee shops nearby") == "coffee shops nearby"
+    # A misspelling the vocabulary can only piece together is still read as what it stands for.
+    assert index._as_corrected("take a screnshot") == "take a screenshot"
+    assert index._as_corrected("delte file") == "delete file"
+
+
+@needs_vectors
+def test_the_tool_name_weighs_more_than_each_description_text_in_the_tool_vector():
+    texts = vectors.tool_texts(tool("git", "git_log", "Shows the commit logs. Lists commits with author, date and message."))
+    parts = [vectors.encode(t) for t in texts]
+    equal = [sum(xs) for xs in zip(*parts)]
+    norm = math.hypot(*equal)
+    equal = [x / norm for x in equal]
+    weighted = toolscript.search._encode_tool(texts)
+    assert math.isclose(math.hypot(*weighted), 1.0, rel_tol=1e-9)
+    name = parts[0]
+    assert vectors.dot(weighted, name) > vectors.dot(equal, name) + 0.01
+    assert toolscript.search._encode_tool(["", "", "", ""]) is None
+
+
+@needs_vectors
+def test_the_parameter_names_are_part_of_the_tool_vector_at_a_small_weight():
+    schema = {"type": "object", "properties": {"max_count": {"type": "integer"}, "authorEmail": {"type": "string"}}}
+    with_params = tool("git", "git_log", "Shows the commit logs", inputSchema=schema)
+    texts = toolscript.search._tool_texts(with_params)
+    assert texts[:3] == vectors.tool_texts(with_params) and texts[3] == "max count authorEmail"
+    bare = toolscript.search._encode_tool(toolscript.search._tool_texts(tool("git", "git_log", "Shows the commit logs")))
+    weighted = toolscript.search._encode_tool(texts)
+    params = vectors.encode(texts[3])
+    assert vectors.dot(weighted, params) > vectors.dot(bare, params)
+    assert vectors.dot(weighted, bare) > 0.95  # a quarter's weight: the name and description still lead
+    index = SearchIndex([with_params])
+    assert index.vector_cache == {"\n".join(texts): list(weighted)}
+
+
+@needs_vectors
+@pytest.mark.parametrize("query, expected", [
+    ("delete_file", "filesystem__delete_file"),
+    ("read file", "filesystem__read_file"),
+    ("filesystem__read_file", "filesystem__read_file"),
+])
+def test_an_exact_name_still_wins_with_the_top_score(query, expected):
+    results = SearchIndex(CATALOG).search(query, limit=3, explain=True)
+    assert results[0]["id"] == expected and results[0]["score"] == 1.0
+    assert results[0]["signals"]["exact_name"] == 1.0
+    assert all(r["score"] < 1.0 for r in results[1:])
+
+
+def test_without_the_vectors_data_search_is_the_words_alone(monkeypatch):
+    words_only = SearchIndex(CATALOG, semantic=False)
+    monkeypatch.setattr(vectors, "available", lambda: False)
+    degraded = SearchIndex(CATALOG)
+    assert not degraded.semantic
+    for query in ["what changed lately in the repository", "slack trace", "delete_file", "delte file"]:
+        assert degraded.search(query, limit=5, explain=True) == words_only.search(query, limit=5, explain=True)
+
+
+@needs_vectors
+def test_a_tool_no_word_reaches_is_listed_on_its_vector_when_the_query_speaks_the_catalogs_language():
+    index = SearchIndex(CATALOG)
+    results = index.search("older revisions of the file", limit=3, explain=True)
+    found = {r["id"]: r for r in results}
+    # "file" reaches the filesystem tools; no word reaches git_log, whose vector is close enough to list.
+    assert "git__git_log" in found and set(found["git__git_log"]["signals"]) == {"vector"}
+    assert found["git__git_log"]["score"] < 0.3  # the threshold that drops noise still drops it
+    # Gibberish reaches no tool's words, and no tool's vector is close enough alone.
+    assert index.search("xyzzy plugh", limit=3) == []
+
+
+def test_packed_tool_vectors_give_every_cosine_as_the_float_dot_product_does():
+    import random
+
+    rng = random.Random(13)
+
+    def unit(values):
+        norm = math.hypot(*values)
+        return tuple(x / norm for x in values)
+
+    dim = 256
+    axis = tuple(1.0 if d == 0 else 0.0 for d in range(dim))
+    tools = [unit([rng.gauss(0, 1) for _ in range(dim)]) for _ in range(40)]
+    tools += [axis, tuple(-x for x in axis), unit([1.0] * dim), unit([-1.0] * dim)]  # the extremes: cosines of +-1
+    packed = toolscript.search._PackedVectors([(3 * n, v) for n, v in enumerate(tools)])
+    for query in [axis, unit([1.0] * dim), unit([-1.0] * dim)] + [unit([rng.gauss(0, 1) for _ in range(dim)]) for _ in range(5)]:
+        cosines = packed.cosines(query)
+        assert sorted(cosines) == [3 * n for n in range(len(tools))]
+        for n, v in enumerate(tools):
+            assert abs(cosines[3 * n] - sum(a * b for a, b in zip(query, v))) < 1e-3
+    assert toolscript.search._PackedVectors([]).cosines(axis) == {}
+
+
+SERVERS_CATALOG = [
+    tool("airtable", "create_table", "Create a new table in an Airtable base"),
+    tool("airtable", "list_records", "List records in a table"),
+    tool("notion", "create_data_source", "Create a data source (database) under a parent page"),
+    tool("notion", "post_page", "Create a page"),
+    tool("notion", "get_users", "List all users of the workspace"),
+    tool("time", "get_current_time", "Get the current time in a timezone"),
+    tool("calendar", "list_events", "List events between a start time and an end time"),
+    tool("calendar", "create_event", "Create an event at a time"),
+]
+
+
+@needs_vectors
+def test_a_query_that_names_a_server_prefers_that_servers_tools():
+    index = SearchIndex(SERVERS_CATALOG)
+    # Without the product's name, "a table" means airtable's tool to the words and the vectors alike...
+    assert index.search("add a tracker table", limit=1)[0]["id"] == "airtable__create_table"
+    # ...named, notion's tools gain a visible, fixed share and its data source comes first.
+    results = index.search("add a tracker table to notion", limit=3, explain=True)
+    assert results[0]["id"] == "notion__create_data_source"
+    for r in results:
+        assert ("named_server" in r["signals"]) == (r["server"] == "notion")
+        assert r["score"] == pytest.approx(sum(r["signals"].values()), abs=0.001)
+    assert results[0]["signals"]["named_server"] == toolscript.search._NAMED_SERVER_BONUS
+    assert list(results[0]["signals"]) == [s for s in toolscript.search.SIGNALS if s in results[0]["signals"]]
+
+
+@needs_vectors
+def test_a_word_many_servers_tools_say_names_no_server():
+    index = SearchIndex(SERVERS_CATALOG)
+    assert index._named_servers("what time is my next event") == frozenset()  # calendar tools say "time" too
+    assert index._named_servers("users of my notion workspace") == frozenset({"notion"})
+    assert all("named_server" not in r["signals"] for r in index.search("what time is my next event", limit=5, explain=True))
+
+
+@needs_vectors
+def test_words_only_search_gives_no_server_a_share_for_being_named():
+    hybrid, words = SearchIndex(SERVERS_CATALOG), SearchIndex(SERVERS_CATALOG, semantic=False)
+    query = "add a tracker table to notion"
+    assert hybrid.search(query, limit=5, semantic=False, explain=True) == words.search(query, limit=5, explain=True)
+    assert all("named_server" not in r["signals"] for r in words.search(query, limit=5, explain=True))
+
+
+@needs_vectors
+def test_naming_the_only_server_moves_no_score():
+    notion_only = [t for t in SERVERS_CATALOG if t["server"] == "notion"]
+    index = SearchIndex(notion_only)
+    assert index._named_servers("users of my notion workspace") == frozenset()
+    results = index.search("users of my notion workspace", limit=3, explain=True)
+    assert results and all("named_server" not in r["signals"] for r in results)
