@@ -115,7 +115,7 @@ def test_recorder_knows_the_heldout2_set_and_only_its_servers(capsys):
 def test_heldout2_queries_are_well_formed(heldout2):
     held2, others, data = heldout2
     assert set(data) == {"queries", "noise"}
-    queries, noise = data["queries"], data["noise"]
+    queries = data["queries"]
     held2_ids = tool_ids(held2)
     known = held2_ids | tool_ids(others)
     for q in queries:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Record the tools/list of real MCP servers into bench/eval/catalogs/ (or bench/heldout/catalogs/).
+"""Record the tools/list of real MCP servers into bench/eval/catalogs/ (or bench/heldout{,2}/catalogs/).
 
 The recorded catalogs are the corpus of the tool-search evaluation
 (bench/search.py, tests/test_search.py).  Recording is a one-off: the JSON
