@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Record the tools/list of real MCP servers into bench/eval/catalogs/ (or bench/heldout/catalogs/).
+"""Record the tools/list of real MCP servers into bench/eval/catalogs/ (or bench/heldout{,2}/catalogs/).
 
 The recorded catalogs are the corpus of the tool-search evaluation
 (bench/search.py, tests/test_search.py).  Recording is a one-off: the JSON
@@ -14,11 +14,17 @@ catalog is written as::
     {"server": NAME, "package": "PACKAGE@VERSION", "registry": "npm" | "pypi",
      "recorded": "YYYY-MM-DD", "tools": [... verbatim from tools/list ...]}
 
-    python3 bench/eval/record_catalogs.py [--scratch DIR] [--install] [--set heldout] [NAME ...]
+    python3 bench/eval/record_catalogs.py [--scratch DIR] [--install | --install-only] [--set heldout|heldout2] [NAME ...]
 
 ``--set heldout`` records the servers of the held-out evaluation set
 (HELDOUT_SERVERS, none of them in the development set) into
-bench/heldout/catalogs/ instead.
+bench/heldout/catalogs/ instead; ``--set heldout2`` the second held-out set
+(HELDOUT2_SERVERS, in neither of the others) into bench/heldout2/catalogs/.
+Held-out 2 was installed with ``--install-only`` and then recorded with no
+network, so no server could reach a backend::
+
+    python3 bench/eval/record_catalogs.py --set heldout2 --install-only
+    unshare -rn sh -c 'ip link set lo up && python3 bench/eval/record_catalogs.py --set heldout2'
 
 A server that fails to install or start is reported on stderr and skipped;
 the exit status is 1 when any failed.
@@ -42,6 +48,7 @@ from toolscript.mcp.connect import open_session  # noqa: E402
 
 CATALOGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "catalogs")
 HELDOUT_CATALOGS = os.path.join(ROOT, "bench", "heldout", "catalogs")
+HELDOUT2_CATALOGS = os.path.join(ROOT, "bench", "heldout2", "catalogs")
 
 # name -> (registry, package, version, argv after the executable, env).
 # "{scratch}" in args and env is replaced by the scratch directory, "{redis}"
@@ -94,8 +101,47 @@ HELDOUT_SERVERS = {
     "calculator": ("pypi", "mcp-server-calculator", "0.2.1", [], {}),
 }
 
-# Every server either set knows, for install/start (the names do not overlap).
-ALL_SERVERS = dict(SERVERS, **HELDOUT_SERVERS)
+# The second held-out set (bench/heldout2/): servers in neither set above,
+# because the first held-out set was run while the ranker changed and so is no
+# longer held out.  Recorded with no network at all (see bench/heldout2/README.md):
+# each URL below is a closed local port.  Tried and left out:
+# @upstash/mcp-server@0.3.0 and @supabase/mcp-server-supabase@0.13.0 (call their
+# cloud API before they list tools), chroma-mcp@0.2.6 (prints a banner on stdout,
+# which is the JSON-RPC channel), @tacticlaunch/mcp-linear@1.4.3 (198 tools; the
+# smaller linear-mcp-server stands for Linear), @roychri/mcp-server-asana@1.8.0
+# (41 tools, left out to keep the set near 200), @neondatabase/mcp-server-neon@0.6.5
+# (a dependency is a GitHub tarball this machine cannot fetch).  mcp-atlassian
+# runs with its default toolsets (35 of its 98 tools).
+HELDOUT2_SERVERS = {
+    "atlassian": ("pypi", "mcp-atlassian", "0.23.1", [],
+                  {"JIRA_URL": "http://127.0.0.1:9", "JIRA_USERNAME": "dummy@example.com", "JIRA_API_TOKEN": "dummy",
+                   "CONFLUENCE_URL": "http://127.0.0.1:9/wiki", "CONFLUENCE_USERNAME": "dummy@example.com",
+                   "CONFLUENCE_API_TOKEN": "dummy", "TOOLSETS": "default"}),
+    "linear": ("npm", "linear-mcp-server", "0.1.0", [], {"LINEAR_API_KEY": "lin_api_dummy"}),
+    "circleci": ("npm", "@circleci/mcp-server-circleci", "0.20.0", [],
+                 {"CIRCLECI_TOKEN": "dummy", "CIRCLECI_BASE_URL": "http://127.0.0.1:9"}),
+    "datadog": ("npm", "@winor30/mcp-server-datadog", "1.8.0", [], {"DATADOG_API_KEY": "dummy", "DATADOG_APP_KEY": "dummy"}),
+    "elasticsearch": ("npm", "@elastic/mcp-server-elasticsearch", "0.3.1", [],
+                      {"ES_URL": "http://127.0.0.1:9", "ES_API_KEY": "dummy"}),
+    "excel": ("npm", "@negokaz/excel-mcp-server", "0.12.0", [], {}),
+    "figma": ("npm", "figma-developer-mcp", "0.13.2", ["--stdio"], {"FIGMA_API_KEY": "dummy", "DO_NOT_TRACK": "1"}),
+    "airbnb": ("npm", "@openbnb/mcp-server-airbnb", "0.3.0", [], {}),
+    "discord": ("npm", "mcp-discord", "1.3.4", [], {"DISCORD_TOKEN": "dummy"}),
+    "hubspot": ("npm", "@hubspot/mcp-server", "0.4.0", [], {"PRIVATE_APP_ACCESS_TOKEN": "pat-dummy", "HUBSPOT_ACCESS_TOKEN": "pat-dummy"}),
+    "shopify-dev": ("npm", "@shopify/dev-mcp", "1.16.0", [], {}),
+    "mongodb": ("npm", "mongodb-mcp-server", "3.0.4", [], {"MDB_MCP_TELEMETRY": "disabled", "DO_NOT_TRACK": "1"}),
+    "google-sheets": ("pypi", "mcp-google-sheets", "0.6.3", [], {"SERVICE_ACCOUNT_PATH": "{scratch}/service-account.json"}),
+}
+
+# Every server any set knows, for install/start (the names do not overlap).
+ALL_SERVERS = dict(SERVERS, **HELDOUT_SERVERS, **HELDOUT2_SERVERS)
+
+# --set name -> (its servers, where their catalogs are written).
+SETS = {
+    "eval": (SERVERS, CATALOGS),
+    "heldout": (HELDOUT_SERVERS, HELDOUT_CATALOGS),
+    "heldout2": (HELDOUT2_SERVERS, HELDOUT2_CATALOGS),
+}
 
 # npm packages whose executable name differs from "mcp-" + the package's last path part.
 NPM_BIN = {
@@ -111,11 +157,22 @@ NPM_BIN = {
     "mcp-server-kubernetes": "mcp-server-kubernetes",
     "@browserbasehq/mcp-server-browserbase": "mcp-server-browserbase",
     "@stripe/mcp": "mcp",
+    "linear-mcp-server": "linear-mcp-server",
+    "@circleci/mcp-server-circleci": "mcp-server-circleci",
+    "@winor30/mcp-server-datadog": "mcp-server-datadog",
+    "@elastic/mcp-server-elasticsearch": "mcp-server-elasticsearch",
+    "@negokaz/excel-mcp-server": "excel-mcp-server",
+    "figma-developer-mcp": "figma-developer-mcp",
+    "@openbnb/mcp-server-airbnb": "mcp-server-airbnb",
+    "mcp-discord": "mcp-discord",
+    "@hubspot/mcp-server": "mcp-hubspot",
+    "@shopify/dev-mcp": "shopify-dev-mcp",
+    "mongodb-mcp-server": "mongodb-mcp-server",
 }
 
 # Extra requirements of PyPI servers published before MCP SDK 2.0 changed the
 # API they use (each PyPI server gets a venv of its own, so pins don't clash).
-PYPI_EXTRA = {"mcp-server-sqlite": ["mcp<2"], "mcp-server-sentry": ["mcp<2"]}
+PYPI_EXTRA = {"mcp-server-sqlite": ["mcp<2"], "mcp-server-sentry": ["mcp<2"], "mcp-google-sheets": ["mcp<2"]}
 
 
 class FakeRedis:
@@ -223,6 +280,15 @@ def prepare(scratch):
     with open(os.path.join(scratch, "gdrive-oauth.json"), "w") as f:
         json.dump({"installed": {"client_id": "dummy", "client_secret": "dummy",
                                  "redirect_uris": ["http://127.0.0.1"]}}, f)
+    # mcp-google-sheets builds service-account credentials at start-up, which needs a
+    # well-formed private key (a fresh throwaway one; its token URI is a closed local port).
+    account = os.path.join(scratch, "service-account.json")
+    if not os.path.exists(account):
+        key = subprocess.run(["openssl", "genrsa", "2048"], check=True, capture_output=True, text=True).stdout
+        with open(account, "w") as f:
+            json.dump({"type": "service_account", "project_id": "dummy", "private_key_id": "dummy",
+                       "private_key": key, "client_email": "dummy@dummy.iam.gserviceaccount.com",
+                       "client_id": "1", "token_uri": "http://127.0.0.1:9/token"}, f)
 
 
 def command_for(scratch, name, redis):
@@ -260,22 +326,27 @@ def record(scratch, name, timeout, redis):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="servers to record (default: all of the --set)")
-    parser.add_argument("--set", choices=("eval", "heldout"), default="eval",
-                        help="eval: the development set into bench/eval/catalogs; heldout: bench/heldout/catalogs")
+    parser.add_argument("--set", choices=sorted(SETS), default="eval",
+                        help="eval: the development set into bench/eval/catalogs; heldout: bench/heldout/catalogs;"
+                             " heldout2: bench/heldout2/catalogs")
     parser.add_argument("--scratch", default=os.path.join(tempfile.gettempdir(), "toolscript-eval-servers"),
                         help="where the servers are installed (outside the checkout)")
     parser.add_argument("--install", action="store_true", help="npm/pip install the servers into --scratch first")
+    parser.add_argument("--install-only", action="store_true",
+                        help="install the servers and stop, so that recording can run with no network (held-out 2)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each server")
     args = parser.parse_args(argv)
-    servers, catalogs = (HELDOUT_SERVERS, HELDOUT_CATALOGS) if args.set == "heldout" else (SERVERS, CATALOGS)
+    servers, catalogs = SETS[args.set]
     names = args.names or list(servers)
     unknown = [n for n in names if n not in servers]
     if unknown:
         parser.error(f"unknown server(s) in --set {args.set}: {', '.join(unknown)}; known: {', '.join(servers)}")
     scratch = os.path.abspath(args.scratch)
     os.makedirs(scratch, exist_ok=True)
-    if args.install:
+    if args.install or args.install_only:
         install(scratch, names)
+    if args.install_only:
+        return 0
     prepare(scratch)
     os.makedirs(catalogs, exist_ok=True)
     redis = FakeRedis()
