@@ -47,8 +47,10 @@ and prints one JSON document:
 
     python3 bench/search.py [--repeat 5] [--misses] [--dev-only] [--tune | --tune-similar]
 
-``--dev-only`` leaves out everything that touches the held-out set (what
-tuning runs; the held-out figures are for the final configuration only).
+``--dev-only`` leaves out everything that touches held-out sets 1 and 2
+(what tuning runs). ``--heldout2-only`` prints held-out set 2's figures alone
+(bench/heldout2/: the set nothing was tuned on; log every run of it in its
+README).
 ``--tune`` prints instead the grids the fusion's and the tool vectors'
 constants were chosen from, on the development set and (without
 ``--dev-only``) the held-out set 1, a second development set since session
@@ -80,6 +82,7 @@ from toolscript.search import SearchIndex  # noqa: E402
 
 EVAL = os.path.join(ROOT, "bench", "eval")
 HELDOUT = os.path.join(ROOT, "bench", "heldout")
+HELDOUT2 = os.path.join(ROOT, "bench", "heldout2")
 KINDS = ("direct", "paraphrase", "task", "typo", "param", "multi")
 DEPTH = 10  # ranks looked at for MRR
 
@@ -228,6 +231,34 @@ def heldout_report(dev_tools, dev_queries):
             "baseline_keyword_overlap": graded(Baseline(dev_tools).search, dev_queries),
         },
     }
+
+
+def heldout2_report(dev_tools):
+    """Held-out set 2 (bench/heldout2/): the only set no ranker was tuned on since session 18.
+
+    The index is its catalogs plus held-out set 1's and the development
+    catalogs (about 460 tools), as its labels assume. Each query file is
+    reported alone (two authors wrote them independently: the difference
+    shows how much a figure owes to who wrote the queries) and together.
+    """
+    held2 = load_catalog(os.path.join(HELDOUT2, "catalogs"))
+    tools = sorted(held2 + load_catalog(os.path.join(HELDOUT, "catalogs")) + dev_tools, key=lambda t: t["id"])
+    first = load_queries(os.path.join(HELDOUT2, "queries.json"))
+    second = load_queries(os.path.join(HELDOUT2, "queries-b.json"))
+    noise = load_queries(os.path.join(HELDOUT2, "queries.json"), key="noise")
+    hybrid = SearchIndex(tools)
+    words = SearchIndex(tools, semantic=False)
+    report = {
+        "catalog": {"servers": len({t["server"] for t in held2}), "tools": len(held2), "index_tools": len(tools)},
+        "noise_queries": len(noise),
+        "threshold": {"bm25": thresholds(words, first + second, noise),
+                      "hybrid": thresholds(hybrid, first + second, noise) if hybrid.semantic else None},
+    }
+    for name, queries in (("both_authors", first + second), ("queries", first), ("queries_b", second)):
+        rows = ranker_rows(tools, queries, hybrid)
+        rows["baseline_keyword_overlap"] = graded(Baseline(tools).search, queries)
+        report[name] = {"queries": len(queries), "rankers": rows}
+    return report
 
 
 def vector_ranking(index):
@@ -731,12 +762,18 @@ def main(argv=None):
                         help="print the fusion and tool-vector grids on both development sets (dev-b too unless --dev-only) and stop")
     parser.add_argument("--tune-similar", action="store_true", help="print the development-set similar-words grid and stop")
     parser.add_argument("--no-cli", action="store_true", help="skip the subprocess timings (CLI search, --version)")
+    parser.add_argument("--heldout2-only", action="store_true",
+                        help="print only held-out set 2's figures (log every such run in bench/heldout2/README.md)")
     args = parser.parse_args(argv)
 
     tools = load_catalog()
     queries = with_dev_kinds(tools, load_queries())
     noise = load_queries(key="noise")
     servers = sorted({t["server"] for t in tools})
+    if args.heldout2_only:
+        json.dump(heldout2_report(tools), sys.stdout, indent=2)
+        print()
+        return
     if args.tune:
         sets = {"development": (tools, queries, noise)}
         if not args.dev_only:
@@ -780,6 +817,7 @@ def main(argv=None):
         "ablations": ablations(tools, queries),
         "rankers": {"development": ranker_rows(tools, queries)},
         "heldout": None if args.dev_only else heldout_report(tools, queries),
+        "heldout2": None if args.dev_only else heldout2_report(tools),
         "scale": {
             "tools": len(big),
             "build_ms": big_build,
