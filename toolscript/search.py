@@ -456,10 +456,11 @@ class SearchIndex:
                 "description": description if isinstance(description, str) else "",
             }
             if explain:
-                result["signals"] = self._contributions(i, by_signal, cosines, i in exact)
+                signals = self._contributions(i, by_signal, cosines, i in exact)
                 if tool.get("server") in named:
-                    result["signals"]["named_server"] = _NAMED_SERVER_BONUS
-                    result["signals"] = {name: result["signals"][name] for name in SIGNALS if name in result["signals"]}
+                    signals["named_server"] = _NAMED_SERVER_BONUS
+                    signals = {name: signals[name] for name in SIGNALS if name in signals}
+                result["signals"] = signals
             results.append(result)
         return results
 
