@@ -86,6 +86,9 @@ bench: venv peers peer-proxy
 	$(VPY) bench/load.py
 	$(VPY) bench/upstream_limits.py
 	$(PYTHON) bench/plugin.py
+	@# The search peers (all-MiniLM-L6-v2, the Deno original's hybrid) need torch: the distill venv.
+	@if [ -x "$(DISTILL_PYTHON)" ]; then $(DISTILL_PYTHON) bench/search_peers.py; \
+	else echo "bench/search_peers.py skipped: no $(DISTILL_PYTHON) (make one as distill/README.md says)"; fi
 
 # Re-run the distillation (dev-only venv: distill/README.md) and check it gives the committed bytes.
 DISTILL_PYTHON ?= /work/venv-distill/bin/python
