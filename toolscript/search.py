@@ -1081,8 +1081,8 @@ _VECTOR_ALONE_WITH_WORDS = 0.25
 # name on every tool of its server); before, a tool that said the common
 # word twice outranked the one whose meaning fits ("fix a typo in what I
 # wrote under a jira ticket": jira_update_issue over jira_edit_comment).
-# Words alone keep the plain idf: there, sharper idf loses queries (dev
-# recall@3 0.879 -> 0.879 at 2, dev-b 0.767 -> 0.743, dev-c 0.614 -> 0.584).
+# Words alone keep the plain idf: there, the same power loses queries
+# (recall@3 dev 0.867 -> 0.873, dev-b 0.761 -> 0.749, dev-c 0.582 -> 0.566).
 # Chosen on all three development sets (bench/search.py --tune, "idf_power"):
 # 1 -> 1.75 took dev 0.942 -> 0.952, dev-b 0.821 -> 0.821 (MRR 0.768 ->
 # 0.776), dev-c 0.744 -> 0.757 (paraphrase 0.494 -> 0.522); noise at 0.3
