@@ -53,8 +53,9 @@ and prints one JSON document:
 README).
 ``--tune`` prints instead the grids the fusion's and the tool vectors'
 constants were chosen from, on the development set and (without
-``--dev-only``) the held-out set 1, a second development set since session
-18; ``--tune-similar`` the development grid of the similar-words signal's.
+``--dev-only``) held-out sets 1 and 2, development sets too since sessions
+18 and 19 (dev-b and dev-c; key ``heldout2``, both authors' queries);
+``--tune-similar`` the development grid of the similar-words signal's.
 
 ``--misses`` adds every query the ranker does not answer in its top 3, with
 what it returned instead.
@@ -231,6 +232,14 @@ def heldout_report(dev_tools, dev_queries):
             "baseline_keyword_overlap": graded(Baseline(dev_tools).search, dev_queries),
         },
     }
+
+
+def heldout2_set(dev_tools):
+    """Held-out set 2 as (tools, queries, noise): both authors' queries over the three sets' catalogs (dev-c since run 1)."""
+    tools = sorted(load_catalog(os.path.join(HELDOUT2, "catalogs")) + load_catalog(os.path.join(HELDOUT, "catalogs")) + dev_tools,
+                   key=lambda t: t["id"])
+    queries = load_queries(os.path.join(HELDOUT2, "queries.json")) + load_queries(os.path.join(HELDOUT2, "queries-b.json"))
+    return tools, queries, load_queries(os.path.join(HELDOUT2, "queries.json"), key="noise")
 
 
 def heldout2_report(dev_tools):
@@ -432,9 +441,11 @@ def cli_latency(queries, repeat):
 def tune(sets):
     """The grids the fusion's and the tool vectors' constants were chosen from (see toolscript/search.py), per set.
 
-    ``sets``: {"development": (tools, queries, noise), "heldout": ...}; since
-    session 18 the held-out set 1 is a second development set (dev-b), and a
-    change is taken when it helps both.  Per set: the blend grid (each query's
+    ``sets``: {"development": (tools, queries, noise), "heldout": ..., "heldout2": ...};
+    since session 18 held-out set 1 is a second development set (dev-b), since
+    session 19 held-out set 2 a third (dev-c), and a change is taken when it
+    helps all three.  Per set: the power the words' idf is raised to in the
+    fusion (signals prepared again per point), the blend grid (each query's
     word shares and cosines computed once, then search's own ``_fuse`` with
     its constants patched), the fusions tried instead of the blend (the
     vector weight set by how much of the query the words explain; reciprocal
@@ -442,19 +453,53 @@ def tune(sets):
     (the index rebuilt per point).
     """
     mod = toolscript.search
-    out = {"shipped": {"blend": {n: getattr(mod, n) for n in BLEND}, "tool_text_weights": list(mod._TOOL_TEXT_WEIGHTS),
+    out = {"shipped": {"idf_power": mod._FUSED_IDF_POWER, "blend": {n: getattr(mod, n) for n in BLEND}, "tool_text_weights": list(mod._TOOL_TEXT_WEIGHTS),
                        "named_server": {"bonus": mod._NAMED_SERVER_BONUS, "purity": mod._NAMING_PURITY}}}
     for label, (tools, queries, noise) in sets.items():
         index = SearchIndex(tools)
         if not index.semantic:
             return {"error": "no vectors data: nothing to tune"}
         prepared = prepare_signals(index, queries, noise)
-        out[label] = {"blend": blend_grid(index, queries, prepared),
+        out[label] = {"idf_power": idf_power_rows(index, queries, noise),
+                      "blend": blend_grid(index, queries, prepared),
                       "adaptive": adaptive_rows(index, queries, prepared),
                       "rrf": rrf_rows(index, queries),
                       "tool_text_weights": tool_text_rows(tools, queries, noise),
                       "named_server": named_server_rows(tools, queries, noise)}
     return out
+
+
+def idf_power_rows(index, queries, noise):
+    """The power the words' idf is raised to when fused with the vectors (_FUSED_IDF_POWER), and words alone at it.
+
+    Each point prepares every query's signals again with the power patched
+    and fuses them with search's own ``_fuse``; ``words_alone`` is the
+    word share at that power, unfused (what the power would do to
+    words-only search, which keeps the plain idf).
+    """
+    mod = toolscript.search
+    saved = mod._FUSED_IDF_POWER
+    rows = []
+    try:
+        for power in (1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 3.0):
+            mod._FUSED_IDF_POWER = power
+            prepared = prepare_signals(index, queries, noise)
+            row = dict({"power": power}, **fused_figures(index, queries, prepared, lambda lexical, semantic, _: mod._fuse(lexical, semantic)))
+            row["words_alone@3"] = words_alone(index, queries, power)
+            rows.append(row)
+    finally:
+        mod._FUSED_IDF_POWER = saved
+    return rows
+
+
+def words_alone(index, queries, power):
+    """recall@3 of the word share alone with every idf raised to ``power`` (exact names first, as search ranks)."""
+    answers = {}
+    for q in queries:
+        lexical, _, exact = index._lexical(q["query"], similar=False, idf_power=power)
+        order = sorted((i for i, v in lexical.items() if v > 0 or i in exact), key=lambda i: (i not in exact, -lexical[i], index._ids[i]))
+        answers[q["query"]] = [index._ids[i] for i in order[:DEPTH]]
+    return graded(lambda text: answers[text], queries)["all"]["recall@3"]
 
 
 def named_server_rows(tools, queries, noise):
@@ -484,8 +529,10 @@ BLEND = ("_LEXICAL_WEIGHT", "_VECTOR_WEIGHT", "_VECTOR_FLOOR", "_VECTOR_CEILING"
 def prepare_signals(index, queries, noise):
     """Each labelled and noise query's word shares, exact names, cosines and words' coverage, computed once."""
     def prepare(text):
-        lexical, _, exact = index._lexical(text)
         semantic = index._semantic(text)
+        # As search does: fused with the vectors, the words' idf is sharpened (_FUSED_IDF_POWER).
+        power = getattr(toolscript.search, "_FUSED_IDF_POWER", 1.0) if semantic else 1.0
+        lexical, _, exact = index._lexical(text, idf_power=power)
         # The named server's tools' share is added after the fusion, as search does.
         named = index._named_servers(text) if semantic else ()
         bonus = {i: toolscript.search._NAMED_SERVER_BONUS for i, t in enumerate(index._tools) if t.get("server") in named}
@@ -664,8 +711,8 @@ def rrf_rows(index, queries):
     """
     prepared = []
     for q in queries:
-        lexical, _, exact = index._lexical(q["query"])
         semantic = index._semantic(q["query"])
+        lexical, _, exact = index._lexical(q["query"], idf_power=toolscript.search._FUSED_IDF_POWER if semantic else 1.0)
         by_words = sorted((i for i, v in lexical.items() if v > 0), key=lambda i: (-lexical[i], index._ids[i]))
         by_vector = sorted(semantic, key=lambda i: (-semantic[i], index._ids[i]))
         prepared.append((q, {i: r for r, i in enumerate(by_words, 1)}, {i: r for r, i in enumerate(by_vector, 1)}, set(exact)))
@@ -759,7 +806,7 @@ def main(argv=None):
     parser.add_argument("--misses", action="store_true", help="list the queries missed in the top 3")
     parser.add_argument("--dev-only", action="store_true", help="leave out the held-out set (for tuning)")
     parser.add_argument("--tune", action="store_true",
-                        help="print the fusion and tool-vector grids on both development sets (dev-b too unless --dev-only) and stop")
+                        help="print the fusion and tool-vector grids on the three development sets (dev only with --dev-only) and stop")
     parser.add_argument("--tune-similar", action="store_true", help="print the development-set similar-words grid and stop")
     parser.add_argument("--no-cli", action="store_true", help="skip the subprocess timings (CLI search, --version)")
     parser.add_argument("--heldout2-only", action="store_true",
@@ -780,6 +827,7 @@ def main(argv=None):
             held_path = os.path.join(HELDOUT, "queries.json")
             held_tools = sorted(load_catalog(os.path.join(HELDOUT, "catalogs")) + tools, key=lambda t: t["id"])
             sets["heldout"] = (held_tools, load_queries(held_path), load_queries(held_path, key="noise"))
+            sets["heldout2"] = heldout2_set(tools)
         json.dump(tune(sets), sys.stdout, indent=2)
         print()
         return

@@ -4,7 +4,9 @@ Small catalogs prove each behaviour: a paraphrase whose words match nothing
 finds its tool through the vectors; a real word is not "corrected" into a
 catalog word before the vectors read it; a tool's name weighs more in its
 vector than its long description; an exact name still wins over anything
-soft; and without the vectors data search is the words' alone.
+soft; and without the vectors data search is the words' alone.  Round 2
+(FU2): fused with the vectors, a word weighs by its idf to a power, so a
+word many tools share does not outvote the meaning.
 """
 
 import math
@@ -195,3 +197,61 @@ def test_naming_the_only_server_moves_no_score():
     assert index._named_servers("users of my notion workspace") == frozenset()
     results = index.search("users of my notion workspace", limit=3, explain=True)
     assert results and all("named_server" not in r["signals"] for r in results)
+
+
+# A tracker whose every tool says "issue": the word tells them apart little, the vectors more.
+TRACKER_CATALOG = [
+    tool("tracker", "list_issues", "List issues in a project"),
+    tool("tracker", "get_issue", "Get an issue by its key"),
+    tool("tracker", "create_issue", "Create an issue in a project"),
+    tool("tracker", "update_issue", "Update an issue's fields"),
+    tool("tracker", "delete_issue", "Delete an issue"),
+    tool("tracker", "list_projects", "List projects"),
+    tool("tracker", "issue_changelog", "The history of changes made to an issue: who changed which field and when"),
+    tool("tracker", "edit_comment", "Edit a comment"),
+    tool("tracker", "add_comment", "Add a comment to an issue"),
+    tool("tracker", "list_comments", "List the comments of an issue"),
+]
+
+
+@needs_vectors
+def test_fused_with_the_vectors_a_word_many_tools_share_does_not_outvote_the_meaning(monkeypatch):
+    query = "get the edit log of an issue"
+    # "get" and "issue" are both in get_issue's name; with the plain idf they outvote the changelog's meaning...
+    monkeypatch.setattr(toolscript.search, "_FUSED_IDF_POWER", 1.0)
+    assert SearchIndex(TRACKER_CATALOG).search(query, limit=1)[0]["id"] == "tracker__get_issue"
+    # ...weighed by idf to the power, the common words count for less and the vectors decide.
+    monkeypatch.undo()
+    assert SearchIndex(TRACKER_CATALOG).search(query, limit=1)[0]["id"] == "tracker__issue_changelog"
+
+
+@needs_vectors
+def test_the_fused_word_share_weighs_each_word_by_its_idf_to_the_power():
+    hybrid, words = SearchIndex(TRACKER_CATALOG), SearchIndex(TRACKER_CATALOG, semantic=False)
+    power = toolscript.search._FUSED_IDF_POWER
+    assert power > 1.0
+    query = "issue changelog"
+    fused = {r["id"]: r["signals"] for r in hybrid.search(query, limit=10, explain=True)}
+    plain = {r["id"]: r["signals"] for r in words.search(query, limit=10, explain=True)}
+    sharp = hybrid._lexical(query, explain=True, idf_power=power)[1]["bm25"]  # the query's words as written
+    for i, tool_id in enumerate(hybrid._ids):
+        if tool_id in fused and "bm25" in fused[tool_id]:
+            assert fused[tool_id]["bm25"] == pytest.approx(toolscript.search._LEXICAL_WEIGHT * sharp[i])
+    # A tool that has only the common word explains less of the query than words alone say,
+    # and less against the tool that also has the rare word.
+    common, rare = hybrid._ids.index("tracker__get_issue"), hybrid._ids.index("tracker__issue_changelog")
+    assert sharp[common] < plain["tracker__get_issue"]["bm25"]
+    assert sharp[common] / sharp[rare] < plain["tracker__get_issue"]["bm25"] / plain["tracker__issue_changelog"]["bm25"]
+    # Words alone (and an index without vectors) keep the plain idf.
+    assert words._lexical(query)[0] == hybrid._lexical(query, similar=False, idf_power=1.0)[0]
+
+
+@needs_vectors
+def test_explain_terms_shows_the_idf_the_fusion_weighs_by():
+    index = SearchIndex(TRACKER_CATALOG)
+    power = toolscript.search._FUSED_IDF_POWER
+    looked_up = {t["term"]: t for t in index.explain_terms("issue changelog")}
+    for entry in looked_up.values():
+        assert entry["fused_idf"] == pytest.approx(entry["idf"] ** power, abs=0.001)
+    assert all("fused_idf" not in t for t in index.explain_terms("issue changelog", semantic=False))
+    assert all("fused_idf" not in t for t in SearchIndex(TRACKER_CATALOG, semantic=False).explain_terms("issue changelog"))

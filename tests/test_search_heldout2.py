@@ -1,9 +1,13 @@
-"""The second held-out tool-search set (bench/heldout2/): its data is well formed, and search keeps its measured quality.
+"""The second held-out tool-search set (bench/heldout2/, now dev-c): its data is well formed, and search keeps its measured quality.
 
 Held-out set 1 (bench/heldout/) was run four times while the ranker changed,
 so it no longer says how search does on data it never saw; held-out 2
-replaced it in session 18.  Its first and only ranking run so far (run 1 in
-bench/heldout2/README.md) gives the floors in test_heldout2_recall_floor.
+replaced it in session 18 and was run once as held-out (run 1 in
+bench/heldout2/README.md).  That run spent it: since then it is a third
+development set (dev-c) that the fusion is tuned on, like held-out set 1
+(dev-b), and bench/heldout3/ is the held-out set.  The floors in
+test_heldout2_recall_floor are the current ranker's figures on it (fusion
+round 2: the words' idf sharpened when fused) minus ~0.02.
 What the format checks check: every catalog is a recorded server in neither other set, pinned in
 bench/eval/record_catalogs.py's HELDOUT2_SERVERS; every label names a tool of
 the three-set index; every held-out-2 tool answers some query; the kinds and
@@ -152,7 +156,7 @@ def test_heldout2_noise_is_present_and_distinct(heldout2):
 
 
 def test_heldout2_recall_floor():
-    """Run 1's figures (both authors' files, 555 queries, 464-tool index) minus ~0.02, rounded down."""
+    """The current ranker's figures (both authors' files, 555 queries, 464-tool index) minus ~0.02, rounded down."""
     from toolscript.search import SearchIndex
 
     tools = [dict(t, id=f"{c['server']}__{t['name']}", server=c["server"])
@@ -169,7 +173,8 @@ def test_heldout2_recall_floor():
         hits["all"].append(hit)
         hits[q["kind"]].append(hit)
     recall = {kind: sum(v) / len(v) for kind, v in hits.items()}
-    # Run 1: all 0.744, direct 1.0, typo 0.977, param 0.946, paraphrase 0.494, task 0.715.
-    floors = {"all": 0.72, "direct": 0.98, "typo": 0.95, "param": 0.92, "paraphrase": 0.47, "task": 0.69}
+    # Run 1 (held-out): all 0.744, direct 1.0, typo 0.977, param 0.946, paraphrase 0.494, task 0.715.
+    # Fusion round 2 (dev-c, tuned on): all 0.757, direct 1.0, typo 0.977, param 0.964, paraphrase 0.522, task 0.722.
+    floors = {"all": 0.73, "direct": 0.98, "typo": 0.95, "param": 0.94, "paraphrase": 0.50, "task": 0.70}
     low = {kind: round(recall[kind], 3) for kind, floor in floors.items() if recall[kind] < floor}
     assert not low, f"held-out 2 recall@3 below its floors {floors}: {low}"

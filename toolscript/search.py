@@ -45,7 +45,9 @@ the query that the tool accounts for: about 1 when the tool's name and
 description say what the query says, about 0.5 when the description covers
 most of it, and below 0.3 when only a common word or two matched.  With the
 vectors, the score is half that share plus half the cosine mapped onto 0..1
-(0 at cosine 0.2 or less, 1 at 0.9 or more; see _fuse): a tool that says the
+(0 at cosine 0.2 or less, 1 at 0.9 or more; see _fuse), the share then
+weighing each word by its idf to the power 1.75 (_FUSED_IDF_POWER: a word
+many tools share explains less, the vectors tell those tools apart): a tool that says the
 query's words *and* means it scores near 1, words or meaning alone about
 half; a query that names the tool's server adds 0.15 (_NAMED_SERVER_BONUS).
 A threshold of 0.3 keeps plausible tools and drops most noise
@@ -426,8 +428,10 @@ class SearchIndex:
         if not isinstance(query, str) or not query.strip() or limit <= 0:
             return []
         allowed = None if servers is None else set(servers)
-        lexical, by_signal, exact = self._lexical(query, explain, similar=semantic)
         cosines = self._semantic(query) if semantic else {}
+        # Fused with the vectors, a word weighs by its rarity to a power (see _FUSED_IDF_POWER).
+        power = _FUSED_IDF_POWER if cosines else 1.0
+        lexical, by_signal, exact = self._lexical(query, explain, similar=semantic, idf_power=power)
         fused = _fuse(lexical, cosines)
         named = self._named_servers(query) if cosines else frozenset()
         if named:
@@ -464,18 +468,21 @@ class SearchIndex:
             results.append(result)
         return results
 
-    def _lexical(self, query: str, explain: bool = False, similar: bool = True) -> Tuple[Dict[int, float], Dict[str, Dict[int, float]], Sequence[int]]:
+    def _lexical(
+        self, query: str, explain: bool = False, similar: bool = True, idf_power: float = 1.0,
+    ) -> Tuple[Dict[int, float], Dict[str, Dict[int, float]], Sequence[int]]:
         """The word-based share of ``query`` each tool accounts for (uncapped), per signal when ``explain``, and exact names.
 
         The share is the tool's BM25F score over the ideal tool's (see the
         module docstring); tools a query names exactly are in the result
-        with at least 0.
+        with at least 0.  ``idf_power``: each word's idf is raised to it,
+        in the score and the ideal alike (the fusion's _FUSED_IDF_POWER).
         """
-        lookups, ideal, _ = self._lookups(query, similar)
+        lookups, ideal, _ = self._lookups(query, similar, idf_power)
         raw: Dict[int, float] = {}
         by_signal: Dict[str, Dict[int, float]] = {}
         for term, (weight, signal) in lookups.items():
-            idf = self._idf[term] * weight
+            idf = self._idf[term] ** idf_power * weight
             parts = by_signal.setdefault(signal, {}) if explain else None
             for i, tf in self._postings[term].items():
                 value = idf * tf * (_K1 + 1) / (tf + _K1)
@@ -532,7 +539,9 @@ class SearchIndex:
         """What ``query`` looks up: ``{"term", "signal", "weight", "idf"}`` per index term, in lookup order.
 
         ``idf`` is the term's rarity in this catalog; ``weight`` the discount
-        its signal puts on it (1 for a word as written).  A ``similar_words``
+        its signal puts on it (1 for a word as written); ``fused_idf``, when
+        the search fuses the words with the vectors, the idf it weighs the
+        term by there (idf ** _FUSED_IDF_POWER).  A ``similar_words``
         lookup also has ``from`` (the query word), ``word`` (the catalog word
         as written; ``term`` is its stem) and ``cosine`` (of their vectors).
         ``semantic=False``: the lookups of a words-only search.
@@ -540,18 +549,25 @@ class SearchIndex:
         if not isinstance(query, str) or not query.strip():
             return []
         lookups, _, origins = self._lookups(query, semantic)
+        # When search fuses the words with the vectors, each idf counts raised to _FUSED_IDF_POWER.
+        fused = semantic and bool(self._semantic(query))
         out = []
         for term, (weight, signal) in lookups.items():
             entry: Dict[str, Any] = {"term": term, "signal": signal, "weight": round(weight, 4), "idf": round(self._idf[term], 4)}
+            if fused:
+                entry["fused_idf"] = round(self._idf[term] ** _FUSED_IDF_POWER, 4)
             if signal == "similar_words":
                 word, catalog_word, cosine = origins[term]
                 entry.update({"from": word, "word": catalog_word, "cosine": round(cosine, 4)})
             out.append(entry)
         return out
 
-    def _lookups(self, query: str, similar: bool = True) -> Tuple[Dict[str, Tuple[float, str]], float, Dict[str, Tuple[str, str, float]]]:
-        """The index terms to look up for ``query``, each with its weight and signal; the ideal score; and
-        for each similar-words lookup, the query word it stands for, the catalog word as written and their cosine."""
+    def _lookups(
+        self, query: str, similar: bool = True, idf_power: float = 1.0,
+    ) -> Tuple[Dict[str, Tuple[float, str]], float, Dict[str, Tuple[str, str, float]]]:
+        """The index terms to look up for ``query``, each with its weight and signal; the ideal score (its
+        words' idf raised to ``idf_power``); and for each similar-words lookup, the query word it stands for,
+        the catalog word as written and their cosine."""
         literal: Dict[str, float] = {}
         extra: Dict[str, Tuple[float, str]] = {}
         origins: Dict[str, Tuple[str, str, float]] = {}
@@ -573,14 +589,14 @@ class SearchIndex:
             corrections: List[Tuple[str, float]] = []
             if term in self._postings:
                 literal[term] = literal.get(term, 0.0) + 1.0  # a repeated word counts again
-                ideal += self._idf[term] * gain
+                ideal += self._idf[term] ** idf_power * gain
             else:
                 corrections = self._correct(word)
                 for fixed, similarity in corrections:
                     add(fixed, _FUZZY_WEIGHT * similarity, "typo")
                 # A misspelt word is worth what its correction is worth; a word
                 # no tool has, as much as the rarest word.
-                ideal += (self._idf[corrections[0][0]] if corrections else self._unknown_idf) * gain
+                ideal += (self._idf[corrections[0][0]] if corrections else self._unknown_idf) ** idf_power * gain
             for synonym, weight in _SYNONYMS.get(term, {}).items():
                 add(synonym, weight, "synonym")
             # A word within an edit or two of a catalog word is a misspelling
@@ -1059,6 +1075,21 @@ _VECTOR_ALONE = 0.45
 # first.  Second table: dev recall@3 0.939 -> 0.942, dev-b unchanged; third
 # (shipped): dev unchanged, dev-b 0.818 -> 0.821.  Noise at 0.3 unchanged.
 _VECTOR_ALONE_WITH_WORDS = 0.25
+# Fused with the vectors, a query word's idf is raised to this power (in the
+# tool's score and the ideal alike), so a word many tools share counts for
+# less of the word share than BM25 alone would give it.  The vectors tell
+# apart the tools a common word matches ("list", "issue", "page", a product
+# name on every tool of its server); before, a tool that said the common
+# word twice outranked the one whose meaning fits ("fix a typo in what I
+# wrote under a jira ticket": jira_update_issue over jira_edit_comment).
+# Words alone keep the plain idf: there, the same power loses queries
+# (recall@3 dev 0.867 -> 0.873, dev-b 0.761 -> 0.749, dev-c 0.582 -> 0.566).
+# Chosen on all three development sets (bench/search.py --tune, "idf_power"):
+# 1 -> 1.75 took dev 0.942 -> 0.952, dev-b 0.821 -> 0.821 (MRR 0.768 ->
+# 0.776), dev-c 0.744 -> 0.757 (paraphrase 0.494 -> 0.522); noise at 0.3
+# kept (dev 1.0, dev-b 0.90 -> 0.93, dev-c 0.87 -> 0.90).  1.5-2.25 lie
+# within a query or three of it on each set.
+_FUSED_IDF_POWER = 1.75
 
 
 def _vector_share(cosine: float) -> float:
