@@ -47,10 +47,10 @@ and prints one JSON document:
 
     python3 bench/search.py [--repeat 5] [--misses] [--dev-only] [--tune | --tune-similar]
 
-``--dev-only`` leaves out everything that touches held-out sets 1 and 2
-(what tuning runs). ``--heldout2-only`` prints held-out set 2's figures alone
-(bench/heldout2/: the set nothing was tuned on; log every run of it in its
-README).
+``--dev-only`` leaves out everything that touches the held-out sets (what
+tuning runs). ``--only heldout2`` / ``--only heldout3`` prints that set's
+figures alone (log every run of a set that is still held out in its README;
+bench/heldout3/ is the held-out set since session 18's second round).
 ``--tune`` prints instead the grids the fusion's and the tool vectors'
 constants were chosen from, on the development set and (without
 ``--dev-only``) held-out sets 1 and 2, development sets too since sessions
@@ -84,6 +84,9 @@ from toolscript.search import SearchIndex  # noqa: E402
 EVAL = os.path.join(ROOT, "bench", "eval")
 HELDOUT = os.path.join(ROOT, "bench", "heldout")
 HELDOUT2 = os.path.join(ROOT, "bench", "heldout2")
+HELDOUT3 = os.path.join(ROOT, "bench", "heldout3")
+# Each later held-out set's labels assume an index of its catalogs and every earlier set's.
+LATER_SETS = {"heldout2": (HELDOUT2, [HELDOUT]), "heldout3": (HELDOUT3, [HELDOUT2, HELDOUT])}
 KINDS = ("direct", "paraphrase", "task", "typo", "param", "multi")
 DEPTH = 10  # ranks looked at for MRR
 
@@ -242,31 +245,36 @@ def heldout2_set(dev_tools):
     return tools, queries, load_queries(os.path.join(HELDOUT2, "queries.json"), key="noise")
 
 
-def heldout2_report(dev_tools):
-    """Held-out set 2 (bench/heldout2/): the only set no ranker was tuned on since session 18.
+def later_set_report(name, dev_tools):
+    """A later held-out set (bench/heldout2/, bench/heldout3/): graded rankers per query file and together.
 
-    The index is its catalogs plus held-out set 1's and the development
-    catalogs (about 460 tools), as its labels assume. Each query file is
-    reported alone (two authors wrote them independently: the difference
-    shows how much a figure owes to who wrote the queries) and together.
+    The index is the set's catalogs plus every earlier set's and the
+    development catalogs, as its labels assume. Each query file is reported
+    alone (two authors wrote them independently: the difference shows how
+    much a figure owes to who wrote the queries) and together.
     """
-    held2 = load_catalog(os.path.join(HELDOUT2, "catalogs"))
-    tools = sorted(held2 + load_catalog(os.path.join(HELDOUT, "catalogs")) + dev_tools, key=lambda t: t["id"])
-    first = load_queries(os.path.join(HELDOUT2, "queries.json"))
-    second = load_queries(os.path.join(HELDOUT2, "queries-b.json"))
-    noise = load_queries(os.path.join(HELDOUT2, "queries.json"), key="noise")
+    directory, earlier = LATER_SETS[name]
+    held = load_catalog(os.path.join(directory, "catalogs"))
+    tools = sorted(held + [t for d in earlier for t in load_catalog(os.path.join(d, "catalogs"))] + dev_tools,
+                   key=lambda t: t["id"])
+    first = load_queries(os.path.join(directory, "queries.json"))
+    second_path = os.path.join(directory, "queries-b.json")
+    second = load_queries(second_path) if os.path.exists(second_path) else []
+    noise = load_queries(os.path.join(directory, "queries.json"), key="noise")
     hybrid = SearchIndex(tools)
     words = SearchIndex(tools, semantic=False)
     report = {
-        "catalog": {"servers": len({t["server"] for t in held2}), "tools": len(held2), "index_tools": len(tools)},
+        "catalog": {"servers": len({t["server"] for t in held}), "tools": len(held), "index_tools": len(tools)},
         "noise_queries": len(noise),
         "threshold": {"bm25": thresholds(words, first + second, noise),
                       "hybrid": thresholds(hybrid, first + second, noise) if hybrid.semantic else None},
     }
-    for name, queries in (("both_authors", first + second), ("queries", first), ("queries_b", second)):
+    for part, queries in (("both_authors", first + second), ("queries", first), ("queries_b", second)):
+        if not queries:
+            continue
         rows = ranker_rows(tools, queries, hybrid)
         rows["baseline_keyword_overlap"] = graded(Baseline(tools).search, queries)
-        report[name] = {"queries": len(queries), "rankers": rows}
+        report[part] = {"queries": len(queries), "rankers": rows}
     return report
 
 
@@ -809,16 +817,16 @@ def main(argv=None):
                         help="print the fusion and tool-vector grids on the three development sets (dev only with --dev-only) and stop")
     parser.add_argument("--tune-similar", action="store_true", help="print the development-set similar-words grid and stop")
     parser.add_argument("--no-cli", action="store_true", help="skip the subprocess timings (CLI search, --version)")
-    parser.add_argument("--heldout2-only", action="store_true",
-                        help="print only held-out set 2's figures (log every such run in bench/heldout2/README.md)")
+    parser.add_argument("--only", choices=sorted(LATER_SETS),
+                        help="print only that held-out set's figures (log every such run in its README)")
     args = parser.parse_args(argv)
 
     tools = load_catalog()
     queries = with_dev_kinds(tools, load_queries())
     noise = load_queries(key="noise")
     servers = sorted({t["server"] for t in tools})
-    if args.heldout2_only:
-        json.dump(heldout2_report(tools), sys.stdout, indent=2)
+    if args.only:
+        json.dump(later_set_report(args.only, tools), sys.stdout, indent=2)
         print()
         return
     if args.tune:
@@ -865,7 +873,8 @@ def main(argv=None):
         "ablations": ablations(tools, queries),
         "rankers": {"development": ranker_rows(tools, queries)},
         "heldout": None if args.dev_only else heldout_report(tools, queries),
-        "heldout2": None if args.dev_only else heldout2_report(tools),
+        "heldout2": None if args.dev_only else later_set_report("heldout2", tools),
+        "heldout3": None if args.dev_only or not os.path.isdir(HELDOUT3) else later_set_report("heldout3", tools),
         "scale": {
             "tools": len(big),
             "build_ms": big_build,
