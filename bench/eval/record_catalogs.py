@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Record the tools/list of real MCP servers into bench/eval/catalogs/ (or bench/heldout{,2}/catalogs/).
+"""Record the tools/list of real MCP servers into bench/eval/catalogs/ (or bench/heldout{,2,3}/catalogs/).
 
 The recorded catalogs are the corpus of the tool-search evaluation
 (bench/search.py, tests/test_search.py).  Recording is a one-off: the JSON
@@ -14,7 +14,7 @@ catalog is written as::
     {"server": NAME, "package": "PACKAGE@VERSION", "registry": "npm" | "pypi",
      "recorded": "YYYY-MM-DD", "tools": [... verbatim from tools/list ...]}
 
-    python3 bench/eval/record_catalogs.py [--scratch DIR] [--install | --install-only] [--set heldout|heldout2] [NAME ...]
+    python3 bench/eval/record_catalogs.py [--scratch DIR] [--install | --install-only] [--set heldout|heldout2|heldout3] [NAME ...]
 
 ``--set heldout`` records the servers of the held-out evaluation set
 (HELDOUT_SERVERS, none of them in the development set) into
@@ -25,6 +25,10 @@ network, so no server could reach a backend::
 
     python3 bench/eval/record_catalogs.py --set heldout2 --install-only
     unshare -rn sh -c 'ip link set lo up && python3 bench/eval/record_catalogs.py --set heldout2'
+
+``--set heldout3`` records the third held-out set (HELDOUT3_SERVERS, in none
+of the others) into bench/heldout3/catalogs/, installed and recorded the same
+way as held-out 2.
 
 A server that fails to install or start is reported on stderr and skipped;
 the exit status is 1 when any failed.
@@ -49,6 +53,7 @@ from toolscript.mcp.connect import open_session  # noqa: E402
 CATALOGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "catalogs")
 HELDOUT_CATALOGS = os.path.join(ROOT, "bench", "heldout", "catalogs")
 HELDOUT2_CATALOGS = os.path.join(ROOT, "bench", "heldout2", "catalogs")
+HELDOUT3_CATALOGS = os.path.join(ROOT, "bench", "heldout3", "catalogs")
 
 # name -> (registry, package, version, argv after the executable, env).
 # "{scratch}" in args and env is replaced by the scratch directory, "{redis}"
@@ -133,14 +138,48 @@ HELDOUT2_SERVERS = {
     "google-sheets": ("pypi", "mcp-google-sheets", "0.6.3", [], {"SERVICE_ACCOUNT_PATH": "{scratch}/service-account.json"}),
 }
 
+# The third held-out set (bench/heldout3/): servers in none of the sets above,
+# built while held-out 2 was still unranked so that a fresh set is ready when
+# tuning moves on to it.  Installed with --install-only and recorded with no
+# network, as held-out 2 (see bench/heldout3/README.md).  Tried and left out:
+# @benborla29/mcp-server-mysql@2.0.9 (exits at start-up when MySQL is not there),
+# @heroku/mcp-server@1.2.8 (exits at start-up: cannot resolve an MCP SDK module),
+# @delorenj/mcp-server-trello@1.8.1 (57 tools) and @cloudflare/mcp-server-cloudflare@0.2.0
+# (89 tools), both left out for size; mcp-server-docker, pagerduty-mcp and
+# mcp-server-bigquery (PyPI) need Python 3.12 or 3.13, this machine has 3.11.
+# wikipedia-mcp lists every tool twice (NAME and wikipedia_NAME); kept verbatim.
+HELDOUT3_SERVERS = {
+    "asana": ("npm", "@roychri/mcp-server-asana", "1.8.0", [], {"ASANA_ACCESS_TOKEN": "dummy"}),
+    "gmail": ("npm", "@gongrzhe/server-gmail-autoauth-mcp", "1.1.11", [], {"HOME": "{scratch}/home"}),
+    "google-calendar": ("npm", "@cocal/google-calendar-mcp", "2.6.3", [],
+                        {"HOME": "{scratch}/home", "GOOGLE_OAUTH_CREDENTIALS": "{scratch}/home/gcp-oauth.keys.json"}),
+    "salesforce": ("npm", "@tsmztech/mcp-server-salesforce", "0.0.6", [],
+                   {"SALESFORCE_CONNECTION_TYPE": "User_Password", "SALESFORCE_USERNAME": "dummy@example.com",
+                    "SALESFORCE_PASSWORD": "dummy", "SALESFORCE_TOKEN": "dummy",
+                    "SALESFORCE_INSTANCE_URL": "http://127.0.0.1:9"}),
+    "netlify": ("npm", "@netlify/mcp", "1.15.1", [], {"NETLIFY_PERSONAL_ACCESS_TOKEN": "dummy"}),
+    "clickhouse": ("pypi", "mcp-clickhouse", "0.7.0", [],
+                   {"CLICKHOUSE_HOST": "127.0.0.1", "CLICKHOUSE_PORT": "9", "CLICKHOUSE_USER": "dummy",
+                    "CLICKHOUSE_PASSWORD": "dummy", "CLICKHOUSE_SECURE": "false"}),
+    "duckdb": ("pypi", "mcp-server-duckdb", "1.1.0", ["--db-path", "{scratch}/test.duckdb"], {}),
+    "aws-docs": ("pypi", "awslabs.aws-documentation-mcp-server", "1.2.3", [], {"FASTMCP_LOG_LEVEL": "ERROR"}),
+    "cloudwatch": ("pypi", "awslabs.cloudwatch-mcp-server", "0.3.1", [],
+                   {"AWS_ACCESS_KEY_ID": "dummy", "AWS_SECRET_ACCESS_KEY": "dummy", "AWS_REGION": "us-east-1",
+                    "FASTMCP_LOG_LEVEL": "ERROR"}),
+    "prometheus": ("pypi", "prometheus-mcp-server", "1.6.2", [], {"PROMETHEUS_URL": "http://127.0.0.1:9"}),
+    "arxiv": ("pypi", "arxiv-mcp-server", "0.8.2", ["--storage-path", "{scratch}/arxiv-papers"], {}),
+    "wikipedia": ("pypi", "wikipedia-mcp", "2.0.1", [], {}),
+}
+
 # Every server any set knows, for install/start (the names do not overlap).
-ALL_SERVERS = dict(SERVERS, **HELDOUT_SERVERS, **HELDOUT2_SERVERS)
+ALL_SERVERS = dict(SERVERS, **HELDOUT_SERVERS, **HELDOUT2_SERVERS, **HELDOUT3_SERVERS)
 
 # --set name -> (its servers, where their catalogs are written).
 SETS = {
     "eval": (SERVERS, CATALOGS),
     "heldout": (HELDOUT_SERVERS, HELDOUT_CATALOGS),
     "heldout2": (HELDOUT2_SERVERS, HELDOUT2_CATALOGS),
+    "heldout3": (HELDOUT3_SERVERS, HELDOUT3_CATALOGS),
 }
 
 # npm packages whose executable name differs from "mcp-" + the package's last path part.
@@ -168,11 +207,17 @@ NPM_BIN = {
     "@hubspot/mcp-server": "mcp-hubspot",
     "@shopify/dev-mcp": "shopify-dev-mcp",
     "mongodb-mcp-server": "mongodb-mcp-server",
+    "@roychri/mcp-server-asana": "mcp-server-asana",
+    "@gongrzhe/server-gmail-autoauth-mcp": "gmail-mcp",
+    "@cocal/google-calendar-mcp": "google-calendar-mcp",
+    "@tsmztech/mcp-server-salesforce": "salesforce-connector",
+    "@netlify/mcp": "netlify-mcp",
 }
 
 # Extra requirements of PyPI servers published before MCP SDK 2.0 changed the
 # API they use (each PyPI server gets a venv of its own, so pins don't clash).
-PYPI_EXTRA = {"mcp-server-sqlite": ["mcp<2"], "mcp-server-sentry": ["mcp<2"], "mcp-google-sheets": ["mcp<2"]}
+PYPI_EXTRA = {"mcp-server-sqlite": ["mcp<2"], "mcp-server-sentry": ["mcp<2"], "mcp-google-sheets": ["mcp<2"],
+              "mcp-server-duckdb": ["mcp<2"]}
 
 
 class FakeRedis:
@@ -280,6 +325,15 @@ def prepare(scratch):
     with open(os.path.join(scratch, "gdrive-oauth.json"), "w") as f:
         json.dump({"installed": {"client_id": "dummy", "client_secret": "dummy",
                                  "redirect_uris": ["http://127.0.0.1"]}}, f)
+    # The Gmail and Google Calendar servers read an OAuth client file at start-up (Gmail from
+    # $HOME/.gmail-mcp) and only use it when a tool is called.
+    home = os.path.join(scratch, "home")
+    os.makedirs(os.path.join(home, ".gmail-mcp"), exist_ok=True)
+    oauth_client = {"installed": {"client_id": "dummy", "client_secret": "dummy",
+                                  "redirect_uris": ["http://127.0.0.1"]}}
+    for path in (os.path.join(home, ".gmail-mcp", "gcp-oauth.keys.json"), os.path.join(home, "gcp-oauth.keys.json")):
+        with open(path, "w") as f:
+            json.dump(oauth_client, f)
     # mcp-google-sheets builds service-account credentials at start-up, which needs a
     # well-formed private key (a fresh throwaway one; its token URI is a closed local port).
     account = os.path.join(scratch, "service-account.json")
@@ -328,12 +382,13 @@ def main(argv=None):
     parser.add_argument("names", nargs="*", help="servers to record (default: all of the --set)")
     parser.add_argument("--set", choices=sorted(SETS), default="eval",
                         help="eval: the development set into bench/eval/catalogs; heldout: bench/heldout/catalogs;"
-                             " heldout2: bench/heldout2/catalogs")
+                             " heldout2: bench/heldout2/catalogs; heldout3: bench/heldout3/catalogs")
     parser.add_argument("--scratch", default=os.path.join(tempfile.gettempdir(), "toolscript-eval-servers"),
                         help="where the servers are installed (outside the checkout)")
     parser.add_argument("--install", action="store_true", help="npm/pip install the servers into --scratch first")
     parser.add_argument("--install-only", action="store_true",
-                        help="install the servers and stop, so that recording can run with no network (held-out 2)")
+                        help="install the servers and stop, so that recording can run with no network"
+                             " (held-out 2 and 3)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each server")
     args = parser.parse_args(argv)
     servers, catalogs = SETS[args.set]
