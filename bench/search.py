@@ -261,15 +261,19 @@ def later_set_report(name, dev_tools):
     second_path = os.path.join(directory, "queries-b.json")
     second = load_queries(second_path) if os.path.exists(second_path) else []
     noise = load_queries(os.path.join(directory, "queries.json"), key="noise")
+    # A query both authors happened to write counts once in the two files together.
+    seen = {q["query"].lower() for q in first}
+    both = first + [q for q in second if q["query"].lower() not in seen]
     hybrid = SearchIndex(tools)
     words = SearchIndex(tools, semantic=False)
     report = {
         "catalog": {"servers": len({t["server"] for t in held}), "tools": len(held), "index_tools": len(tools)},
         "noise_queries": len(noise),
-        "threshold": {"bm25": thresholds(words, first + second, noise),
-                      "hybrid": thresholds(hybrid, first + second, noise) if hybrid.semantic else None},
+        "queries_in_both_files": len(first) + len(second) - len(both),
+        "threshold": {"bm25": thresholds(words, both, noise),
+                      "hybrid": thresholds(hybrid, both, noise) if hybrid.semantic else None},
     }
-    for part, queries in (("both_authors", first + second), ("queries", first), ("queries_b", second)):
+    for part, queries in (("both_authors", both), ("queries", first), ("queries_b", second)):
         if not queries:
             continue
         rows = ranker_rows(tools, queries, hybrid)
