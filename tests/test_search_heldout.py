@@ -12,30 +12,17 @@ the floors here are the hybrid's measured values minus 0.02, rounded down.
 """
 
 import collections
-import glob
 import json
 import os
 
 import pytest
 
 from conftest import REPO_ROOT
+from search_sets import KINDS, load_catalogs, tools_of
 from toolscript.search import SearchIndex
 
 HELDOUT_DIR = os.path.join(REPO_ROOT, "bench", "heldout")
 EVAL_DIR = os.path.join(REPO_ROOT, "bench", "eval")
-KINDS = {"direct", "paraphrase", "task", "typo", "param", "multi"}
-
-
-def load_catalogs(directory):
-    catalogs = []
-    for path in sorted(glob.glob(os.path.join(directory, "catalogs", "*.json"))):
-        with open(path, encoding="utf-8") as f:
-            catalogs.append((os.path.basename(path), json.load(f)))
-    return catalogs
-
-
-def tools_of(catalogs):
-    return [dict(t, id=f"{c['server']}__{t['name']}", server=c["server"]) for _, c in catalogs for t in c["tools"]]
 
 
 @pytest.fixture(scope="module")

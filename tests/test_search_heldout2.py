@@ -15,39 +15,16 @@ their counts are the README's.
 """
 
 import collections
-import glob
-import importlib.util
 import json
 import os
-import re
 
 import pytest
 
 from conftest import REPO_ROOT
+from search_sets import KINDS, load_catalogs, load_recorder, readme_kind_counts, recall_by_kind, tool_ids
 
 HELDOUT2_DIR = os.path.join(REPO_ROOT, "bench", "heldout2")
 OTHER_DIRS = [os.path.join(REPO_ROOT, "bench", "eval"), os.path.join(REPO_ROOT, "bench", "heldout")]
-KINDS = {"direct", "paraphrase", "task", "typo", "param", "multi"}
-
-
-def load_catalogs(directory):
-    catalogs = []
-    for path in sorted(glob.glob(os.path.join(directory, "catalogs", "*.json"))):
-        with open(path, encoding="utf-8") as f:
-            catalogs.append((os.path.basename(path), json.load(f)))
-    return catalogs
-
-
-def tool_ids(catalogs):
-    return {f"{c['server']}__{t['name']}" for _, c in catalogs for t in c["tools"]}
-
-
-def load_recorder():
-    path = os.path.join(REPO_ROOT, "bench", "eval", "record_catalogs.py")
-    spec = importlib.util.spec_from_file_location("record_catalogs", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -56,17 +33,6 @@ def heldout2():
         data = json.load(f)
     others = [c for d in OTHER_DIRS for c in load_catalogs(d)]
     return load_catalogs(HELDOUT2_DIR), others, data
-
-
-def readme_kind_counts():
-    """The kind table of bench/heldout2/README.md: {kind: queries}."""
-    with open(os.path.join(HELDOUT2_DIR, "README.md"), encoding="utf-8") as f:
-        text = f.read()
-    counts = {}
-    for kind, n in re.findall(r"^\| (\w+) \| (\d+) \|", text, flags=re.M):
-        if kind in KINDS:
-            counts[kind] = int(n)
-    return counts
 
 
 def test_heldout2_catalogs_are_recorded_servers_in_neither_other_set(heldout2):
@@ -137,7 +103,7 @@ def test_heldout2_queries_are_well_formed(heldout2):
 def test_heldout2_kind_counts_are_the_readmes(heldout2):
     _, _, data = heldout2
     kinds = collections.Counter(q["kind"] for q in data["queries"])
-    assert readme_kind_counts() == dict(kinds)
+    assert readme_kind_counts(HELDOUT2_DIR) == dict(kinds)
     assert sum(kinds.values()) >= 300
     assert kinds["paraphrase"] >= 75 and kinds["task"] >= 75
     assert kinds["direct"] >= 50 and kinds["typo"] >= 25 and kinds["param"] >= 35 and kinds["multi"] >= 20
@@ -157,22 +123,8 @@ def test_heldout2_noise_is_present_and_distinct(heldout2):
 
 def test_heldout2_recall_floor():
     """The current ranker's figures (both authors' files, 555 queries, 464-tool index) minus ~0.02, rounded down."""
-    from toolscript.search import SearchIndex
-
-    tools = [dict(t, id=f"{c['server']}__{t['name']}", server=c["server"])
-             for d in [HELDOUT2_DIR] + OTHER_DIRS for _, c in load_catalogs(d) for t in c["tools"]]
-    queries = []
-    for name in ("queries.json", "queries-b.json"):
-        with open(os.path.join(HELDOUT2_DIR, name), encoding="utf-8") as f:
-            queries += json.load(f)["queries"]
-    index = SearchIndex(tools)
-    assert index.semantic, "the vectors data file is missing: these floors are the hybrid's"
-    hits = collections.defaultdict(list)
-    for q in queries:
-        hit = any(r["id"] in q["ids"] for r in index.search(q["query"], limit=3))
-        hits["all"].append(hit)
-        hits[q["kind"]].append(hit)
-    recall = {kind: sum(v) / len(v) for kind, v in hits.items()}
+    recall = recall_by_kind([HELDOUT2_DIR] + OTHER_DIRS,
+                            [os.path.join(HELDOUT2_DIR, name) for name in ("queries.json", "queries-b.json")])
     # Run 1 (held-out): all 0.744, direct 1.0, typo 0.977, param 0.946, paraphrase 0.494, task 0.715.
     # Fusion round 2 (dev-c, tuned on): all 0.757, direct 1.0, typo 0.977, param 0.964, paraphrase 0.522, task 0.722.
     floors = {"all": 0.73, "direct": 0.98, "typo": 0.95, "param": 0.94, "paraphrase": 0.50, "task": 0.70}
