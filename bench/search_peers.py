@@ -154,23 +154,7 @@ def wordpiece(text: str, vocab: dict, unknown: int) -> list:
     """The teacher's WordPiece ids of ``text`` (greedy longest match, ## continuations, 100-char words)."""
     ids = []
     for word in bert_words(text):
-        if len(word) > 100:
-            ids.append(unknown)
-            continue
-        pieces, start = [], 0
-        while start < len(word):
-            end, found = len(word), None
-            while start < end:
-                found = vocab.get(word[start:end] if start == 0 else "##" + word[start:end])
-                if found is not None:
-                    break
-                end -= 1
-            if found is None:
-                pieces = [unknown]
-                break
-            pieces.append(found)
-            start = end
-        ids.extend(pieces)
+        ids.extend([unknown] if len(word) > 100 else distill.word_pieces(word, vocab, unknown))
     return ids
 
 

@@ -165,23 +165,27 @@ def wordpiece_ids(text: str, index: dict, unknown: int, limit: int = 62) -> list
     """
     ids = []
     for word in _product_words(text):
-        pieces = []
-        start = 0
-        while start < len(word):
-            end = len(word)
-            found = None
-            while start < end:
-                found = index.get(word[start:end] if start == 0 else "##" + word[start:end])
-                if found is not None:
-                    break
-                end -= 1
-            if found is None:
-                pieces = [unknown]
-                break
-            pieces.append(found)
-            start = end
-        ids.extend(pieces)
+        ids.extend(word_pieces(word, index, unknown))
     return ids[:limit]
+
+
+def word_pieces(word: str, index: dict, unknown: int) -> list:
+    """One word's WordPiece ids: greedy longest match, ``##`` continuations, ``[unknown]`` if any part has none."""
+    pieces = []
+    start = 0
+    while start < len(word):
+        end = len(word)
+        found = None
+        while start < end:
+            found = index.get(word[start:end] if start == 0 else "##" + word[start:end])
+            if found is not None:
+                break
+            end -= 1
+        if found is None:
+            return [unknown]
+        pieces.append(found)
+        start = end
+    return pieces
 
 
 def _product_words(text: str) -> list:
