@@ -255,3 +255,68 @@ def test_explain_terms_shows_the_idf_the_fusion_weighs_by():
         assert entry["fused_idf"] == pytest.approx(entry["idf"] ** power, abs=0.001)
     assert all("fused_idf" not in t for t in index.explain_terms("issue changelog", semantic=False))
     assert all("fused_idf" not in t for t in SearchIndex(TRACKER_CATALOG, semantic=False).explain_terms("issue changelog"))
+
+
+# Round 3 (FU3): a query that names a tool's parameters is answered by the words.
+
+
+def schema(*names):
+    return {"type": "object", "properties": {name: {"type": "string"} for name in names}}
+
+
+TASK_CATALOG = [
+    tool("tasks", "create_subtask", "Create a subtask under a parent task",
+         inputSchema=schema("parent_task_id", "name", "notes", "due_on", "assignee")),
+    tool("tasks", "create_task", "Create a new task with a name, notes, a due date and an assignee",
+         inputSchema=schema("workspace", "name", "notes", "due_on", "assignee", "projects")),
+    tool("tasks", "set_parent_for_task", "Set the parent of a task", inputSchema=schema("task_id", "parent", "insert_before")),
+    tool("tasks", "update_task", "Update a task's name, notes, due date or assignee",
+         inputSchema=schema("task_id", "name", "notes", "due_on", "assignee")),
+    tool("calendar", "search_events", "Search events in a calendar",
+         inputSchema=schema("calendarId", "timeMin", "timeMax", "timeZone", "query")),
+    tool("calendar", "create_event", "Create a calendar event",
+         inputSchema=schema("calendarId", "summary", "start", "end", "timeZone")),
+]
+
+
+@needs_vectors
+def test_a_query_naming_parameters_is_not_outvoted_by_the_vectors(monkeypatch):
+    query = "parent_task_id name notes"
+    words = ids(SearchIndex(TASK_CATALOG, semantic=False).search(query, limit=2))
+    assert "tasks__create_subtask" in words  # the only tool with a parameter parent_task_id
+    # With the vectors at their full weight, create_task's meaning pushes it out of the top 2...
+    monkeypatch.setattr(toolscript.search, "_IDENTIFIER_VECTOR_SCALE", 1.0)
+    assert "tasks__create_subtask" not in ids(SearchIndex(TASK_CATALOG).search(query, limit=2))
+    # ...with their weight cut for a query that names parameters, the words' top 2 stand.
+    monkeypatch.undo()
+    assert ids(SearchIndex(TASK_CATALOG).search(query, limit=2)) == words
+
+
+@needs_vectors
+@pytest.mark.parametrize("query, named", [
+    ("parent_task_id name notes", True),
+    ("calendarId timeMin", True),
+    ("due_on", True),
+    ("create_subtask under a parent", False),  # a tool's name, not a parameter's
+    ("node_modules folder", False),  # an identifier no tool has
+    ("create a task with notes", False),  # parameter names as plain words are ordinary words
+])
+def test_the_vectors_weigh_less_only_for_an_identifier_that_is_a_parameter_name(query, named):
+    index = SearchIndex(TASK_CATALOG)
+    scale = toolscript.search._IDENTIFIER_VECTOR_SCALE
+    assert scale < 1.0
+    assert index._vector_scale(query) == (scale if named else 1.0)
+
+
+@needs_vectors
+def test_explain_adds_up_to_the_score_when_the_query_names_parameters():
+    index = SearchIndex(TASK_CATALOG)
+    scale = toolscript.search._IDENTIFIER_VECTOR_SCALE
+    for result in index.search("calendarId timeMin timeMax", limit=3, explain=True):
+        signals = result["signals"]
+        assert sum(signals.values()) == pytest.approx(result["score"], abs=0.001)
+        i = index._ids.index(result["id"])
+        cosine = index._semantic("calendarId timeMin timeMax")[i]
+        assert signals["vector"] == pytest.approx(toolscript.search._vector_share(cosine) * scale)
+    # A tool both signals fully back still scores 1: the words take the weight the vectors give up.
+    assert toolscript.search._fuse({0: 1.0}, {0: 1.0}, scale)[0] == pytest.approx(1.0)

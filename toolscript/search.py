@@ -395,6 +395,8 @@ class SearchIndex:
         self._naming = _server_naming_terms(self._tools, postings)
         self._server_count = len({t.get("server") for t in self._tools})
         self._exact: Dict[str, List[int]] = {}
+        # Parameter names as compacted identifiers ("parent_task_id" -> "parenttaskid"), see _vector_scale.
+        self._parameter_names = _parameter_names(self._tools)
         for i, t in enumerate(self._tools):
             for key in {_compact(str(t.get("name", ""))), _compact(self._ids[i])}:
                 if key:
@@ -432,7 +434,8 @@ class SearchIndex:
         # Fused with the vectors, a word weighs by its rarity to a power (see _FUSED_IDF_POWER).
         power = _FUSED_IDF_POWER if cosines else 1.0
         lexical, by_signal, exact = self._lexical(query, explain, similar=semantic, idf_power=power)
-        fused = _fuse(lexical, cosines)
+        scale = self._vector_scale(query) if cosines else 1.0
+        fused = _fuse(lexical, cosines, scale)
         named = self._named_servers(query) if cosines else frozenset()
         if named:
             for i in fused:
@@ -460,7 +463,7 @@ class SearchIndex:
                 "description": description if isinstance(description, str) else "",
             }
             if explain:
-                signals = self._contributions(i, by_signal, cosines, i in exact)
+                signals = self._contributions(i, by_signal, cosines, i in exact, scale)
                 if tool.get("server") in named:
                     signals["named_server"] = _NAMED_SERVER_BONUS
                     signals = {name: signals[name] for name in SIGNALS if name in signals}
@@ -520,17 +523,26 @@ class SearchIndex:
             named.update(self._naming.get(term, ()))
         return frozenset(named) if len(named) < self._server_count else frozenset()
 
+    def _vector_scale(self, query: str) -> float:
+        """_IDENTIFIER_VECTOR_SCALE when ``query`` has an identifier (snake_case, camelCase) that is some tool's parameter name, else 1."""
+        for chunk in _IDENTIFIER.findall(query):
+            if _compact(chunk) in self._parameter_names:
+                return _IDENTIFIER_VECTOR_SCALE
+        return 1.0
+
     @property
     def semantic(self) -> bool:
         """Whether this index ranks with the vectors as well as the words."""
         return bool(self._vectors)
 
-    def _contributions(self, i: int, by_signal: Dict[str, Dict[int, float]], semantic: Dict[int, float], exact: bool) -> Dict[str, float]:
-        """Each signal's share of tool ``i``'s fused score, in :data:`SIGNALS` order."""
-        weight = _LEXICAL_WEIGHT if semantic else 1.0
+    def _contributions(
+        self, i: int, by_signal: Dict[str, Dict[int, float]], semantic: Dict[int, float], exact: bool, vector_scale: float = 1.0,
+    ) -> Dict[str, float]:
+        """Each signal's share of tool ``i``'s fused score, in :data:`SIGNALS` order (``vector_scale`` as _fuse's)."""
+        weight = _LEXICAL_WEIGHT + _VECTOR_WEIGHT * (1.0 - vector_scale) if semantic else 1.0
         signals = {name: by_signal[name][i] * weight for name in SIGNALS if i in by_signal.get(name, {})}
         if i in semantic:
-            signals["vector"] = _vector_share(semantic[i])
+            signals["vector"] = _vector_share(semantic[i]) * vector_scale
         if exact:
             signals["exact_name"] = 1.0  # alone enough for the top score
         return signals
@@ -1092,6 +1104,31 @@ _VECTOR_ALONE_WITH_WORDS = 0.25
 _FUSED_IDF_POWER = 1.75
 
 
+# A query with an identifier that is some tool's parameter name
+# ("parent_task_id name notes due_on assignee", "calendarId timeMin
+# timeMax") asks for a tool by its parameters.  The words find it (words
+# alone: param recall@3 1.0 on dev-d), but the vectors read an identifier as
+# loose wordpieces and outvoted them (hybrid 0.962).  For such a query the
+# vectors' weight is multiplied by this and the words get the rest.  Chosen
+# on the four development sets (session 18, third fusion round): 1 -> 0.3
+# took dev-d param 51 -> 53 of 53, nothing else moved on any set (dev,
+# dev-b, dev-c unchanged, noise unchanged); 0.2 and 0 the same, 0.5 nothing.
+# A snake_case or camelCase word that no tool has as a parameter name
+# (a tool's name, "node_modules") changes nothing.
+_IDENTIFIER_VECTOR_SCALE = 0.3
+_IDENTIFIER = re.compile(r"[A-Za-z0-9]+_[A-Za-z0-9_]*[A-Za-z0-9]|[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*")
+
+
+def _parameter_names(tools: List[Dict[str, Any]]) -> Set[str]:
+    """Every parameter name of ``tools`` (nested ones too), compacted."""
+    out: Set[str] = set()
+    for tool in tools:
+        names: List[str] = []
+        _schema_text(tool.get("inputSchema"), names, [])
+        out.update(_compact(name) for name in names)
+    return out
+
+
 def _vector_share(cosine: float) -> float:
     """What a cosine adds to the score: 0 at the floor or below, _VECTOR_WEIGHT at the ceiling or above."""
     if cosine <= _VECTOR_FLOOR:
@@ -1099,14 +1136,20 @@ def _vector_share(cosine: float) -> float:
     return _VECTOR_WEIGHT * min(1.0, (cosine - _VECTOR_FLOOR) / (_VECTOR_CEILING - _VECTOR_FLOOR))
 
 
-def _fuse(lexical: Dict[int, float], semantic: Dict[int, float]) -> Dict[int, float]:
-    """Tool index -> fused score (uncapped).  Without a vector signal, the word-based share as it is."""
+def _fuse(lexical: Dict[int, float], semantic: Dict[int, float], vector_scale: float = 1.0) -> Dict[int, float]:
+    """Tool index -> fused score (uncapped).  Without a vector signal, the word-based share as it is.
+
+    ``vector_scale``: what the vectors' weight is multiplied by; the words
+    take the weight it gives up, so a tool both signals fully back still
+    scores 1 (below 1 for a query that names parameters, see _vector_scale).
+    """
     if not semantic:
         return lexical
-    fused = {i: share * _LEXICAL_WEIGHT for i, share in lexical.items()}
+    lexical_weight = _LEXICAL_WEIGHT + _VECTOR_WEIGHT * (1.0 - vector_scale)
+    fused = {i: share * lexical_weight for i, share in lexical.items()}
     alone = _VECTOR_ALONE_WITH_WORDS if any(share > 0.0 for share in lexical.values()) else _VECTOR_ALONE
     # _vector_share inlined: this loop runs once per tool and query.
-    floor, span, weight = _VECTOR_FLOOR, _VECTOR_CEILING - _VECTOR_FLOOR, _VECTOR_WEIGHT
+    floor, span, weight = _VECTOR_FLOOR, _VECTOR_CEILING - _VECTOR_FLOOR, _VECTOR_WEIGHT * vector_scale
     for i, cosine in semantic.items():
         if cosine > floor:
             extra = weight * min(1.0, (cosine - floor) / span)
