@@ -53,8 +53,9 @@ figures alone (log every run of a set that is still held out in its README;
 bench/heldout3/ is the held-out set since session 18's second round).
 ``--tune`` prints instead the grids the fusion's and the tool vectors'
 constants were chosen from, on the development set and (without
-``--dev-only``) held-out sets 1 and 2, development sets too since sessions
-18 and 19 (dev-b and dev-c; key ``heldout2``, both authors' queries);
+``--dev-only``) held-out sets 1, 2 and 3, development sets too since sessions
+18 and 19 (dev-b, dev-c and dev-d; keys ``heldout2`` and ``heldout3``, both
+authors' queries);
 ``--tune-similar`` the development grid of the similar-words signal's.
 
 ``--misses`` adds every query the ranker does not answer in its top 3, with
@@ -243,6 +244,17 @@ def heldout2_set(dev_tools):
                    key=lambda t: t["id"])
     queries = load_queries(os.path.join(HELDOUT2, "queries.json")) + load_queries(os.path.join(HELDOUT2, "queries-b.json"))
     return tools, queries, load_queries(os.path.join(HELDOUT2, "queries.json"), key="noise")
+
+
+def heldout3_set(dev_tools):
+    """Held-out set 3 as (tools, queries, noise): both authors' queries (a query in both files once) over every set's catalogs (dev-d since run 1)."""
+    directory, earlier = LATER_SETS["heldout3"]
+    tools = sorted(load_catalog(os.path.join(directory, "catalogs")) + [t for d in earlier for t in load_catalog(os.path.join(d, "catalogs"))] + dev_tools,
+                   key=lambda t: t["id"])
+    first = load_queries(os.path.join(directory, "queries.json"))
+    seen = {q["query"].lower() for q in first}
+    second = [q for q in load_queries(os.path.join(directory, "queries-b.json")) if q["query"].lower() not in seen]
+    return tools, first + second, load_queries(os.path.join(directory, "queries.json"), key="noise")
 
 
 def later_set_report(name, dev_tools):
@@ -455,9 +467,11 @@ def tune(sets):
 
     ``sets``: {"development": (tools, queries, noise), "heldout": ..., "heldout2": ...};
     since session 18 held-out set 1 is a second development set (dev-b), since
-    session 19 held-out set 2 a third (dev-c), and a change is taken when it
-    helps all three.  Per set: the power the words' idf is raised to in the
-    fusion (signals prepared again per point), the blend grid (each query's
+    session 19 held-out set 2 a third (dev-c), since its run 1 held-out set 3
+    a fourth (dev-d), and a change is taken when it helps all of them.  Per
+    set: the power the words' idf is raised to in the fusion (signals
+    prepared again per point), the vectors' weight for a query that names a
+    parameter (likewise), the blend grid (each query's
     word shares and cosines computed once, then search's own ``_fuse`` with
     its constants patched), the fusions tried instead of the blend (the
     vector weight set by how much of the query the words explain; reciprocal
@@ -465,7 +479,7 @@ def tune(sets):
     (the index rebuilt per point).
     """
     mod = toolscript.search
-    out = {"shipped": {"idf_power": mod._FUSED_IDF_POWER, "blend": {n: getattr(mod, n) for n in BLEND}, "tool_text_weights": list(mod._TOOL_TEXT_WEIGHTS),
+    out = {"shipped": {"idf_power": mod._FUSED_IDF_POWER, "identifier_scale": mod._IDENTIFIER_VECTOR_SCALE, "blend": {n: getattr(mod, n) for n in BLEND}, "tool_text_weights": list(mod._TOOL_TEXT_WEIGHTS),
                        "named_server": {"bonus": mod._NAMED_SERVER_BONUS, "purity": mod._NAMING_PURITY}}}
     for label, (tools, queries, noise) in sets.items():
         index = SearchIndex(tools)
@@ -474,6 +488,7 @@ def tune(sets):
         prepared = prepare_signals(index, queries, noise)
         out[label] = {"idf_power": idf_power_rows(index, queries, noise),
                       "blend": blend_grid(index, queries, prepared),
+                      "identifier_scale": identifier_scale_rows(index, queries, noise),
                       "adaptive": adaptive_rows(index, queries, prepared),
                       "rrf": rrf_rows(index, queries),
                       "tool_text_weights": tool_text_rows(tools, queries, noise),
@@ -496,7 +511,7 @@ def idf_power_rows(index, queries, noise):
         for power in (1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 3.0):
             mod._FUSED_IDF_POWER = power
             prepared = prepare_signals(index, queries, noise)
-            row = dict({"power": power}, **fused_figures(index, queries, prepared, lambda lexical, semantic, _: mod._fuse(lexical, semantic)))
+            row = dict({"power": power}, **fused_figures(index, queries, prepared, shipped_fuse))
             row["words_alone@3"] = words_alone(index, queries, power)
             rows.append(row)
     finally:
@@ -548,9 +563,30 @@ def prepare_signals(index, queries, noise):
         # The named server's tools' share is added after the fusion, as search does.
         named = index._named_servers(text) if semantic else ()
         bonus = {i: toolscript.search._NAMED_SERVER_BONUS for i, t in enumerate(index._tools) if t.get("server") in named}
-        return lexical, set(exact), semantic, coverage(index, text), bonus
+        # As search does: a query naming a parameter weighs the vectors less (_IDENTIFIER_VECTOR_SCALE).
+        scale = index._vector_scale(text) if semantic and hasattr(index, "_vector_scale") else 1.0
+        return lexical, set(exact), semantic, coverage(index, text), bonus, scale
 
     return [(q, prepare(q["query"])) for q in queries], [prepare(n) for n in noise]
+
+
+def shipped_fuse(lexical, semantic, _covered, scale):
+    """search's own fusion, with the module's constants as they are (patched by a grid)."""
+    return toolscript.search._fuse(lexical, semantic, scale)
+
+
+def identifier_scale_rows(index, queries, noise):
+    """The vectors' weight for a query naming a parameter (_IDENTIFIER_VECTOR_SCALE), with param recall per point."""
+    mod = toolscript.search
+    saved = mod._IDENTIFIER_VECTOR_SCALE
+    rows = []
+    try:
+        for scale in (1.0, 0.7, 0.5, 0.3, 0.2, 0.0):
+            mod._IDENTIFIER_VECTOR_SCALE = scale
+            rows.append(dict({"scale": scale}, **fused_figures(index, queries, prepare_signals(index, queries, noise), shipped_fuse)))
+    finally:
+        mod._IDENTIFIER_VECTOR_SCALE = saved
+    return rows
 
 
 def with_bonus(fused, bonus):
@@ -570,17 +606,17 @@ def coverage(index, text):
 
 
 def fused_figures(index, queries, prepared, fuse):
-    """graded() and the noise rejection at 0.3 of ``fuse(lexical, semantic, coverage) -> {tool: score}``."""
+    """graded() and the noise rejection at 0.3 of ``fuse(lexical, semantic, coverage, vector_scale) -> {tool: score}``."""
     labelled, rejected = prepared
     ids = index._ids
     answers, kept = {}, 0
-    for q, (lexical, exact, semantic, covered, bonus) in labelled:
-        fused = with_bonus(fuse(lexical, semantic, covered), bonus)
+    for q, (lexical, exact, semantic, covered, bonus, scale) in labelled:
+        fused = with_bonus(fuse(lexical, semantic, covered, scale), bonus)
         order = sorted(fused, key=lambda i: (i not in exact, -fused[i], ids[i]))[:DEPTH]
         answers[q["query"]] = [ids[i] for i in order]
         kept += any(ids[i] in q["ids"] and (i in exact or round(min(1.0, fused[i]), 3) >= 0.3) for i in order[:3])
-    quiet = sum(1 for lexical, exact, semantic, covered, bonus in rejected
-                if not exact and round(min(1.0, max(with_bonus(fuse(lexical, semantic, covered), bonus).values(), default=0.0)), 3) < 0.3)
+    quiet = sum(1 for lexical, exact, semantic, covered, bonus, scale in rejected
+                if not exact and round(min(1.0, max(with_bonus(fuse(lexical, semantic, covered, scale), bonus).values(), default=0.0)), 3) < 0.3)
     g = graded(lambda text: answers[text], queries)
     row = {"recall@3": g["all"]["recall@3"], "mrr@10": g["all"]["mrr@10"]}
     row.update({f"{kind}@3": g[kind]["recall@3"] for kind in g if kind != "all"})
@@ -597,15 +633,15 @@ def blend_grid(index, queries, prepared):
         for values in itertools.product((0.5, 0.7, 0.85, 1.0), (0.2, 0.3, 0.5, 0.7, 1.0), (0.2, 0.3, 0.4, 0.5), (0.8, 0.9, 1.0)):
             for n, v in zip(BLEND, values):
                 setattr(mod, n, v)
-            figures = fused_figures(index, queries, prepared, lambda lexical, semantic, _: mod._fuse(lexical, semantic))
+            figures = fused_figures(index, queries, prepared, shipped_fuse)
             rows.append(dict(zip(("lexical_weight", "vector_weight", "floor", "ceiling"), values), **figures))
     finally:
         for n, v in saved.items():
             setattr(mod, n, v)
-    shipped = fused_figures(index, queries, prepared, lambda lexical, semantic, _: mod._fuse(lexical, semantic))
+    shipped = fused_figures(index, queries, prepared, shipped_fuse)
     rows.sort(key=lambda r: (-r["recall@3"], -r["mrr@10"]))
     labelled, rejected = prepared
-    best_noise_cosines = sorted(max(semantic.values(), default=0.0) for _, _, semantic, _, _ in rejected)
+    best_noise_cosines = sorted(max(semantic.values(), default=0.0) for _, _, semantic, _, _, _ in rejected)
     return {"shipped": shipped, "chosen_by_rule": next((r for r in rows if r["noise_rejected@0.3"] >= 0.9), None),
             "best": rows[:10], "grid": len(rows),
             "noise_best_cosine": {p: round(best_noise_cosines[int(round(p * (len(best_noise_cosines) - 1)))], 3)
@@ -623,7 +659,7 @@ def adaptive_rows(index, queries, prepared):
     floor, span, alone = mod._VECTOR_FLOOR, mod._VECTOR_CEILING - mod._VECTOR_FLOOR, mod._VECTOR_ALONE
 
     def fuse_with(base, gain, sum_one):
-        def fuse(lexical, semantic, covered):
+        def fuse(lexical, semantic, covered, _scale):
             vector_weight = base + gain * (1.0 - covered)
             word_weight = 1.0 - vector_weight if sum_one else mod._LEXICAL_WEIGHT
             fused = {i: share * word_weight for i, share in lexical.items()}
@@ -818,7 +854,7 @@ def main(argv=None):
     parser.add_argument("--misses", action="store_true", help="list the queries missed in the top 3")
     parser.add_argument("--dev-only", action="store_true", help="leave out the held-out set (for tuning)")
     parser.add_argument("--tune", action="store_true",
-                        help="print the fusion and tool-vector grids on the three development sets (dev only with --dev-only) and stop")
+                        help="print the fusion and tool-vector grids on the four development sets (dev only with --dev-only) and stop")
     parser.add_argument("--tune-similar", action="store_true", help="print the development-set similar-words grid and stop")
     parser.add_argument("--no-cli", action="store_true", help="skip the subprocess timings (CLI search, --version)")
     parser.add_argument("--only", choices=sorted(LATER_SETS),
@@ -840,6 +876,8 @@ def main(argv=None):
             held_tools = sorted(load_catalog(os.path.join(HELDOUT, "catalogs")) + tools, key=lambda t: t["id"])
             sets["heldout"] = (held_tools, load_queries(held_path), load_queries(held_path, key="noise"))
             sets["heldout2"] = heldout2_set(tools)
+            if os.path.isdir(HELDOUT3):
+                sets["heldout3"] = heldout3_set(tools)
         json.dump(tune(sets), sys.stdout, indent=2)
         print()
         return

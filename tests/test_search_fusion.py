@@ -6,7 +6,9 @@ catalog word before the vectors read it; a tool's name weighs more in its
 vector than its long description; an exact name still wins over anything
 soft; and without the vectors data search is the words' alone.  Round 2
 (FU2): fused with the vectors, a word weighs by its idf to a power, so a
-word many tools share does not outvote the meaning.
+word many tools share does not outvote the meaning.  Round 3 (FU3): a
+query naming a tool's parameter (snake_case, camelCase) weighs the vectors
+less, so the words' exact parameter match is not outvoted.
 """
 
 import math
@@ -320,3 +322,24 @@ def test_explain_adds_up_to_the_score_when_the_query_names_parameters():
         assert signals["vector"] == pytest.approx(toolscript.search._vector_share(cosine) * scale)
     # A tool both signals fully back still scores 1: the words take the weight the vectors give up.
     assert toolscript.search._fuse({0: 1.0}, {0: 1.0}, scale)[0] == pytest.approx(1.0)
+
+
+@needs_vectors
+def test_the_tuning_bench_fuses_a_parameter_query_as_search_does():
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "search.py")
+    spec = importlib.util.spec_from_file_location("bench_search_fu3", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    index = SearchIndex(TASK_CATALOG)
+    queries = [{"query": "parent_task_id name notes", "ids": ["tasks__create_subtask"], "kind": "param"}]
+    # The grid's shipped point ranks as search does (the identifier scale applied), so its figures are search's.
+    row = bench.fused_figures(index, queries, bench.prepare_signals(index, queries, ["book a flight"]), bench.shipped_fuse)
+    rank = ids(index.search(queries[0]["query"], limit=3)).index("tasks__create_subtask") + 1
+    assert rank == 2 and row["mrr@10"] == pytest.approx(1 / rank, abs=0.001)
+    # The grid's points: at full vector weight create_subtask drops to third, as search ranks it then.
+    rows = {r["scale"]: r for r in bench.identifier_scale_rows(index, queries, ["book a flight"])}
+    assert rows[toolscript.search._IDENTIFIER_VECTOR_SCALE]["mrr@10"] == pytest.approx(0.5)
+    assert rows[1.0]["mrr@10"] == pytest.approx(1 / 3, abs=0.001)
