@@ -50,6 +50,9 @@ weighing each word by its idf to the power 1.75 (_FUSED_IDF_POWER: a word
 many tools share explains less, the vectors tell those tools apart): a tool that says the
 query's words *and* means it scores near 1, words or meaning alone about
 half; a query that names the tool's server adds 0.15 (_NAMED_SERVER_BONUS).
+A query with an identifier that is some tool's parameter name
+("parent_task_id", "timeMin") is asking by parameters: there the share
+counts 0.85 and the cosine 0.15 (_IDENTIFIER_VECTOR_SCALE), still 1 at most.
 A threshold of 0.3 keeps plausible tools and drops most noise
 (bench/search.py measures both).  Scores are capped at 1; results are
 ordered by the uncapped score, then by id, so the order is deterministic.
