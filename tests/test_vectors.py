@@ -230,16 +230,18 @@ def test_unicode_text_tokenises_like_its_ascii_spelling():
     assert vectors.tokens("na\u00efve r\u00e9sum\u00e9 \u2014 caf\u00e9") == vectors.tokens("naive resume - cafe")
 
 
-def test_encode_tool_uses_server_name_and_description():
+def test_a_tools_texts_are_server_name_and_description_encoded_apart():
     tool = {"server": "github", "name": "list_issues", "description": "List issues in a repository. Paginated."}
     assert vectors.tool_texts(tool) == ["github list issues", "List issues in a repository.",
                                         "List issues in a repository. Paginated."]
-    vector = vectors.encode_tool(tool)
+    vector = vectors.encode_texts(vectors.tool_texts(tool), (1.0, 1.0, 1.0))
     assert vector is not None and math.isclose(math.fsum(x * x for x in vector), 1.0, rel_tol=1e-9)
-    assert vectors.encode_tool({"name": "__", "description": "!?"}) is None
-    named_only = vectors.encode_tool({"name": "take_screenshot"})
+    assert vectors.encode_texts(vectors.tool_texts({"name": "__", "description": "!?"}), (1.0, 1.0, 1.0)) is None
+    named_only = vectors.encode_texts(vectors.tool_texts({"name": "take_screenshot"}), (1.0, 1.0, 1.0))
     assert named_only is not None
     assert vectors.dot(named_only, vectors.encode("take a screenshot")) > 0.9
+    # A weight scales its text's part: the name alone at weight 2 is still the name's direction.
+    assert vectors.dot(vectors.encode_texts(["take screenshot"], (2.0,)), named_only) > 0.999
 
 
 def test_a_damaged_table_means_no_vectors_never_an_error(broken_table):
@@ -249,7 +251,7 @@ def test_a_damaged_table_means_no_vectors_never_an_error(broken_table):
         assert vectors.available() is False
         assert vectors.encode("take a screenshot") is None
         assert vectors.tokens("take a screenshot") == []
-        assert vectors.encode_tool({"name": "take_screenshot"}) is None
+        assert vectors.encode_texts(["take screenshot"], (1.0,)) is None
     broken_table(good)
     assert vectors.available() is True
 

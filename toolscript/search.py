@@ -793,18 +793,7 @@ def _encode_tool(texts: Sequence[str]) -> Optional[List[float]]:
     """A tool's unit vector from its ``_tool_texts``; None when no word of them is known."""
     from toolscript import vectors
 
-    total: Optional[List[float]] = None
-    done: Dict[str, Optional[List[float]]] = {}
-    for text, weight in zip(texts, _TOOL_TEXT_WEIGHTS):
-        part = done[text] if text in done else done.setdefault(text, vectors.encode(text) if text else None)  # often first == whole
-        if part is None:
-            continue
-        part = [weight * x for x in part] if weight != 1.0 else part
-        total = part if total is None else [a + b for a, b in zip(total, part)]
-    if total is None:
-        return None
-    norm = math.hypot(*total)
-    return [x / norm for x in total] if norm else None
+    return vectors.encode_texts(texts, _TOOL_TEXT_WEIGHTS)
 
 
 def _tool_vectors(

@@ -13,7 +13,6 @@ never read it), with pkgutil.get_data so it loads from the zipapp as from a chec
 """
 
 import math
-import operator
 import pkgutil
 import re
 import struct
@@ -305,10 +304,11 @@ def dot(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def tool_texts(tool: Mapping[str, Any]) -> List[str]:
-    """The texts ``encode_tool`` encodes for a tool: server and name as words, first sentence, description.
+    """A tool's texts to encode apart (``encode_texts``): server and name as words, first sentence, description.
 
     Encoded apart and summed, so a long description does not drown the name, and its first sentence (what
-    the tool does) counts twice.  Chosen on the development set (bench/vectors.py --recipe all).
+    the tool does) counts twice.  Chosen on the development set (bench/vectors.py --recipe all); search
+    adds the parameter names and weighs the parts (toolscript.search._tool_texts).
     """
     name = _NAME_SEPARATORS.sub(" ", f"{tool.get('server') or ''} {tool.get('name') or ''}").strip()
     description = str(tool.get("description") or "").strip()
@@ -316,12 +316,17 @@ def tool_texts(tool: Mapping[str, Any]) -> List[str]:
     return [name, first, description]
 
 
-def encode_tool(tool: Mapping[str, Any]) -> Optional[List[float]]:
-    """A tool's unit vector (keys used: ``server``, ``name``, ``description``); None when nothing is known."""
+def encode_texts(texts: Sequence[str], weights: Sequence[float]) -> Optional[List[float]]:
+    """The unit vector of ``sum(weight * encode(text))`` over the pairs; None when no text has a known word."""
     total: Optional[List[float]] = None
     done: Dict[str, Optional[List[float]]] = {}
-    for text in tool_texts(tool):
-        part = done[text] if text in done else done.setdefault(text, encode(text))  # often first == whole
-        if part is not None:
-            total = part if total is None else list(map(operator.add, total, part))
-    return None if total is None else _unit(total)
+    for text, weight in zip(texts, weights):
+        part = done[text] if text in done else done.setdefault(text, encode(text) if text else None)  # often first == whole
+        if part is None:
+            continue
+        part = [weight * x for x in part] if weight != 1.0 else part
+        total = part if total is None else [a + b for a, b in zip(total, part)]
+    if total is None:
+        return None
+    norm = math.hypot(*total)
+    return [x / norm for x in total] if norm else None
