@@ -1,4 +1,4 @@
-"""Shared helpers of the tool-search evaluation-set tests (tests/test_search_heldout*.py).
+"""Shared helpers of the tool-search evaluation-set tests (tests/test_search_sets.py).
 
 Each set under bench/ is `catalogs/<server>.json` (a recorded tools/list) and
 query files; a later held-out set's labels assume an index of its catalogs and

@@ -1,0 +1,279 @@
+"""The tool-search evaluation sets under bench/: their data is well formed, and search keeps its measured quality.
+
+One home for the checks every set shares, parametrized over the sets in
+SETS below (directory, the earlier sets its labels may also name, the
+recorder's pin table, tool-count bounds, servers the recorder must list or
+reject); a check that only one set needs stays a plain test named for it.
+
+The sets, in the order they were made (each set's README logs its runs):
+- bench/heldout/ (dev-b): 13 real servers not in the development set
+  (bench/eval/), run four times as held-out; tuned on since session 18.
+- bench/heldout2/ (dev-c): held-out in session 18, run once (run 1), then
+  tuned on (fusion round 2).
+- bench/heldout3/: run once to report a round; its floor holds run 1.
+- bench/heldout4/: the fresh set for the next round.  Format checks only: no
+  ranker has run on it, so it has no floor and nothing here builds a
+  SearchIndex on it.
+The floors are the hybrid's measured recall@3 minus ~0.02, rounded down;
+bench/search.py prints the full figures (recall@1/3/5, MRR@10, nDCG@10 per
+kind, for words alone, vectors alone and the hybrid).
+"""
+
+import collections
+import json
+import os
+
+import pytest
+
+from search_sets import BENCH, KINDS, load_catalogs, load_recorder, readme_kind_counts, recall_by_kind, tool_ids
+
+EVAL_DIR = os.path.join(BENCH, "eval")
+HELDOUT_DIR = os.path.join(BENCH, "heldout")
+HELDOUT2_DIR = os.path.join(BENCH, "heldout2")
+HELDOUT3_DIR = os.path.join(BENCH, "heldout3")
+HELDOUT4_DIR = os.path.join(BENCH, "heldout4")
+
+# Per set: its directory; the sets before it (its servers are in none of them,
+# and its labels may name their tools); the pin tables of
+# bench/eval/record_catalogs.py for those earlier sets; the fewest servers;
+# the bounds on its tool count (None: not bounded); a server of an earlier set
+# the recorder must reject for it, and two of its own the rejection lists.
+SETS = {
+    "heldout": {
+        "dir": HELDOUT_DIR, "earlier": [EVAL_DIR], "earlier_pins": ["SERVERS"],
+        "min_servers": 10, "tool_bounds": None,
+    },
+    "heldout2": {
+        "dir": HELDOUT2_DIR, "earlier": [EVAL_DIR, HELDOUT_DIR], "earlier_pins": ["SERVERS", "HELDOUT_SERVERS"],
+        "min_servers": 12, "tool_bounds": (150, 250), "outsider": "github", "own": ("mongodb", "datadog"),
+    },
+    "heldout3": {
+        "dir": HELDOUT3_DIR, "earlier": [EVAL_DIR, HELDOUT_DIR, HELDOUT2_DIR],
+        "earlier_pins": ["SERVERS", "HELDOUT_SERVERS", "HELDOUT2_SERVERS"],
+        "min_servers": 12, "tool_bounds": (150, 250), "outsider": "datadog", "own": ("asana", "cloudwatch"),
+    },
+    "heldout4": {
+        "dir": HELDOUT4_DIR, "earlier": [EVAL_DIR, HELDOUT_DIR, HELDOUT2_DIR, HELDOUT3_DIR],
+        "earlier_pins": ["SERVERS", "HELDOUT_SERVERS", "HELDOUT2_SERVERS", "HELDOUT3_SERVERS"],
+        "min_servers": 12, "tool_bounds": (150, 250), "outsider": "asana", "own": ("jenkins", "mapbox"),
+    },
+}
+# The sets recorded with bench/eval/record_catalogs.py --set and checked alike
+# (README kind table, noise, pins); held-out set 1 predates that format.
+LATER_SETS = ["heldout2", "heldout3", "heldout4"]
+
+
+def load_set(name):
+    """(the set's catalogs, the earlier sets' catalogs, its queries.json)."""
+    directory = SETS[name]["dir"]
+    with open(os.path.join(directory, "queries.json"), encoding="utf-8") as f:
+        data = json.load(f)
+    earlier = [c for d in SETS[name]["earlier"] for c in load_catalogs(d)]
+    return load_catalogs(directory), earlier, data
+
+
+def assert_queries_are_well_formed(queries, set_ids, known_ids):
+    """Each label names a known tool and at least one of the set's; texts are distinct; every set tool is asked for."""
+    for q in queries:
+        assert set(q) == {"query", "ids", "kind"}, q
+        assert q["kind"] in KINDS, q
+        assert q["query"].strip() == q["query"] and q["query"], q
+        assert q["ids"] and len(q["ids"]) == len(set(q["ids"])), q
+        assert set(q["ids"]) <= known_ids, q
+        assert set(q["ids"]) & set_ids, q  # every query is about a server of this set
+    texts = [q["query"].lower() for q in queries]
+    assert len(texts) == len(set(texts))
+    # Every tool of the set answers at least one query.
+    assert set_ids <= {i for q in queries for i in q["ids"]}
+
+
+def assert_recall_floors(name, recall, floors):
+    low = {kind: round(recall[kind], 3) for kind, floor in floors.items() if recall[kind] < floor}
+    assert not low, f"{name} recall@3 below its floors {floors}: {low}"
+
+
+@pytest.mark.parametrize("name", list(SETS))
+def test_catalogs_are_recorded_servers_in_no_earlier_set(name):
+    held, earlier, _ = load_set(name)
+    assert len(held) >= SETS[name]["min_servers"]
+    earlier_servers = {c["server"] for _, c in earlier}
+    earlier_packages = {c["package"].rsplit("@", 1)[0] for _, c in earlier}
+    for filename, catalog in held:
+        assert set(catalog) == {"server", "package", "registry", "recorded", "tools"}, filename
+        assert filename == catalog["server"] + ".json"
+        assert catalog["registry"] in ("npm", "pypi")
+        package, _, version = catalog["package"].rpartition("@")
+        assert package and version[:1].isdigit(), catalog["package"]  # an exact version, not a range
+        assert catalog["server"] not in earlier_servers and package not in earlier_packages, filename
+        assert catalog["tools"], filename
+        names = [t["name"] for t in catalog["tools"]]
+        assert len(names) == len(set(names)), filename
+        for t in catalog["tools"]:
+            assert isinstance(t.get("inputSchema"), dict), (filename, t["name"])
+    if SETS[name]["tool_bounds"]:
+        low, high = SETS[name]["tool_bounds"]
+        assert low <= len(tool_ids(held)) <= high
+    # Tool ids stay unique across the index of this and the earlier sets the queries run against.
+    all_ids = [f"{c['server']}__{t['name']}" for _, c in held + earlier for t in c["tools"]]
+    assert len(all_ids) == len(set(all_ids))
+
+
+@pytest.mark.parametrize("name", LATER_SETS)
+def test_catalogs_match_the_recorders_pins(name):
+    recorder = load_recorder()
+    servers, catalogs_dir = recorder.SETS[name]
+    assert os.path.samefile(catalogs_dir, os.path.join(SETS[name]["dir"], "catalogs"))
+    earlier = set()
+    for table in SETS[name]["earlier_pins"]:
+        earlier |= set(getattr(recorder, table))
+    assert not set(servers) & earlier
+    recorded = {c["server"]: c for _, c in load_catalogs(SETS[name]["dir"])}
+    assert set(recorded) == set(servers)
+    for server, (registry, package, version, _, _) in servers.items():
+        assert recorded[server]["package"] == f"{package}@{version}", server
+        assert recorded[server]["registry"] == registry, server
+
+
+@pytest.mark.parametrize("name", LATER_SETS)
+def test_recorder_knows_the_set_and_only_its_servers(name, capsys):
+    recorder = load_recorder()
+    outsider = SETS[name]["outsider"]  # a server of an earlier set, not of this one
+    with pytest.raises(SystemExit) as exc:
+        recorder.main(["--set", name, outsider])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    # Rejected as a server outside the set (listing the set's own), not as an unknown --set.
+    assert f"unknown server(s) in --set {name}: {outsider}" in err
+    assert all(server in err for server in SETS[name]["own"])
+
+
+@pytest.mark.parametrize("name", LATER_SETS)
+def test_queries_are_well_formed(name):
+    held, earlier, data = load_set(name)
+    assert set(data) == {"queries", "noise"}
+    assert_queries_are_well_formed(data["queries"], tool_ids(held), tool_ids(held) | tool_ids(earlier))
+
+
+@pytest.mark.parametrize("name", LATER_SETS)
+def test_kind_counts_are_the_readmes(name):
+    _, _, data = load_set(name)
+    kinds = collections.Counter(q["kind"] for q in data["queries"])
+    assert readme_kind_counts(SETS[name]["dir"]) == dict(kinds)
+    assert sum(kinds.values()) >= 300
+    assert kinds["paraphrase"] >= 75 and kinds["task"] >= 75
+    assert kinds["direct"] >= 50 and kinds["typo"] >= 25 and kinds["param"] >= 35 and kinds["multi"] >= 20
+    # A multi query is answered by tools of more than one server.
+    for q in data["queries"]:
+        if q["kind"] == "multi":
+            assert len({i.split("__", 1)[0] for i in q["ids"]}) >= 2, q
+
+
+@pytest.mark.parametrize("name", LATER_SETS)
+def test_noise_is_present_and_distinct(name):
+    _, _, data = load_set(name)
+    noise = data["noise"]
+    assert len(noise) >= 30 and len(set(noise)) == len(noise)
+    assert all(isinstance(n, str) and n.strip() == n and n for n in noise)
+    assert not {n.lower() for n in noise} & {q["query"].lower() for q in data["queries"]}
+
+
+def test_heldout_queries_are_well_formed():
+    # Held-out set 1 keeps its noise in queries.json and has no README kind table: its counts are checked here.
+    held, earlier, data = load_set("heldout")
+    queries, noise = data["queries"], data["noise"]
+    assert_queries_are_well_formed(queries, tool_ids(held), tool_ids(held) | tool_ids(earlier))
+    kinds = collections.Counter(q["kind"] for q in queries)
+    assert len(queries) >= 250
+    assert kinds["paraphrase"] >= 50 and kinds["task"] >= 50
+    assert all(kinds[k] for k in KINDS)
+    assert len(noise) >= 25 and len(set(noise)) == len(noise)
+    assert not set(n.lower() for n in noise) & {q["query"].lower() for q in queries}
+
+
+def test_heldout3_wikipedia_aliases_are_labelled_together():
+    # wikipedia-mcp lists each tool twice (NAME and wikipedia_NAME, same description):
+    # a query that one answers must list both, or a ranker is marked wrong for a tie.
+    _, _, data = load_set("heldout3")
+    for q in data["queries"]:
+        ids = set(q["ids"])
+        for i in ids:
+            if i.startswith("wikipedia__"):
+                name = i.split("__", 1)[1]
+                twin = name[len("wikipedia_"):] if name.startswith("wikipedia_") else "wikipedia_" + name
+                assert "wikipedia__" + twin in ids, q
+
+
+def test_recorder_starts_heldout3_servers_from_the_scratch_install(tmp_path):
+    recorder = load_recorder()
+    scratch = str(tmp_path)
+    exe, args, env = recorder.command_for(scratch, "asana", "127.0.0.1:1")
+    assert exe == os.path.join(scratch, "npm", "node_modules", ".bin", "mcp-server-asana")
+    exe, args, env = recorder.command_for(scratch, "duckdb", "127.0.0.1:1")
+    assert exe == os.path.join(scratch, "venv-duckdb", "bin", "mcp-server-duckdb")
+    assert args == ["--db-path", os.path.join(scratch, "test.duckdb")]
+    _, _, env = recorder.command_for(scratch, "gmail", "127.0.0.1:1")
+    assert env["HOME"] == os.path.join(scratch, "home")
+
+
+@pytest.mark.timeout(120)
+def test_recorder_prepares_the_oauth_client_files_gmail_and_calendar_read_at_start(tmp_path):
+    # Both held-out-3 servers exit at start-up without an OAuth client file; they only use it when a tool is called.
+    recorder = load_recorder()
+    recorder.prepare(str(tmp_path))
+    home = tmp_path / "home"
+    for path in (home / ".gmail-mcp" / "gcp-oauth.keys.json", home / "gcp-oauth.keys.json"):
+        client = json.loads(path.read_text())
+        assert client["installed"]["client_id"] == "dummy"
+    _, _, env = recorder.command_for(str(tmp_path), "google-calendar", "127.0.0.1:1")
+    assert env["GOOGLE_OAUTH_CREDENTIALS"] == str(home / "gcp-oauth.keys.json")
+
+
+def test_recorder_starts_heldout4_servers_from_the_scratch_install(tmp_path):
+    recorder = load_recorder()
+    scratch = str(tmp_path)
+    exe, _, _ = recorder.command_for(scratch, "shortcut", "127.0.0.1:1")
+    assert exe == os.path.join(scratch, "npm", "node_modules", ".bin", "mcp-server-shortcut")
+    # PyPI executables named unlike their package come from PYPI_BIN.
+    exe, _, env = recorder.command_for(scratch, "mssql", "127.0.0.1:1")
+    assert exe == os.path.join(scratch, "venv-mssql", "bin", "mssql_mcp_server")
+    assert env["MSSQL_PORT"] == "9"  # a closed local port: no database is reached
+    exe, _, _ = recorder.command_for(scratch, "jenkins", "127.0.0.1:1")
+    assert exe == os.path.join(scratch, "venv-jenkins", "bin", "mcp-jenkins")
+
+
+def test_heldout_recall_floor():
+    # Since session 18 this set is a second development set (dev-b): its
+    # figures were looked at while tuning, so these floors guard against
+    # regressions, not for honesty (the latest held-out set is the honest measure).
+    # Issue 13's first round (held-out run 4): recall@3 0.785; paraphrase
+    # 0.270, task 0.723.  Session 18's fusion (FU: real words reach the
+    # vectors as written, the tool vector weighs its name 2 and its parameter
+    # names 0.25, a tool only the vectors reach is listed when the query's
+    # words reach some tool, a named server's tools gain 0.15) with the third
+    # vector table (VECTORS-V3), measured on 155 dev-b + 126 development
+    # tools, 335 queries: recall@3 0.821; direct 1.0, typo 1.0, param 1.0,
+    # paraphrase 0.413, task 0.771.  Words alone (BM25): 0.761.
+    recall = recall_by_kind([HELDOUT_DIR, EVAL_DIR], [os.path.join(HELDOUT_DIR, "queries.json")])
+    floors = {"all": 0.80, "direct": 0.98, "typo": 0.98, "paraphrase": 0.39, "task": 0.75}
+    assert_recall_floors("held-out 1", recall, floors)
+
+
+def test_heldout2_recall_floor():
+    """The current ranker's figures (both authors' files, 555 queries, 464-tool index) minus ~0.02, rounded down."""
+    recall = recall_by_kind([HELDOUT2_DIR] + SETS["heldout2"]["earlier"],
+                            [os.path.join(HELDOUT2_DIR, name) for name in ("queries.json", "queries-b.json")])
+    # Run 1 (held-out): all 0.744, direct 1.0, typo 0.977, param 0.946, paraphrase 0.494, task 0.715.
+    # Fusion round 2 (dev-c, tuned on): all 0.757, direct 1.0, typo 0.977, param 0.964, paraphrase 0.522, task 0.722.
+    floors = {"all": 0.73, "direct": 0.98, "typo": 0.95, "param": 0.94, "paraphrase": 0.50, "task": 0.70}
+    assert_recall_floors("held-out 2", recall, floors)
+
+
+def test_heldout3_recall_floor():
+    """Run 1's figures (both authors' files, 510 distinct queries, 636-tool index) minus ~0.02, rounded down."""
+    recall = recall_by_kind([HELDOUT3_DIR] + SETS["heldout3"]["earlier"],
+                            [os.path.join(HELDOUT3_DIR, name) for name in ("queries.json", "queries-b.json")])
+    # Run 1: all 0.759, direct 0.988, typo 0.976, param 0.962, paraphrase 0.562, task 0.701, multi 0.80.
+    floors = {"all": 0.73, "direct": 0.96, "typo": 0.95, "param": 0.94, "paraphrase": 0.54, "task": 0.68}
+    assert_recall_floors("held-out 3", recall, floors)
+
+# No floor for bench/heldout4/: it stays unranked until the round that reports on it.
