@@ -87,6 +87,12 @@ def assert_queries_are_well_formed(queries, set_ids, known_ids):
     assert set_ids <= {i for q in queries for i in q["ids"]}
 
 
+def recall_of_set(name, query_files):
+    """recall@3 per kind of the set's query files, on an index of the set and every earlier set."""
+    directory = SETS[name]["dir"]
+    return recall_by_kind([directory] + SETS[name]["earlier"], [os.path.join(directory, f) for f in query_files])
+
+
 def assert_recall_floors(name, recall, floors):
     low = {kind: round(recall[kind], 3) for kind, floor in floors.items() if recall[kind] < floor}
     assert not low, f"{name} recall@3 below its floors {floors}: {low}"
@@ -203,16 +209,30 @@ def test_heldout3_wikipedia_aliases_are_labelled_together():
                 assert "wikipedia__" + twin in ids, q
 
 
-def test_recorder_starts_heldout3_servers_from_the_scratch_install(tmp_path):
+def npm_bin(scratch, executable):
+    """Where the recorder's scratch install puts an npm server's executable."""
+    return os.path.join(scratch, "npm", "node_modules", ".bin", executable)
+
+
+def venv_bin(scratch, server, executable):
+    """Where the recorder's scratch install puts a PyPI server's executable (one venv per server)."""
+    return os.path.join(scratch, "venv-" + server, "bin", executable)
+
+
+@pytest.fixture
+def start_command(tmp_path):
+    """server -> the recorder's (executable, args, env) to start it from a scratch install in tmp_path."""
     recorder = load_recorder()
+    return lambda server: recorder.command_for(str(tmp_path), server, "127.0.0.1:1")
+
+
+def test_recorder_starts_heldout3_servers_from_the_scratch_install(start_command, tmp_path):
     scratch = str(tmp_path)
-    exe, args, env = recorder.command_for(scratch, "asana", "127.0.0.1:1")
-    assert exe == os.path.join(scratch, "npm", "node_modules", ".bin", "mcp-server-asana")
-    exe, args, env = recorder.command_for(scratch, "duckdb", "127.0.0.1:1")
-    assert exe == os.path.join(scratch, "venv-duckdb", "bin", "mcp-server-duckdb")
+    assert start_command("asana")[0] == npm_bin(scratch, "mcp-server-asana")
+    exe, args, _ = start_command("duckdb")
+    assert exe == venv_bin(scratch, "duckdb", "mcp-server-duckdb")
     assert args == ["--db-path", os.path.join(scratch, "test.duckdb")]
-    _, _, env = recorder.command_for(scratch, "gmail", "127.0.0.1:1")
-    assert env["HOME"] == os.path.join(scratch, "home")
+    assert start_command("gmail")[2]["HOME"] == os.path.join(scratch, "home")
 
 
 @pytest.mark.timeout(120)
@@ -228,17 +248,14 @@ def test_recorder_prepares_the_oauth_client_files_gmail_and_calendar_read_at_sta
     assert env["GOOGLE_OAUTH_CREDENTIALS"] == str(home / "gcp-oauth.keys.json")
 
 
-def test_recorder_starts_heldout4_servers_from_the_scratch_install(tmp_path):
-    recorder = load_recorder()
+def test_recorder_starts_heldout4_servers_from_the_scratch_install(start_command, tmp_path):
     scratch = str(tmp_path)
-    exe, _, _ = recorder.command_for(scratch, "shortcut", "127.0.0.1:1")
-    assert exe == os.path.join(scratch, "npm", "node_modules", ".bin", "mcp-server-shortcut")
+    assert start_command("shortcut")[0] == npm_bin(scratch, "mcp-server-shortcut")
     # PyPI executables named unlike their package come from PYPI_BIN.
-    exe, _, env = recorder.command_for(scratch, "mssql", "127.0.0.1:1")
-    assert exe == os.path.join(scratch, "venv-mssql", "bin", "mssql_mcp_server")
+    exe, _, env = start_command("mssql")
+    assert exe == venv_bin(scratch, "mssql", "mssql_mcp_server")
     assert env["MSSQL_PORT"] == "9"  # a closed local port: no database is reached
-    exe, _, _ = recorder.command_for(scratch, "jenkins", "127.0.0.1:1")
-    assert exe == os.path.join(scratch, "venv-jenkins", "bin", "mcp-jenkins")
+    assert start_command("jenkins")[0] == venv_bin(scratch, "jenkins", "mcp-jenkins")
 
 
 def test_heldout_recall_floor():
@@ -253,15 +270,14 @@ def test_heldout_recall_floor():
     # vector table (VECTORS-V3), measured on 155 dev-b + 126 development
     # tools, 335 queries: recall@3 0.821; direct 1.0, typo 1.0, param 1.0,
     # paraphrase 0.413, task 0.771.  Words alone (BM25): 0.761.
-    recall = recall_by_kind([HELDOUT_DIR, EVAL_DIR], [os.path.join(HELDOUT_DIR, "queries.json")])
+    recall = recall_of_set("heldout", ["queries.json"])
     floors = {"all": 0.80, "direct": 0.98, "typo": 0.98, "paraphrase": 0.39, "task": 0.75}
     assert_recall_floors("held-out 1", recall, floors)
 
 
 def test_heldout2_recall_floor():
     """The current ranker's figures (both authors' files, 555 queries, 464-tool index) minus ~0.02, rounded down."""
-    recall = recall_by_kind([HELDOUT2_DIR] + SETS["heldout2"]["earlier"],
-                            [os.path.join(HELDOUT2_DIR, name) for name in ("queries.json", "queries-b.json")])
+    recall = recall_of_set("heldout2", ["queries.json", "queries-b.json"])  # both authors' files
     # Run 1 (held-out): all 0.744, direct 1.0, typo 0.977, param 0.946, paraphrase 0.494, task 0.715.
     # Fusion round 2 (dev-c, tuned on): all 0.757, direct 1.0, typo 0.977, param 0.964, paraphrase 0.522, task 0.722.
     floors = {"all": 0.73, "direct": 0.98, "typo": 0.95, "param": 0.94, "paraphrase": 0.50, "task": 0.70}
@@ -270,8 +286,7 @@ def test_heldout2_recall_floor():
 
 def test_heldout3_recall_floor():
     """Run 1's figures (both authors' files, 510 distinct queries, 636-tool index) minus ~0.02, rounded down."""
-    recall = recall_by_kind([HELDOUT3_DIR] + SETS["heldout3"]["earlier"],
-                            [os.path.join(HELDOUT3_DIR, name) for name in ("queries.json", "queries-b.json")])
+    recall = recall_of_set("heldout3", ["queries.json", "queries-b.json"])  # both authors' files
     # Run 1: all 0.759, direct 0.988, typo 0.976, param 0.962, paraphrase 0.562, task 0.701, multi 0.80.
     floors = {"all": 0.73, "direct": 0.96, "typo": 0.95, "param": 0.94, "paraphrase": 0.54, "task": 0.68}
     assert_recall_floors("held-out 3", recall, floors)
