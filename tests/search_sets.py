@@ -19,6 +19,11 @@ BENCH = os.path.join(REPO_ROOT, "bench")
 KINDS = {"direct", "paraphrase", "task", "typo", "param", "multi"}
 
 
+def tool(server, name, description="", **extra):
+    """One catalog entry as SearchIndex takes it (id ``server__name``), for the search tests' small catalogs."""
+    return dict({"id": f"{server}__{name}", "server": server, "name": name, "description": description}, **extra)
+
+
 def load_catalogs(directory):
     """[(file name, catalog)] of a set directory, sorted by file name."""
     catalogs = []

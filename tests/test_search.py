@@ -13,12 +13,9 @@ import pytest
 
 from conftest import REPO_ROOT
 from toolscript.search import SearchIndex, stem, terms, tokenize
+from search_sets import tool
 
 EVAL_DIR = os.path.join(REPO_ROOT, "bench", "eval")
-
-
-def tool(server, name, description="", **extra):
-    return dict({"id": f"{server}__{name}", "server": server, "name": name, "description": description}, **extra)
 
 
 CATALOG = [

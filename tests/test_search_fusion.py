@@ -18,12 +18,9 @@ import pytest
 import toolscript.search
 from toolscript import vectors
 from toolscript.search import SearchIndex
+from search_sets import tool
 
 needs_vectors = pytest.mark.skipif(not vectors.available(), reason="no vectors data in this checkout")
-
-
-def tool(server, name, description="", **extra):
-    return dict({"id": f"{server}__{name}", "server": server, "name": name, "description": description}, **extra)
 
 
 CATALOG = [

@@ -19,10 +19,7 @@ from mcp_servers.launch import FIXTURE
 from toolscript.config import ServerConfig
 import toolscript.search
 from toolscript.search import SIGNALS, SearchIndex
-
-
-def tool(server, name, description="", **extra):
-    return dict({"id": f"{server}__{name}", "server": server, "name": name, "description": description}, **extra)
+from search_sets import tool
 
 
 CATALOG = [

@@ -21,13 +21,10 @@ from mcp_servers.launch import FIXTURE
 from toolscript import search
 from toolscript.config import ServerConfig
 from toolscript.search import SearchIndex
+from search_sets import tool
 
 vectors = pytest.importorskip("toolscript.vectors")
 pytestmark = pytest.mark.skipif(not vectors.available(), reason="no vectors data in this checkout")
-
-
-def tool(server, name, description="", **extra):
-    return dict({"id": f"{server}__{name}", "server": server, "name": name, "description": description}, **extra)
 
 
 MAPS = [
