@@ -19,7 +19,7 @@ from mcp_servers.launch import FIXTURE
 from toolscript.config import ServerConfig
 import toolscript.search
 from toolscript.search import SIGNALS, SearchIndex
-from search_sets import tool
+from search_sets import load_catalogs, tool, tools_of
 
 
 CATALOG = [
@@ -255,12 +255,7 @@ def test_gateway_keeps_tool_vectors_across_catalog_versions(monkeypatch):
 
 
 def load_dev():
-    import glob
-    tools = []
-    for path in sorted(glob.glob(os.path.join(REPO_ROOT, "bench", "eval", "catalogs", "*.json"))):
-        with open(path, encoding="utf-8") as f:
-            catalog = json.load(f)
-        tools += [dict(t, id=f"{catalog['server']}__{t['name']}", server=catalog["server"]) for t in catalog["tools"]]
+    tools = tools_of(load_catalogs(os.path.join(REPO_ROOT, "bench", "eval")))
     with open(os.path.join(REPO_ROOT, "bench", "eval", "queries.json"), encoding="utf-8") as f:
         return tools, json.load(f)["queries"]
 

@@ -21,7 +21,7 @@ from mcp_servers.launch import FIXTURE
 from toolscript import search
 from toolscript.config import ServerConfig
 from toolscript.search import SearchIndex
-from search_sets import tool
+from search_sets import load_catalogs, tool, tools_of
 
 vectors = pytest.importorskip("toolscript.vectors")
 pytestmark = pytest.mark.skipif(not vectors.available(), reason="no vectors data in this checkout")
@@ -209,14 +209,7 @@ def test_gateway_words_only_explain_lists_no_similar_words(gateway):
 
 def development_catalog():
     """The development set's recorded catalogs (bench/eval/catalogs), as bench/search.py indexes them."""
-    import glob
-
-    tools = []
-    for path in sorted(glob.glob(os.path.join(REPO_ROOT, "bench", "eval", "catalogs", "*.json"))):
-        with open(path, encoding="utf-8") as f:
-            catalog = json.load(f)
-        tools += [dict(t, id=f"{catalog['server']}__{t['name']}", server=catalog["server"]) for t in catalog["tools"]]
-    return tools
+    return tools_of(load_catalogs(os.path.join(REPO_ROOT, "bench", "eval")))
 
 
 def test_a_misspelt_word_reaches_the_vectors_as_the_word_it_stands_for():
