@@ -87,7 +87,9 @@ HELDOUT = os.path.join(ROOT, "bench", "heldout")
 HELDOUT2 = os.path.join(ROOT, "bench", "heldout2")
 HELDOUT3 = os.path.join(ROOT, "bench", "heldout3")
 # Each later held-out set's labels assume an index of its catalogs and every earlier set's.
-LATER_SETS = {"heldout2": (HELDOUT2, [HELDOUT]), "heldout3": (HELDOUT3, [HELDOUT2, HELDOUT])}
+HELDOUT4 = os.path.join(ROOT, "bench", "heldout4")
+LATER_SETS = {"heldout2": (HELDOUT2, [HELDOUT]), "heldout3": (HELDOUT3, [HELDOUT2, HELDOUT]),
+              "heldout4": (HELDOUT4, [HELDOUT3, HELDOUT2, HELDOUT])}
 KINDS = ("direct", "paraphrase", "task", "typo", "param", "multi")
 DEPTH = 10  # ranks looked at for MRR
 
@@ -238,23 +240,23 @@ def heldout_report(dev_tools, dev_queries):
     }
 
 
-def heldout2_set(dev_tools):
-    """Held-out set 2 as (tools, queries, noise): both authors' queries over the three sets' catalogs (dev-c since run 1)."""
-    tools = sorted(load_catalog(os.path.join(HELDOUT2, "catalogs")) + load_catalog(os.path.join(HELDOUT, "catalogs")) + dev_tools,
-                   key=lambda t: t["id"])
-    queries = load_queries(os.path.join(HELDOUT2, "queries.json")) + load_queries(os.path.join(HELDOUT2, "queries-b.json"))
-    return tools, queries, load_queries(os.path.join(HELDOUT2, "queries.json"), key="noise")
+def later_set(name, dev_tools):
+    """A later held-out set as (tools, queries, noise, its own catalog).
 
-
-def heldout3_set(dev_tools):
-    """Held-out set 3 as (tools, queries, noise): both authors' queries (a query in both files once) over every set's catalogs (dev-d since run 1)."""
-    directory, earlier = LATER_SETS["heldout3"]
-    tools = sorted(load_catalog(os.path.join(directory, "catalogs")) + [t for d in earlier for t in load_catalog(os.path.join(d, "catalogs"))] + dev_tools,
+    The index is the set's catalogs plus every earlier set's and the
+    development catalogs, as its labels assume; the queries are both
+    authors' files, a query both happened to write counted once.
+    """
+    directory, earlier = LATER_SETS[name]
+    held = load_catalog(os.path.join(directory, "catalogs"))
+    tools = sorted(held + [t for d in earlier for t in load_catalog(os.path.join(d, "catalogs"))] + dev_tools,
                    key=lambda t: t["id"])
     first = load_queries(os.path.join(directory, "queries.json"))
+    second_path = os.path.join(directory, "queries-b.json")
+    second = load_queries(second_path) if os.path.exists(second_path) else []
     seen = {q["query"].lower() for q in first}
-    second = [q for q in load_queries(os.path.join(directory, "queries-b.json")) if q["query"].lower() not in seen]
-    return tools, first + second, load_queries(os.path.join(directory, "queries.json"), key="noise")
+    return tools, first + [q for q in second if q["query"].lower() not in seen], load_queries(
+        os.path.join(directory, "queries.json"), key="noise"), held
 
 
 def later_set_report(name, dev_tools):
@@ -265,17 +267,11 @@ def later_set_report(name, dev_tools):
     alone (two authors wrote them independently: the difference shows how
     much a figure owes to who wrote the queries) and together.
     """
-    directory, earlier = LATER_SETS[name]
-    held = load_catalog(os.path.join(directory, "catalogs"))
-    tools = sorted(held + [t for d in earlier for t in load_catalog(os.path.join(d, "catalogs"))] + dev_tools,
-                   key=lambda t: t["id"])
+    tools, both, noise, held = later_set(name, dev_tools)
+    directory = LATER_SETS[name][0]
     first = load_queries(os.path.join(directory, "queries.json"))
     second_path = os.path.join(directory, "queries-b.json")
     second = load_queries(second_path) if os.path.exists(second_path) else []
-    noise = load_queries(os.path.join(directory, "queries.json"), key="noise")
-    # A query both authors happened to write counts once in the two files together.
-    seen = {q["query"].lower() for q in first}
-    both = first + [q for q in second if q["query"].lower() not in seen]
     hybrid = SearchIndex(tools)
     words = SearchIndex(tools, semantic=False)
     report = {
@@ -875,9 +871,8 @@ def main(argv=None):
             held_path = os.path.join(HELDOUT, "queries.json")
             held_tools = sorted(load_catalog(os.path.join(HELDOUT, "catalogs")) + tools, key=lambda t: t["id"])
             sets["heldout"] = (held_tools, load_queries(held_path), load_queries(held_path, key="noise"))
-            sets["heldout2"] = heldout2_set(tools)
-            if os.path.isdir(HELDOUT3):
-                sets["heldout3"] = heldout3_set(tools)
+            for name in ("heldout2", "heldout3"):
+                sets[name] = later_set(name, tools)[:3]
         json.dump(tune(sets), sys.stdout, indent=2)
         print()
         return
@@ -916,7 +911,7 @@ def main(argv=None):
         "rankers": {"development": ranker_rows(tools, queries)},
         "heldout": None if args.dev_only else heldout_report(tools, queries),
         "heldout2": None if args.dev_only else later_set_report("heldout2", tools),
-        "heldout3": None if args.dev_only or not os.path.isdir(HELDOUT3) else later_set_report("heldout3", tools),
+        "heldout3": None if args.dev_only else later_set_report("heldout3", tools),
         "scale": {
             "tools": len(big),
             "build_ms": big_build,

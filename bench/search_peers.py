@@ -9,7 +9,8 @@ them, and toolscript's own rankers (bench/search.py's ``ranker_rows``), on the s
 - ``dev_b``: held-out set 1, bench/heldout (index: it + the dev catalogs);
 - ``heldout2``: bench/heldout2's queries.json and queries-b.json alone and together (index: held-out
   set 2 + held-out set 1 + dev catalogs, 464 tools); a development set since its first run;
-- ``heldout3``: the same for bench/heldout3 (index: all four sets, 636 tools), the held-out set.
+- ``heldout3``: the same for bench/heldout3 (index: the four sets, 636 tools), a development set since its run;
+- ``heldout4``: the same for bench/heldout4 (index: all five sets, 883 tools), run once in session 19.
   Nothing of ours is tuned here by this script: these are figures, not a grid.
 
 Rankers, each graded by bench/search.py's ``graded`` (recall@1/3/5, MRR@10, nDCG@10 per kind):
@@ -37,7 +38,7 @@ and node with fuse.js:
 
 ``--fuse-dir`` (or TOOLSCRIPT_FUSE_DIR) is the node_modules directory holding fuse.js; the default is
 tests/peers/node_modules, which has it once tests/peers/package.json's fuse.js is installed. Prints one
-JSON document. Log every held-out-3 run in bench/heldout3/README.md.
+JSON document. Log every run of a held-out set in its README.
 """
 
 import os
@@ -333,7 +334,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fuse-dir", default=os.environ.get("TOOLSCRIPT_FUSE_DIR", os.path.join(ROOT, "tests", "peers", "node_modules")),
                         help="the node_modules directory holding fuse.js " + FUSE_VERSION)
-    parser.add_argument("--sets", default="dev,dev_b,heldout2,heldout3", help="comma-separated: dev, dev_b, heldout2, heldout3")
+    parser.add_argument("--sets", default="dev,dev_b,heldout2,heldout3,heldout4",
+                        help="comma-separated: dev, dev_b, heldout2, heldout3, heldout4")
     parser.add_argument("--repeat", type=int, default=3, help="times our index build is timed (median)")
     args = parser.parse_args(argv)
     fuse = fuse_dir_checked(args.fuse_dir)
@@ -341,26 +343,20 @@ def main(argv=None) -> None:
 
     dev_tools = ours.load_catalog()
     held_tools = sorted(ours.load_catalog(os.path.join(ours.HELDOUT, "catalogs")) + dev_tools, key=lambda t: t["id"])
-    held2_tools = sorted(ours.load_catalog(os.path.join(ours.HELDOUT2, "catalogs")) + held_tools, key=lambda t: t["id"])
-    held3_tools = sorted(ours.load_catalog(os.path.join(ours.HELDOUT3, "catalogs")) + held2_tools, key=lambda t: t["id"])
     sets = {
         "dev": (dev_tools, {"queries": ours.with_dev_kinds(dev_tools, ours.load_queries())}),
         "dev_b": (held_tools, {"queries": ours.load_queries(os.path.join(ours.HELDOUT, "queries.json"))}),
-        "heldout2": (held2_tools, {"queries": ours.load_queries(os.path.join(ours.HELDOUT2, "queries.json")),
-                                   "queries_b": ours.load_queries(os.path.join(ours.HELDOUT2, "queries-b.json"))}),
-        "heldout3": (held3_tools, {"queries": ours.load_queries(os.path.join(ours.HELDOUT3, "queries.json")),
-                                   "queries_b": ours.load_queries(os.path.join(ours.HELDOUT3, "queries-b.json"))}),
     }
+    for name, (directory, _) in ours.LATER_SETS.items():
+        # As bench/search.py counts them: a query both authors wrote counts once together.
+        tools, both, _, _ = ours.later_set(name, dev_tools)
+        sets[name] = (tools, {"queries": ours.load_queries(os.path.join(directory, "queries.json")),
+                              "queries_b": ours.load_queries(os.path.join(directory, "queries-b.json")),
+                              "both_authors": both})
     wanted = [s.strip() for s in args.sets.split(",") if s.strip()]
     unknown = [s for s in wanted if s not in sets]
     if unknown:
         sys.exit(f"unknown set(s) {', '.join(unknown)}: choose from {', '.join(sets)}")
-    for name in ("heldout2", "heldout3"):
-        if name in wanted:
-            # As bench/search.py counts them: a query both authors wrote counts once together.
-            files = sets[name][1]
-            seen = {q["query"].lower() for q in files["queries"]}
-            files["both_authors"] = files["queries"] + [q for q in files["queries_b"] if q["query"].lower() not in seen]
 
     start = time.perf_counter()
     teacher = Teacher()
