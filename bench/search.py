@@ -48,14 +48,13 @@ and prints one JSON document:
     python3 bench/search.py [--repeat 5] [--misses] [--dev-only] [--tune | --tune-similar]
 
 ``--dev-only`` leaves out everything that touches the held-out sets (what
-tuning runs). ``--only heldout2`` / ``--only heldout3`` prints that set's
-figures alone (log every run of a set that is still held out in its README;
-bench/heldout3/ is the held-out set since session 18's second round).
+tuning runs). ``--only heldout2`` .. ``--only heldout4`` prints that set's
+figures alone (log every run of a set that is still held out in its README).
 ``--tune`` prints instead the grids the fusion's and the tool vectors'
 constants were chosen from, on the development set and (without
-``--dev-only``) held-out sets 1, 2 and 3, development sets too since sessions
-18 and 19 (dev-b, dev-c and dev-d; keys ``heldout2`` and ``heldout3``, both
-authors' queries);
+``--dev-only``) held-out sets 1 to 4, development sets too since sessions
+18 and 19 (dev-b .. dev-e; keys ``heldout`` .. ``heldout4``, both authors'
+queries);
 ``--tune-similar`` the development grid of the similar-words signal's.
 
 ``--misses`` adds every query the ranker does not answer in its top 3, with
@@ -871,7 +870,7 @@ def main(argv=None):
             held_path = os.path.join(HELDOUT, "queries.json")
             held_tools = sorted(load_catalog(os.path.join(HELDOUT, "catalogs")) + tools, key=lambda t: t["id"])
             sets["heldout"] = (held_tools, load_queries(held_path), load_queries(held_path, key="noise"))
-            for name in ("heldout2", "heldout3"):
+            for name in LATER_SETS:
                 sets[name] = later_set(name, tools)[:3]
         json.dump(tune(sets), sys.stdout, indent=2)
         print()
@@ -912,6 +911,7 @@ def main(argv=None):
         "heldout": None if args.dev_only else heldout_report(tools, queries),
         "heldout2": None if args.dev_only else later_set_report("heldout2", tools),
         "heldout3": None if args.dev_only else later_set_report("heldout3", tools),
+        "heldout4": None if args.dev_only else later_set_report("heldout4", tools),
         "scale": {
             "tools": len(big),
             "build_ms": big_build,
