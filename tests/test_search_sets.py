@@ -14,6 +14,8 @@ The sets, in the order they were made (each set's README logs its runs):
 - bench/heldout4/: the fresh set for the next round.  Format checks only: no
   ranker has run on it, so it has no floor and nothing here builds a
   SearchIndex on it.
+- bench/heldout5/: the fresh set for the round after, built while held-out 4
+  was run once.  Format checks only, as held-out 4.
 The floors are the hybrid's measured recall@3 minus ~0.02, rounded down;
 bench/search.py prints the full figures (recall@1/3/5, MRR@10, nDCG@10 per
 kind, for words alone, vectors alone and the hybrid).
@@ -32,6 +34,7 @@ HELDOUT_DIR = os.path.join(BENCH, "heldout")
 HELDOUT2_DIR = os.path.join(BENCH, "heldout2")
 HELDOUT3_DIR = os.path.join(BENCH, "heldout3")
 HELDOUT4_DIR = os.path.join(BENCH, "heldout4")
+HELDOUT5_DIR = os.path.join(BENCH, "heldout5")
 
 # Per set: its directory; the sets before it (its servers are in none of them,
 # and its labels may name their tools); the pin tables of
@@ -59,10 +62,16 @@ SETS = {
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "asana", "own": ("jenkins", "mapbox"),
         "unranked": True,  # no ranker runs on it before the round that reports on it
     },
+    "heldout5": {
+        "dir": HELDOUT5_DIR, "earlier": [EVAL_DIR, HELDOUT_DIR, HELDOUT2_DIR, HELDOUT3_DIR, HELDOUT4_DIR],
+        "earlier_pins": ["SERVERS", "HELDOUT_SERVERS", "HELDOUT2_SERVERS", "HELDOUT3_SERVERS", "HELDOUT4_SERVERS"],
+        "min_servers": 12, "tool_bounds": (150, 250), "outsider": "jenkins", "own": ("plane", "sonarqube"),
+        "unranked": True,  # no ranker runs on it before the round that reports on it
+    },
 }
 # The sets recorded with bench/eval/record_catalogs.py --set and checked alike
 # (README kind table, noise, pins); held-out set 1 predates that format.
-LATER_SETS = ["heldout2", "heldout3", "heldout4"]
+LATER_SETS = ["heldout2", "heldout3", "heldout4", "heldout5"]
 
 
 def load_set(name):
@@ -299,3 +308,22 @@ def test_heldout4_has_no_floor_and_cannot_be_ranked_here():
     # before any SearchIndex is built on it.
     with pytest.raises(AssertionError, match="held out unranked"):
         recall_of_set("heldout4", ["queries.json"])
+
+
+def test_heldout5_has_no_floor_and_cannot_be_ranked_here():
+    # bench/heldout5/ stays unranked until the round that reports on it (after held-out 4's).
+    with pytest.raises(AssertionError, match="held out unranked"):
+        recall_of_set("heldout5", ["queries.json"])
+
+
+def test_recorder_starts_heldout5_servers_from_the_scratch_install(start_command, tmp_path):
+    scratch = str(tmp_path)
+    assert start_command("plane")[0] == npm_bin(scratch, "plane-mcp-server")
+    exe, args, _ = start_command("argocd")
+    assert exe == npm_bin(scratch, "argocd-mcp") and args == ["stdio"]  # transport subcommand: stdio, sse, http
+    assert start_command("powerpoint")[0] == venv_bin(scratch, "powerpoint", "ppt_mcp_server")
+    # MotherDuck's default database is its cloud service; a local DuckDB file needs no backend.
+    exe, args, _ = start_command("motherduck")
+    assert exe == venv_bin(scratch, "motherduck", "mcp-server-motherduck")
+    assert args == ["--db-path", os.path.join(scratch, "motherduck.duckdb")]
+    assert start_command("sonarqube")[2]["SONARQUBE_URL"] == "http://127.0.0.1:9"  # a closed local port
