@@ -466,7 +466,8 @@ def tune(sets):
     a fourth (dev-d), and a change is taken when it helps all of them.  Per
     set: the power the words' idf is raised to in the fusion (signals
     prepared again per point), the vectors' weight for a query that names a
-    parameter (likewise), the blend grid (each query's
+    parameter (likewise), how far a named server's tools are told apart
+    without the words naming it (likewise), the blend grid (each query's
     word shares and cosines computed once, then search's own ``_fuse`` with
     its constants patched), the fusions tried instead of the blend (the
     vector weight set by how much of the query the words explain; reciprocal
@@ -474,7 +475,7 @@ def tune(sets):
     (the index rebuilt per point).
     """
     mod = toolscript.search
-    out = {"shipped": {"idf_power": mod._FUSED_IDF_POWER, "identifier_scale": mod._IDENTIFIER_VECTOR_SCALE, "blend": {n: getattr(mod, n) for n in BLEND}, "tool_text_weights": list(mod._TOOL_TEXT_WEIGHTS),
+    out = {"shipped": {"name_words_set_apart": mod._NAME_WORDS_SET_APART, "idf_power": mod._FUSED_IDF_POWER, "identifier_scale": mod._IDENTIFIER_VECTOR_SCALE, "blend": {n: getattr(mod, n) for n in BLEND}, "tool_text_weights": list(mod._TOOL_TEXT_WEIGHTS),
                        "named_server": {"bonus": mod._NAMED_SERVER_BONUS, "purity": mod._NAMING_PURITY}}}
     for label, (tools, queries, noise) in sets.items():
         index = SearchIndex(tools)
@@ -487,8 +488,32 @@ def tune(sets):
                       "adaptive": adaptive_rows(index, queries, prepared),
                       "rrf": rrf_rows(index, queries),
                       "tool_text_weights": tool_text_rows(tools, queries, noise),
-                      "named_server": named_server_rows(tools, queries, noise)}
+                      "named_server": named_server_rows(tools, queries, noise),
+                      "name_words_set_apart": name_words_rows(index, queries, noise)}
     return out
+
+
+def name_words_rows(index, queries, noise):
+    """How far a named server's tools are told apart without the words naming it (_NAME_WORDS_SET_APART), per point.
+
+    ``evened`` False: a naming word's BM25F term frequency left as each
+    tool has it (before session 19's fourth round); at share 0 and not
+    evened, the fusion as it was.
+    """
+    mod = toolscript.search
+    saved = mod._NAME_WORDS_SET_APART
+    evened = index._evened
+    rows = []
+    try:
+        for even in (False, True):
+            index._evened = evened if even else (lambda postings, named: postings)
+            for share in (0.0, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0):
+                mod._NAME_WORDS_SET_APART = share
+                rows.append(dict({"share": share, "evened": even}, **fused_figures(index, queries, prepare_signals(index, queries, noise), shipped_fuse)))
+    finally:
+        mod._NAME_WORDS_SET_APART = saved
+        del index._evened
+    return rows
 
 
 def idf_power_rows(index, queries, noise):
@@ -551,12 +576,17 @@ BLEND = ("_LEXICAL_WEIGHT", "_VECTOR_WEIGHT", "_VECTOR_FLOOR", "_VECTOR_CEILING"
 def prepare_signals(index, queries, noise):
     """Each labelled and noise query's word shares, exact names, cosines and words' coverage, computed once."""
     def prepare(text):
-        semantic = index._semantic(text)
+        # As search does: a named server's tools are told apart without its name's words
+        # (_NAME_WORDS_SET_APART), unless the query names parameters.
+        named = index._named_servers(text)
+        set_apart = named if named and not index._names_parameters(text) else frozenset()
+        semantic = index._semantic(text, set_apart)
+        if not semantic:
+            named = set_apart = frozenset()
         # As search does: fused with the vectors, the words' idf is sharpened (_FUSED_IDF_POWER).
         power = getattr(toolscript.search, "_FUSED_IDF_POWER", 1.0) if semantic else 1.0
-        lexical, _, exact = index._lexical(text, idf_power=power)
+        lexical, _, exact = index._lexical(text, idf_power=power, named=set_apart)
         # The named server's tools' share is added after the fusion, as search does.
-        named = index._named_servers(text) if semantic else ()
         bonus = {i: toolscript.search._NAMED_SERVER_BONUS for i, t in enumerate(index._tools) if t.get("server") in named}
         # As search does: a query naming a parameter weighs the vectors less (_IDENTIFIER_VECTOR_SCALE).
         scale = index._vector_scale(text) if semantic and hasattr(index, "_vector_scale") else 1.0
