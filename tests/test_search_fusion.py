@@ -454,3 +454,30 @@ def test_the_tuning_bench_sets_a_named_servers_tools_apart_as_search_does():
     assert rows[(toolscript.search._NAME_WORDS_SET_APART, True)]["mrr@10"] == pytest.approx(1.0)
     assert rows[(0.0, False)]["mrr@10"] < 1.0  # the fusion as it was
     assert "_evened" not in vars(index)  # the grid put the evening back
+
+
+@needs_vectors
+def test_the_cross_validation_scores_each_set_left_aside_with_the_shipped_fusion_beside_it():
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "search.py")
+    spec = importlib.util.spec_from_file_location("bench_search_fu4_cv", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    sets = {
+        "development": (JENKINS_CATALOG, [{"query": "start the jenkins job again", "ids": ["jenkins__build_item"], "kind": "paraphrase"},
+                                          {"query": "post to slack", "ids": ["slack__post_message"], "kind": "direct"}], ["book a flight to rome"]),
+        "other": (TASK_CATALOG, [{"query": "parent_task_id name notes", "ids": ["tasks__create_subtask"], "kind": "param"}], ["book a flight to rome"]),
+    }
+    grid = {"lexical_weight": (0.5, 0.35), "floor": (0.2,), "ceiling": (0.9,), "named_server_bonus": (0.15,)}
+    report = bench.cross_validation(sets, grid)
+    assert report["grid"] == 2 and [f["held_out"] for f in report["folds"]] == ["development", "other"]
+    # The shipped point's figures are search's own on each set.
+    for fold in report["folds"]:
+        tools, queries, _ = sets[fold["held_out"]]
+        index = SearchIndex(tools)
+        hits = sum(bool(set(q["ids"]) & set(ids(index.search(q["query"], limit=3)))) for q in queries)
+        assert fold["recall@3"]["shipped"] == pytest.approx(hits / len(queries))
+    assert report["adopt"] == all(f["recall@3"]["fitted"] >= f["recall@3"]["shipped"] for f in report["folds"])
+    assert toolscript.search._LEXICAL_WEIGHT == 0.5 and toolscript.search._VECTOR_WEIGHT == 0.5  # put back

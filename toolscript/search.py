@@ -49,7 +49,10 @@ vectors, the score is half that share plus half the cosine mapped onto 0..1
 weighing each word by its idf to the power 1.75 (_FUSED_IDF_POWER: a word
 many tools share explains less, the vectors tell those tools apart): a tool that says the
 query's words *and* means it scores near 1, words or meaning alone about
-half; a query that names the tool's server adds 0.15 (_NAMED_SERVER_BONUS).
+half; a query that names the tool's server adds 0.15 (_NAMED_SERVER_BONUS),
+and among that server's tools the words naming it choose nothing: each
+tool's cosine leans toward the query's without them and they count the same
+in every one of its tools' word share (_NAME_WORDS_SET_APART).
 A query with an identifier that is some tool's parameter name
 ("parent_task_id", "timeMin") is asking by parameters: there the share
 counts 0.85 and the cosine 0.15 (_IDENTIFIER_VECTOR_SCALE), still 1 at most.
@@ -812,7 +815,10 @@ _NAMING_PURITY = 0.8
 # dropping the naming words from the vector outright lost dev-c and dev-d
 # paraphrases (-18, -24) where it won dev-e's (+12); the re-centred blend at
 # 0.5-0.8 won on four sets and lost a dev query (recall@3 hits, 0.6: dev -1,
-# dev-b +4, dev-c +15, dev-d +14, dev-e +36); the BM25 evening alone +13.
+# dev-b +4, dev-c +15, dev-d +15, dev-e +35; paraphrase +4, +15, +16, +31);
+# the BM25 evening alone +13.  A query by parameter names sets nothing
+# apart: "calendar" inside calendarId names no server (dev-d lost its param
+# query otherwise).  Noise at 0.3 unchanged on all five sets.
 _NAME_WORDS_SET_APART = 0.6
 
 
