@@ -56,6 +56,9 @@ constants were chosen from, on the development set and (without
 18 and 19 (dev-b .. dev-e; keys ``heldout`` .. ``heldout4``, both authors'
 queries);
 ``--tune-similar`` the development grid of the similar-words signal's.
+``--cv`` the leave-one-set-out cross-validation of the fusion's linear
+weights over the five development sets (session 19; the fitted weights
+were not adopted: they lost on two of the five held-aside sets).
 
 ``--misses`` adds every query the ranker does not answer in its top 3, with
 what it returned instead.
@@ -466,7 +469,8 @@ def tune(sets):
     a fourth (dev-d), and a change is taken when it helps all of them.  Per
     set: the power the words' idf is raised to in the fusion (signals
     prepared again per point), the vectors' weight for a query that names a
-    parameter (likewise), the blend grid (each query's
+    parameter (likewise), how far a named server's tools are told apart
+    without the words naming it (likewise), the blend grid (each query's
     word shares and cosines computed once, then search's own ``_fuse`` with
     its constants patched), the fusions tried instead of the blend (the
     vector weight set by how much of the query the words explain; reciprocal
@@ -474,7 +478,7 @@ def tune(sets):
     (the index rebuilt per point).
     """
     mod = toolscript.search
-    out = {"shipped": {"idf_power": mod._FUSED_IDF_POWER, "identifier_scale": mod._IDENTIFIER_VECTOR_SCALE, "blend": {n: getattr(mod, n) for n in BLEND}, "tool_text_weights": list(mod._TOOL_TEXT_WEIGHTS),
+    out = {"shipped": {"name_words_set_apart": mod._NAME_WORDS_SET_APART, "idf_power": mod._FUSED_IDF_POWER, "identifier_scale": mod._IDENTIFIER_VECTOR_SCALE, "blend": {n: getattr(mod, n) for n in BLEND}, "tool_text_weights": list(mod._TOOL_TEXT_WEIGHTS),
                        "named_server": {"bonus": mod._NAMED_SERVER_BONUS, "purity": mod._NAMING_PURITY}}}
     for label, (tools, queries, noise) in sets.items():
         index = SearchIndex(tools)
@@ -487,8 +491,96 @@ def tune(sets):
                       "adaptive": adaptive_rows(index, queries, prepared),
                       "rrf": rrf_rows(index, queries),
                       "tool_text_weights": tool_text_rows(tools, queries, noise),
-                      "named_server": named_server_rows(tools, queries, noise)}
+                      "named_server": named_server_rows(tools, queries, noise),
+                      "name_words_set_apart": name_words_rows(index, queries, noise)}
     return out
+
+
+CV_GRID = {"lexical_weight": (0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65), "floor": (0.1, 0.2, 0.3),
+           "ceiling": (0.9, 1.0), "named_server_bonus": (0.1, 0.15, 0.2)}
+
+
+def cross_validation(sets, grid=CV_GRID):
+    """Leave-one-set-out cross-validation of the fusion's linear weights (session 19, FU4; not adopted).
+
+    The fusion is linear in the word share, the mapped cosine and the named
+    server's share: fitted here are the word share's weight (the vectors'
+    is 1 minus it, so a tool both fully back still scores 1), the cosine's
+    floor and ceiling and the named server's share.  Each fold fits them on
+    every set but one (the most recall@3 hits pooled, then MRR@10, among the
+    points where the development set's noise at 0.3 stays >= 0.9) and scores
+    the set left aside, next to the shipped constants there.  A fitted fusion
+    would be adopted only if every fold's held-aside score were >= the
+    shipped one's.  ``sets``: {label: (tools, queries, noise)}, the first
+    label the development set.  Each point fuses the signals search computes
+    (prepare_signals) with search's own ``_fuse``, its constants patched.
+    """
+    mod = toolscript.search
+    shipped = (mod._LEXICAL_WEIGHT, mod._VECTOR_FLOOR, mod._VECTOR_CEILING, mod._NAMED_SERVER_BONUS)
+    points = [shipped] + [p for p in itertools.product(*grid.values()) if p != shipped]
+    prepared = {}
+    for label, (tools, queries, noise) in sets.items():
+        index = SearchIndex(tools)
+        if not index.semantic:
+            return {"error": "no vectors data: nothing to fit"}
+        prepared[label] = (index, queries, prepare_signals(index, queries, noise))
+
+    def with_share(signals, bonus):
+        # prepare_signals gave each named server's tool the shipped share; this point's instead.
+        lexical, exact, semantic, covered, shares, scale = signals
+        return lexical, exact, semantic, covered, {i: bonus for i in shares}, scale
+
+    saved = {n: getattr(mod, n) for n in BLEND}
+    table = {}
+    try:
+        for point in points:
+            weight, floor, ceiling, bonus = point
+            for n, v in zip(BLEND, (weight, 1.0 - weight, floor, ceiling)):
+                setattr(mod, n, v)
+            table[point] = {}
+            for label, (index, queries, (labelled, rejected)) in prepared.items():
+                signals = ([(q, with_share(s, bonus)) for q, s in labelled], [with_share(s, bonus) for s in rejected])
+                row = fused_figures(index, queries, signals, shipped_fuse)
+                table[point][label] = (round(row["recall@3"] * len(queries)), row["recall@3"], row["mrr@10"], row["noise_rejected@0.3"])
+    finally:
+        for n, v in saved.items():
+            setattr(mod, n, v)
+    labels = list(sets)
+    development = labels[0]
+    allowed = [p for p in points if table[p][development][3] >= 0.9]
+    folds = []
+    for held in labels:
+        train = [label for label in labels if label != held]
+        fitted = max(allowed, key=lambda p: (sum(table[p][t][0] for t in train), sum(table[p][t][2] for t in train), p == shipped))
+        folds.append({"held_out": held, "fitted": dict(zip(grid, fitted)),
+                      "train_hits": {"fitted": sum(table[fitted][t][0] for t in train), "shipped": sum(table[shipped][t][0] for t in train)},
+                      "recall@3": {"fitted": table[fitted][held][1], "shipped": table[shipped][held][1]},
+                      "mrr@10": {"fitted": table[fitted][held][2], "shipped": table[shipped][held][2]}})
+    return {"grid": len(points), "shipped": dict(zip(grid, shipped)), "folds": folds,
+            "adopt": all(f["recall@3"]["fitted"] >= f["recall@3"]["shipped"] for f in folds)}
+
+
+def name_words_rows(index, queries, noise):
+    """How far a named server's tools are told apart without the words naming it (_NAME_WORDS_SET_APART), per point.
+
+    ``evened`` False: a naming word's BM25F term frequency left as each
+    tool has it (before session 19's fourth round); at share 0 and not
+    evened, the fusion as it was.
+    """
+    mod = toolscript.search
+    saved = mod._NAME_WORDS_SET_APART
+    evened = index._evened
+    rows = []
+    try:
+        for even in (False, True):
+            index._evened = evened if even else (lambda postings, named: postings)
+            for share in (0.0, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0):
+                mod._NAME_WORDS_SET_APART = share
+                rows.append(dict({"share": share, "evened": even}, **fused_figures(index, queries, prepare_signals(index, queries, noise), shipped_fuse)))
+    finally:
+        mod._NAME_WORDS_SET_APART = saved
+        del index._evened
+    return rows
 
 
 def idf_power_rows(index, queries, noise):
@@ -551,12 +643,17 @@ BLEND = ("_LEXICAL_WEIGHT", "_VECTOR_WEIGHT", "_VECTOR_FLOOR", "_VECTOR_CEILING"
 def prepare_signals(index, queries, noise):
     """Each labelled and noise query's word shares, exact names, cosines and words' coverage, computed once."""
     def prepare(text):
-        semantic = index._semantic(text)
+        # As search does: a named server's tools are told apart without its name's words
+        # (_NAME_WORDS_SET_APART), unless the query names parameters.
+        named = index._named_servers(text)
+        set_apart = named if named and not index._names_parameters(text) else frozenset()
+        semantic = index._semantic(text, set_apart)
+        if not semantic:
+            named = set_apart = frozenset()
         # As search does: fused with the vectors, the words' idf is sharpened (_FUSED_IDF_POWER).
         power = getattr(toolscript.search, "_FUSED_IDF_POWER", 1.0) if semantic else 1.0
-        lexical, _, exact = index._lexical(text, idf_power=power)
+        lexical, _, exact = index._lexical(text, idf_power=power, named=set_apart)
         # The named server's tools' share is added after the fusion, as search does.
-        named = index._named_servers(text) if semantic else ()
         bonus = {i: toolscript.search._NAMED_SERVER_BONUS for i, t in enumerate(index._tools) if t.get("server") in named}
         # As search does: a query naming a parameter weighs the vectors less (_IDENTIFIER_VECTOR_SCALE).
         scale = index._vector_scale(text) if semantic and hasattr(index, "_vector_scale") else 1.0
@@ -850,6 +947,8 @@ def main(argv=None):
     parser.add_argument("--dev-only", action="store_true", help="leave out the held-out set (for tuning)")
     parser.add_argument("--tune", action="store_true",
                         help="print the fusion and tool-vector grids on the four development sets (dev only with --dev-only) and stop")
+    parser.add_argument("--cv", action="store_true",
+                        help="print the leave-one-set-out cross-validation of the fusion's weights on the five development sets and stop")
     parser.add_argument("--tune-similar", action="store_true", help="print the development-set similar-words grid and stop")
     parser.add_argument("--no-cli", action="store_true", help="skip the subprocess timings (CLI search, --version)")
     parser.add_argument("--only", choices=sorted(LATER_SETS),
@@ -864,15 +963,15 @@ def main(argv=None):
         json.dump(later_set_report(args.only, tools), sys.stdout, indent=2)
         print()
         return
-    if args.tune:
+    if args.tune or args.cv:
         sets = {"development": (tools, queries, noise)}
-        if not args.dev_only:
+        if not args.dev_only or args.cv:
             held_path = os.path.join(HELDOUT, "queries.json")
             held_tools = sorted(load_catalog(os.path.join(HELDOUT, "catalogs")) + tools, key=lambda t: t["id"])
             sets["heldout"] = (held_tools, load_queries(held_path), load_queries(held_path, key="noise"))
             for name in LATER_SETS:
                 sets[name] = later_set(name, tools)[:3]
-        json.dump(tune(sets), sys.stdout, indent=2)
+        json.dump(cross_validation(sets) if args.cv else tune(sets), sys.stdout, indent=2)
         print()
         return
     if args.tune_similar:

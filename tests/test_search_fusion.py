@@ -8,7 +8,9 @@ soft; and without the vectors data search is the words' alone.  Round 2
 (FU2): fused with the vectors, a word weighs by its idf to a power, so a
 word many tools share does not outvote the meaning.  Round 3 (FU3): a
 query naming a tool's parameter (snake_case, camelCase) weighs the vectors
-less, so the words' exact parameter match is not outvoted.
+less, so the words' exact parameter match is not outvoted.  Round 4
+(FU4): among the tools of a server the query names, the words naming it
+decide nothing (_NAME_WORDS_SET_APART).
 """
 
 import math
@@ -340,3 +342,142 @@ def test_the_tuning_bench_fuses_a_parameter_query_as_search_does():
     rows = {r["scale"]: r for r in bench.identifier_scale_rows(index, queries, ["book a flight"])}
     assert rows[toolscript.search._IDENTIFIER_VECTOR_SCALE]["mrr@10"] == pytest.approx(0.5)
     assert rows[1.0]["mrr@10"] == pytest.approx(1 / 3, abs=0.001)
+
+
+# Round 4 (FU4): a named server's tools are told apart by the rest of the query.
+
+JENKINS_CATALOG = [
+    # get_view says "Jenkins" three times; build_item, the one that starts a job, never.
+    tool("jenkins", "get_view", "Get a Jenkins view: the Jenkins jobs a Jenkins dashboard view lists"),
+    tool("jenkins", "build_item", "Trigger a build of a job"),
+    tool("jenkins", "stop_build", "Stop a running Jenkins build"),
+    tool("jenkins", "get_build_log", "Console output of a build"),
+    tool("gitlab", "run_pipeline", "Run a CI pipeline"),
+    tool("slack", "post_message", "Post a message to a Slack channel"),
+    tool("time", "get_current_time", "Get current time in a specific timezone"),
+]
+
+
+def as_before_round_4(monkeypatch):
+    monkeypatch.setattr(toolscript.search, "_NAME_WORDS_SET_APART", 0.0)
+    monkeypatch.setattr(SearchIndex, "_evened", lambda self, postings, named: postings)
+
+
+@needs_vectors
+def test_the_words_naming_a_server_do_not_choose_among_its_tools(monkeypatch):
+    query = "start the jenkins job again"
+    assert SearchIndex(JENKINS_CATALOG).search(query, limit=1)[0]["id"] == "jenkins__build_item"
+    # Before: the tool that says "Jenkins" most won, in the vectors and the words alike.
+    as_before_round_4(monkeypatch)
+    assert SearchIndex(JENKINS_CATALOG).search(query, limit=1)[0]["id"] == "jenkins__get_view"
+
+
+@needs_vectors
+def test_the_named_servers_tools_keep_their_mean_cosine_and_other_servers_theirs():
+    index = SearchIndex(JENKINS_CATALOG)
+    query = "start the jenkins job again"
+    named = index._named_servers(query)
+    assert named == frozenset({"jenkins"})
+    plain, set_apart = index._semantic(query), index._semantic(query, named)
+    mine = [i for i, t in enumerate(JENKINS_CATALOG) if t["server"] == "jenkins"]
+    others = [i for i in plain if i not in mine]
+    assert all(set_apart[i] == plain[i] for i in others)
+    assert sum(set_apart[i] for i in mine) == pytest.approx(sum(plain[i] for i in mine))
+    assert any(abs(set_apart[i] - plain[i]) > 0.005 for i in mine)
+    # Each moves _NAME_WORDS_SET_APART of the way to its re-centred cosine without the naming word.
+    without = index._semantic("start the job again")
+    shift = sum(plain[i] - without[i] for i in mine) / len(mine)
+    share = toolscript.search._NAME_WORDS_SET_APART
+    for i in mine:
+        assert set_apart[i] == pytest.approx(plain[i] + share * (without[i] + shift - plain[i]))
+
+
+@needs_vectors
+def test_a_query_that_is_only_the_servers_name_keeps_its_cosines():
+    index = SearchIndex(JENKINS_CATALOG)
+    assert index._semantic("jenkins", frozenset({"jenkins"})) == index._semantic("jenkins")
+
+
+@needs_vectors
+def test_a_word_naming_a_server_counts_the_same_for_each_of_its_tools():
+    index = SearchIndex(JENKINS_CATALOG)
+    named = frozenset({"jenkins"})
+    mine = [i for i, t in enumerate(JENKINS_CATALOG) if t["server"] == "jenkins"]
+    plain, _, _ = index._lexical("jenkins", idf_power=toolscript.search._FUSED_IDF_POWER)
+    evened, _, _ = index._lexical("jenkins", idf_power=toolscript.search._FUSED_IDF_POWER, named=named)
+    assert plain[mine[0]] > plain[mine[1]]  # get_view says it four times
+    # Evened: each at the least of them, as if said once, as the server's name.
+    assert {round(evened[i], 9) for i in mine} == {round(min(plain[i] for i in mine), 9)}
+
+
+@needs_vectors
+def test_words_inside_parameter_names_set_no_server_apart(monkeypatch):
+    index = SearchIndex(TASK_CATALOG)
+    query = "calendarId timeMin timeMax"
+    assert index._named_servers(query) == frozenset({"calendar"})  # "calendar" is inside calendarId
+    seen = []
+    real = SearchIndex._semantic
+    monkeypatch.setattr(SearchIndex, "_semantic", lambda self, q, named=frozenset(): seen.append(named) or real(self, q, named))
+    index.search(query, limit=3)
+    index.search("search the calendar for events", limit=3)
+    assert seen == [frozenset(), frozenset({"calendar"})]
+
+
+@needs_vectors
+def test_explain_shows_the_set_apart_cosine_and_adds_up():
+    index = SearchIndex(JENKINS_CATALOG)
+    query = "start the jenkins job again"
+    cosines = index._semantic(query, frozenset({"jenkins"}))
+    plain = index._semantic(query)
+    for result in index.search(query, limit=4, explain=True):
+        i = index._ids.index(result["id"])
+        assert result["signals"]["vector"] == pytest.approx(toolscript.search._vector_share(cosines[i]))
+        assert sum(result["signals"].values()) == pytest.approx(result["score"], abs=0.001)
+    top = index._ids.index("jenkins__build_item")
+    assert toolscript.search._vector_share(cosines[top]) != pytest.approx(toolscript.search._vector_share(plain[top]))
+
+
+@needs_vectors
+def test_the_tuning_bench_sets_a_named_servers_tools_apart_as_search_does():
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "search.py")
+    spec = importlib.util.spec_from_file_location("bench_search_fu4", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    index = SearchIndex(JENKINS_CATALOG)
+    queries = [{"query": "start the jenkins job again", "ids": ["jenkins__build_item"], "kind": "paraphrase"}]
+    row = bench.fused_figures(index, queries, bench.prepare_signals(index, queries, ["book a flight"]), bench.shipped_fuse)
+    assert row["mrr@10"] == pytest.approx(1.0)
+    rows = {(r["share"], r["evened"]): r for r in bench.name_words_rows(index, queries, ["book a flight"])}
+    assert rows[(toolscript.search._NAME_WORDS_SET_APART, True)]["mrr@10"] == pytest.approx(1.0)
+    assert rows[(0.0, False)]["mrr@10"] < 1.0  # the fusion as it was
+    assert "_evened" not in vars(index)  # the grid put the evening back
+
+
+@needs_vectors
+def test_the_cross_validation_scores_each_set_left_aside_with_the_shipped_fusion_beside_it():
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "search.py")
+    spec = importlib.util.spec_from_file_location("bench_search_fu4_cv", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    sets = {
+        "development": (JENKINS_CATALOG, [{"query": "start the jenkins job again", "ids": ["jenkins__build_item"], "kind": "paraphrase"},
+                                          {"query": "post to slack", "ids": ["slack__post_message"], "kind": "direct"}], ["book a flight to rome"]),
+        "other": (TASK_CATALOG, [{"query": "parent_task_id name notes", "ids": ["tasks__create_subtask"], "kind": "param"}], ["book a flight to rome"]),
+    }
+    grid = {"lexical_weight": (0.5, 0.35), "floor": (0.2,), "ceiling": (0.9,), "named_server_bonus": (0.15,)}
+    report = bench.cross_validation(sets, grid)
+    assert report["grid"] == 2 and [f["held_out"] for f in report["folds"]] == ["development", "other"]
+    # The shipped point's figures are search's own on each set.
+    for fold in report["folds"]:
+        tools, queries, _ = sets[fold["held_out"]]
+        index = SearchIndex(tools)
+        hits = sum(bool(set(q["ids"]) & set(ids(index.search(q["query"], limit=3)))) for q in queries)
+        assert fold["recall@3"]["shipped"] == pytest.approx(hits / len(queries))
+    assert report["adopt"] == all(f["recall@3"]["fitted"] >= f["recall@3"]["shipped"] for f in report["folds"])
+    assert toolscript.search._LEXICAL_WEIGHT == 0.5 and toolscript.search._VECTOR_WEIGHT == 0.5  # put back
