@@ -15,6 +15,8 @@ The sets, in the order they were made (each set's README logs its runs):
   holds run 1.
 - bench/heldout5/ (dev-f from session 20): built while held-out 4 was run,
   run once at the end of session 19; its floor holds run 1.
+- bench/heldout6/: built after held-out 5's run, unranked (the fresh set for
+  the next round).
 A set marked ``unranked`` (the fresh one, before its run) gets format checks
 only: no floor, and nothing here builds a SearchIndex on it.
 The floors are the hybrid's measured recall@3 minus ~0.02, rounded down;
@@ -36,6 +38,7 @@ HELDOUT2_DIR = os.path.join(BENCH, "heldout2")
 HELDOUT3_DIR = os.path.join(BENCH, "heldout3")
 HELDOUT4_DIR = os.path.join(BENCH, "heldout4")
 HELDOUT5_DIR = os.path.join(BENCH, "heldout5")
+HELDOUT6_DIR = os.path.join(BENCH, "heldout6")
 
 # Per set: its directory; the sets before it (its servers are in none of them,
 # and its labels may name their tools); the pin tables of
@@ -67,10 +70,18 @@ SETS = {
         "earlier_pins": ["SERVERS", "HELDOUT_SERVERS", "HELDOUT2_SERVERS", "HELDOUT3_SERVERS", "HELDOUT4_SERVERS"],
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "jenkins", "own": ("plane", "sonarqube"),
     },
+    "heldout6": {
+        "dir": HELDOUT6_DIR,
+        "earlier": [EVAL_DIR, HELDOUT_DIR, HELDOUT2_DIR, HELDOUT3_DIR, HELDOUT4_DIR, HELDOUT5_DIR],
+        "earlier_pins": ["SERVERS", "HELDOUT_SERVERS", "HELDOUT2_SERVERS", "HELDOUT3_SERVERS", "HELDOUT4_SERVERS",
+                         "HELDOUT5_SERVERS"],
+        "min_servers": 12, "tool_bounds": (150, 250), "outsider": "plane", "own": ("paddle", "lara"),
+        "unranked": True,
+    },
 }
 # The sets recorded with bench/eval/record_catalogs.py --set and checked alike
 # (README kind table, noise, pins); held-out set 1 predates that format.
-LATER_SETS = ["heldout2", "heldout3", "heldout4", "heldout5"]
+LATER_SETS = ["heldout2", "heldout3", "heldout4", "heldout5", "heldout6"]
 
 
 def load_set(name):
@@ -319,12 +330,12 @@ def test_heldout5_recall_floor():
     assert_recall_floors("held-out 5", recall, floors)
 
 
-def test_an_unranked_set_cannot_be_ranked_here(monkeypatch):
-    # The next fresh set is marked unranked until the round that reports on it: a floor added by mistake
-    # fails before any SearchIndex is built on it.
-    monkeypatch.setitem(SETS, "heldout5", dict(SETS["heldout5"], unranked=True))
+def test_an_unranked_set_cannot_be_ranked_here():
+    # The fresh set (held-out 6) is marked unranked until the round that reports on it: a floor added by
+    # mistake fails before any SearchIndex is built on it.
+    assert SETS["heldout6"]["unranked"]
     with pytest.raises(AssertionError, match="held out unranked"):
-        recall_of_set("heldout5", ["queries.json"])
+        recall_of_set("heldout6", ["queries.json"])
 
 
 def test_recorder_starts_heldout5_servers_from_the_scratch_install(start_command, tmp_path):
@@ -338,3 +349,18 @@ def test_recorder_starts_heldout5_servers_from_the_scratch_install(start_command
     assert exe == venv_bin(scratch, "motherduck", "mcp-server-motherduck")
     assert args == ["--db-path", os.path.join(scratch, "motherduck.duckdb")]
     assert start_command("sonarqube")[2]["SONARQUBE_URL"] == "http://127.0.0.1:9"  # a closed local port
+
+
+def test_recorder_starts_heldout6_servers_from_the_scratch_install(start_command, tmp_path):
+    scratch = str(tmp_path)
+    # @digitalocean/mcp's executable is plain "mcp"; its tools are limited to one service (droplets).
+    exe, args, _ = start_command("digitalocean")
+    assert exe == npm_bin(scratch, "mcp") and args == ["--services", "droplets"]
+    # Paddle lists its read-only tools only (41; the default, non-destructive, is 63).
+    assert "--tools=read-only" in start_command("paddle")[1]
+    # The executeautomation database server opens a SQLite file of the scratch directory: no database server.
+    exe, args, _ = start_command("database")
+    assert exe == npm_bin(scratch, "ea-database-server") and args == [os.path.join(scratch, "ea-database.sqlite")]
+    exe, args, _ = start_command("email")
+    assert exe == venv_bin(scratch, "email", "mcp-email-server") and args == ["stdio"]
+    assert start_command("tree-sitter")[0] == venv_bin(scratch, "tree-sitter", "mcp-server-tree-sitter")
