@@ -14,6 +14,10 @@ a flag asks for it):
   (``--man-from-apropos`` remakes the file on another machine).
 - ``wordnet``: every WordNet 3.0 synset as ``lemma, lemma: definition``, and ``wordnet-examples`` its quoted
   example sentences, read from Debian 12's wordnet-base .deb (checked against WORDNET_SHA256).
+- ``api``: the first sentence of every operation's documentation in the AWS API models botocore ships
+  (``data/<service>/<latest date>/service-2.json.gz`` of the pinned wheel, checked against BOTOCORE_SHA256):
+  "Cancels a queued build", "Lists the tags of a resource" -- the text tool search is about. ``api_pairs()``
+  gives (the operation name split into words, that sentence) for a contrastive stage.
 - ``dev``: the development catalogs' tool descriptions (bench/eval/catalogs/, first sentence) -- dev data,
   only with ``--sources ...,dev``.
 
@@ -45,7 +49,11 @@ DEBIAN_COUNT = 28000
 # WordNet 3.0 as Debian 12 packages it (wordnet-base 1:3.0-37, `apt-get download wordnet-base`): the .deb's sha256.
 WORDNET = "/var/cache/apt/archives/wordnet-base_1%3a3.0-37_all.deb"
 WORDNET_SHA256 = "61060d960f9ada8fa120872312eccd3ecebfbab8c4579e4f5a74e1cf67620752"
-SOURCES = ("debian", "python", "man", "dev", "wordnet", "wordnet-examples")
+# botocore 1.35.99 (PyPI, `pip download --no-deps botocore==1.35.99`): the wheel's sha256. Its AWS API models
+# (403 services) are the in-domain source ``api``.
+BOTOCORE = os.path.join(os.path.expanduser("~"), ".cache", "toolscript-distill", "botocore-1.35.99-py3-none-any.whl")
+BOTOCORE_SHA256 = "b22d27b6b617fc2d7342090d6129000af2efd20174215948c0d7ae2da0fab445"
+SOURCES = ("debian", "python", "man", "dev", "wordnet", "wordnet-examples", "api")
 # VECTORS-V3 added WordNet's glosses; its example sentences, all of Debian's descriptions, python's docstrings
 # and the dev catalogs were tried and left out (distill/README.md).
 DEFAULT_SOURCES = ("debian", "man", "wordnet")
@@ -168,6 +176,60 @@ def wordnet_examples(path: str = WORDNET) -> list:
     return [example for _, _, examples in wordnet_synsets(path) for example in examples]
 
 
+_TAG = re.compile(r"<[^>]*>")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def _botocore_models(path: str) -> list:
+    """(service, model) of each service's newest API model in the botocore wheel, in service order."""
+    import gzip
+    import zipfile
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    if digest != BOTOCORE_SHA256:
+        sys.exit(f"{path}: sha256 {digest}, expected {BOTOCORE_SHA256}: pip download --no-deps botocore==1.35.99")
+    newest = {}
+    with zipfile.ZipFile(path) as wheel:
+        for name in wheel.namelist():
+            parts = name.split("/")
+            if len(parts) == 5 and parts[1] == "data" and parts[4] in ("service-2.json", "service-2.json.gz"):
+                if parts[3] > newest.get(parts[2], ("", ""))[0]:
+                    newest[parts[2]] = (parts[3], name)
+        out = []
+        for service in sorted(newest):
+            data = wheel.read(newest[service][1])
+            if newest[service][1].endswith(".gz"):
+                data = gzip.decompress(data)
+            out.append((service, json.loads(data.decode("utf-8"))))
+    return out
+
+
+def api_operations(path: str = BOTOCORE) -> list:
+    """(operation name, its documentation's text) of every AWS operation: "CancelJob", "Cancels a job. ..."."""
+    out = []
+    for _, model in _botocore_models(path):
+        for name, operation in sorted(model.get("operations", {}).items()):
+            text = _SPACE.sub(" ", _TAG.sub(" ", operation.get("documentation") or "")).strip()
+            if text:
+                out.append((name, text))
+    return out
+
+
+def api() -> list:
+    return [text for _, text in api_operations()]
+
+
+def api_pairs(path: str = BOTOCORE) -> list:
+    """(name words, first sentence) of each operation, deduplicated: ("cancel job", "Cancels a job.")."""
+    seen = {}
+    for name, text in api_operations(path):
+        sentence = clean(text)
+        if sentence:
+            words = " ".join(word.lower() for word in _CAMEL.findall(name))
+            seen.setdefault((words, sentence.lower()), (words, sentence))
+    return sorted(seen.values())
+
+
 def clean(text: str) -> str:
     """One sentence: the first of the text, whitespace collapsed; '' when it is too short or too long."""
     text = _SPACE.sub(" ", text).strip()
@@ -207,6 +269,8 @@ def build(sources: list, packages: str = PACKAGES, debian_count: int = DEBIAN_CO
             raw.extend(man())
         elif source == "dev":
             raw.extend(dev())
+        elif source == "api":
+            raw.extend(api())
         elif source == "wordnet":
             raw.extend(wordnet(wordnet_path))
         elif source == "wordnet-examples":
