@@ -16,7 +16,9 @@ a flag asks for it):
   example sentences, read from Debian 12's wordnet-base .deb (checked against WORDNET_SHA256).
 - ``api``: the first sentence of every operation's documentation in the AWS API models botocore ships
   (``data/<service>/<latest date>/service-2.json.gz`` of the pinned wheel, checked against BOTOCORE_SHA256):
-  "Cancels a queued build", "Lists the tags of a resource" -- the text tool search is about. ``api_pairs()``
+  "Cancels a queued build", "Lists the tags of a resource" -- the text tool search is about; and ``api-google``
+  the same of every method in the Google API discovery documents google-api-python-client ships
+  (``discovery_cache/documents/*.json``, checked against GOOGLEAPI_SHA256). ``api`` is both. ``api_pairs()``
   gives (the operation name split into words, that sentence) for a contrastive stage.
 - ``dev``: the development catalogs' tool descriptions (bench/eval/catalogs/, first sentence) -- dev data,
   only with ``--sources ...,dev``.
@@ -53,7 +55,10 @@ WORDNET_SHA256 = "61060d960f9ada8fa120872312eccd3ecebfbab8c4579e4f5a74e1cf676207
 # (403 services) are the in-domain source ``api``.
 BOTOCORE = os.path.join(os.path.expanduser("~"), ".cache", "toolscript-distill", "botocore-1.35.99-py3-none-any.whl")
 BOTOCORE_SHA256 = "b22d27b6b617fc2d7342090d6129000af2efd20174215948c0d7ae2da0fab445"
-SOURCES = ("debian", "python", "man", "dev", "wordnet", "wordnet-examples", "api")
+# google-api-python-client 2.160.0 (PyPI): 534 Google API discovery documents, the source ``api-google``.
+GOOGLEAPI = os.path.join(os.path.expanduser("~"), ".cache", "toolscript-distill", "google_api_python_client-2.160.0-py2.py3-none-any.whl")
+GOOGLEAPI_SHA256 = "63d61fb3e4cf3fb31a70a87f45567c22f6dfe87bbfa27252317e3e2c42900db4"
+SOURCES = ("debian", "python", "man", "dev", "wordnet", "wordnet-examples", "api", "api-aws", "api-google")
 # VECTORS-V3 added WordNet's glosses; its example sentences, all of Debian's descriptions, python's docstrings
 # and the dev catalogs were tried and left out (distill/README.md).
 DEFAULT_SOURCES = ("debian", "man", "wordnet")
@@ -204,6 +209,40 @@ def _botocore_models(path: str) -> list:
     return out
 
 
+_MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_MARKDOWN = re.compile(r"[*`]+")
+
+
+def _checked_wheel(path: str, sha256: str, fix: str):
+    import zipfile
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    if digest != sha256:
+        sys.exit(f"{path}: sha256 {digest}, expected {sha256}: {fix}")
+    return zipfile.ZipFile(path)
+
+
+def google_operations(path: str = GOOGLEAPI) -> list:
+    """(method path, description) of every method of every Google discovery document: "users.messages.list", ..."""
+    out = []
+
+    def walk(resource: dict) -> None:
+        for method in (resource.get("methods") or {}).values():
+            text = _MD_LINK.sub(r"\1", _TAG.sub(" ", method.get("description") or ""))
+            text = _SPACE.sub(" ", _MARKDOWN.sub("", text)).strip()
+            if text:
+                # "gmail.users.messages.list" -> "list.messages": the method, then the resource it acts on
+                out.append((".".join(reversed(method.get("id", "").split(".")[-2:])), text))
+        for child in (resource.get("resources") or {}).values():
+            walk(child)
+
+    with _checked_wheel(path, GOOGLEAPI_SHA256, "pip download --no-deps google-api-python-client==2.160.0") as wheel:
+        for name in sorted(wheel.namelist()):
+            if "/discovery_cache/documents/" in name and name.endswith(".json"):
+                walk(json.loads(wheel.read(name).decode("utf-8")))
+    return out
+
+
 def api_operations(path: str = BOTOCORE) -> list:
     """(operation name, its documentation's text) of every AWS operation: "CancelJob", "Cancels a job. ..."."""
     out = []
@@ -215,17 +254,14 @@ def api_operations(path: str = BOTOCORE) -> list:
     return out
 
 
-def api() -> list:
-    return [text for _, text in api_operations()]
-
-
-def api_pairs(path: str = BOTOCORE) -> list:
+def api_pairs(sources: tuple = ("api-aws", "api-google")) -> list:
     """(name words, first sentence) of each operation, deduplicated: ("cancel job", "Cancels a job.")."""
+    operations = (api_operations() if "api-aws" in sources else []) + (google_operations() if "api-google" in sources else [])
     seen = {}
-    for name, text in api_operations(path):
+    for name, text in operations:
         sentence = clean(text)
         if sentence:
-            words = " ".join(word.lower() for word in _CAMEL.findall(name))
+            words = " ".join(word.lower() for word in _CAMEL.findall(name.replace(".", " ")))
             seen.setdefault((words, sentence.lower()), (words, sentence))
     return sorted(seen.values())
 
@@ -269,8 +305,10 @@ def build(sources: list, packages: str = PACKAGES, debian_count: int = DEBIAN_CO
             raw.extend(man())
         elif source == "dev":
             raw.extend(dev())
-        elif source == "api":
-            raw.extend(api())
+        elif source in ("api", "api-aws"):
+            raw.extend(text for _, text in api_operations())
+        if source in ("api", "api-google"):
+            raw.extend(text for _, text in google_operations())
         elif source == "wordnet":
             raw.extend(wordnet(wordnet_path))
         elif source == "wordnet-examples":
