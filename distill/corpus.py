@@ -185,16 +185,25 @@ _TAG = re.compile(r"<[^>]*>")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 
-def _botocore_models(path: str) -> list:
-    """(service, model) of each service's newest API model in the botocore wheel, in service order."""
-    import gzip
+_MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_MARKDOWN = re.compile(r"[*`]+")
+
+
+def _checked_wheel(path: str, sha256: str, fix: str):
+    """The wheel at ``path`` opened as a zip, after checking it is the pinned one (else exit saying ``fix``)."""
     import zipfile
     with open(path, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
-    if digest != BOTOCORE_SHA256:
-        sys.exit(f"{path}: sha256 {digest}, expected {BOTOCORE_SHA256}: pip download --no-deps botocore==1.35.99")
+    if digest != sha256:
+        sys.exit(f"{path}: sha256 {digest}, expected {sha256}: {fix}")
+    return zipfile.ZipFile(path)
+
+
+def _botocore_models(path: str) -> list:
+    """(service, model) of each service's newest API model in the botocore wheel, in service order."""
+    import gzip
     newest = {}
-    with zipfile.ZipFile(path) as wheel:
+    with _checked_wheel(path, BOTOCORE_SHA256, "pip download --no-deps botocore==1.35.99") as wheel:
         for name in wheel.namelist():
             parts = name.split("/")
             if len(parts) == 5 and parts[1] == "data" and parts[4] in ("service-2.json", "service-2.json.gz"):
@@ -209,20 +218,7 @@ def _botocore_models(path: str) -> list:
     return out
 
 
-_MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
-_MARKDOWN = re.compile(r"[*`]+")
-
-
-def _checked_wheel(path: str, sha256: str, fix: str):
-    import zipfile
-    with open(path, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()
-    if digest != sha256:
-        sys.exit(f"{path}: sha256 {digest}, expected {sha256}: {fix}")
-    return zipfile.ZipFile(path)
-
-
-def google_operations(path: str = GOOGLEAPI) -> list:
+def google_operations(path: str = "") -> list:
     """(method path, description) of every method of every Google discovery document: "users.messages.list", ..."""
     out = []
 
@@ -236,17 +232,17 @@ def google_operations(path: str = GOOGLEAPI) -> list:
         for child in (resource.get("resources") or {}).values():
             walk(child)
 
-    with _checked_wheel(path, GOOGLEAPI_SHA256, "pip download --no-deps google-api-python-client==2.160.0") as wheel:
+    with _checked_wheel(path or GOOGLEAPI, GOOGLEAPI_SHA256, "pip download --no-deps google-api-python-client==2.160.0") as wheel:
         for name in sorted(wheel.namelist()):
             if "/discovery_cache/documents/" in name and name.endswith(".json"):
                 walk(json.loads(wheel.read(name).decode("utf-8")))
     return out
 
 
-def api_operations(path: str = BOTOCORE) -> list:
+def api_operations(path: str = "") -> list:
     """(operation name, its documentation's text) of every AWS operation: "CancelJob", "Cancels a job. ..."."""
     out = []
-    for _, model in _botocore_models(path):
+    for _, model in _botocore_models(path or BOTOCORE):
         for name, operation in sorted(model.get("operations", {}).items()):
             text = _SPACE.sub(" ", _TAG.sub(" ", operation.get("documentation") or "")).strip()
             if text:
