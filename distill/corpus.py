@@ -14,6 +14,12 @@ a flag asks for it):
   (``--man-from-apropos`` remakes the file on another machine).
 - ``wordnet``: every WordNet 3.0 synset as ``lemma, lemma: definition``, and ``wordnet-examples`` its quoted
   example sentences, read from Debian 12's wordnet-base .deb (checked against WORDNET_SHA256).
+- ``api``: the first sentence of every operation's documentation in the AWS API models botocore ships
+  (``data/<service>/<latest date>/service-2.json.gz`` of the pinned wheel, checked against BOTOCORE_SHA256):
+  "Cancels a queued build", "Lists the tags of a resource" -- the text tool search is about; and ``api-google``
+  the same of every method in the Google API discovery documents google-api-python-client ships
+  (``discovery_cache/documents/*.json``, checked against GOOGLEAPI_SHA256). ``api`` is both. ``api_pairs()``
+  gives (the operation name split into words, that sentence) for a contrastive stage.
 - ``dev``: the development catalogs' tool descriptions (bench/eval/catalogs/, first sentence) -- dev data,
   only with ``--sources ...,dev``.
 
@@ -45,7 +51,14 @@ DEBIAN_COUNT = 28000
 # WordNet 3.0 as Debian 12 packages it (wordnet-base 1:3.0-37, `apt-get download wordnet-base`): the .deb's sha256.
 WORDNET = "/var/cache/apt/archives/wordnet-base_1%3a3.0-37_all.deb"
 WORDNET_SHA256 = "61060d960f9ada8fa120872312eccd3ecebfbab8c4579e4f5a74e1cf67620752"
-SOURCES = ("debian", "python", "man", "dev", "wordnet", "wordnet-examples")
+# botocore 1.35.99 (PyPI, `pip download --no-deps botocore==1.35.99`): the wheel's sha256. Its AWS API models
+# (403 services) are the in-domain source ``api``.
+BOTOCORE = os.path.join(os.path.expanduser("~"), ".cache", "toolscript-distill", "botocore-1.35.99-py3-none-any.whl")
+BOTOCORE_SHA256 = "b22d27b6b617fc2d7342090d6129000af2efd20174215948c0d7ae2da0fab445"
+# google-api-python-client 2.160.0 (PyPI): 534 Google API discovery documents, the source ``api-google``.
+GOOGLEAPI = os.path.join(os.path.expanduser("~"), ".cache", "toolscript-distill", "google_api_python_client-2.160.0-py2.py3-none-any.whl")
+GOOGLEAPI_SHA256 = "63d61fb3e4cf3fb31a70a87f45567c22f6dfe87bbfa27252317e3e2c42900db4"
+SOURCES = ("debian", "python", "man", "dev", "wordnet", "wordnet-examples", "api", "api-aws", "api-google")
 # VECTORS-V3 added WordNet's glosses; its example sentences, all of Debian's descriptions, python's docstrings
 # and the dev catalogs were tried and left out (distill/README.md).
 DEFAULT_SOURCES = ("debian", "man", "wordnet")
@@ -168,6 +181,87 @@ def wordnet_examples(path: str = WORDNET) -> list:
     return [example for _, _, examples in wordnet_synsets(path) for example in examples]
 
 
+_TAG = re.compile(r"<[^>]*>")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+_MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_MARKDOWN = re.compile(r"[*`]+")
+
+
+def _checked_wheel(path: str, sha256: str, fix: str):
+    """The wheel at ``path`` opened as a zip, after checking it is the pinned one (else exit saying ``fix``)."""
+    import zipfile
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    if digest != sha256:
+        sys.exit(f"{path}: sha256 {digest}, expected {sha256}: {fix}")
+    return zipfile.ZipFile(path)
+
+
+def _botocore_models(path: str) -> list:
+    """(service, model) of each service's newest API model in the botocore wheel, in service order."""
+    import gzip
+    newest = {}
+    with _checked_wheel(path, BOTOCORE_SHA256, "pip download --no-deps botocore==1.35.99") as wheel:
+        for name in wheel.namelist():
+            parts = name.split("/")
+            if len(parts) == 5 and parts[1] == "data" and parts[4] in ("service-2.json", "service-2.json.gz"):
+                if parts[3] > newest.get(parts[2], ("", ""))[0]:
+                    newest[parts[2]] = (parts[3], name)
+        out = []
+        for service in sorted(newest):
+            data = wheel.read(newest[service][1])
+            if newest[service][1].endswith(".gz"):
+                data = gzip.decompress(data)
+            out.append((service, json.loads(data.decode("utf-8"))))
+    return out
+
+
+def google_operations(path: str = "") -> list:
+    """(method path, description) of every method of every Google discovery document: "users.messages.list", ..."""
+    out = []
+
+    def walk(resource: dict) -> None:
+        for method in (resource.get("methods") or {}).values():
+            text = _MD_LINK.sub(r"\1", _TAG.sub(" ", method.get("description") or ""))
+            text = _SPACE.sub(" ", _MARKDOWN.sub("", text)).strip()
+            if text:
+                # "gmail.users.messages.list" -> "list.messages": the method, then the resource it acts on
+                out.append((".".join(reversed(method.get("id", "").split(".")[-2:])), text))
+        for child in (resource.get("resources") or {}).values():
+            walk(child)
+
+    with _checked_wheel(path or GOOGLEAPI, GOOGLEAPI_SHA256, "pip download --no-deps google-api-python-client==2.160.0") as wheel:
+        for name in sorted(wheel.namelist()):
+            if "/discovery_cache/documents/" in name and name.endswith(".json"):
+                walk(json.loads(wheel.read(name).decode("utf-8")))
+    return out
+
+
+def api_operations(path: str = "") -> list:
+    """(operation name, its documentation's text) of every AWS operation: "CancelJob", "Cancels a job. ..."."""
+    out = []
+    for _, model in _botocore_models(path or BOTOCORE):
+        for name, operation in sorted(model.get("operations", {}).items()):
+            text = _SPACE.sub(" ", _TAG.sub(" ", operation.get("documentation") or "")).strip()
+            if text:
+                out.append((name, text))
+    return out
+
+
+def api_pairs(sources: tuple = ("api-aws", "api-google")) -> list:
+    """(name words, first sentence) of each operation, deduplicated: ("cancel job", "Cancels a job.")."""
+    operations = (api_operations() if "api-aws" in sources else []) + (google_operations() if "api-google" in sources else [])
+    seen = {}
+    for name, text in operations:
+        sentence = clean(text)
+        if sentence:
+            words = " ".join(word.lower() for word in _CAMEL.findall(name.replace(".", " ")))
+            seen.setdefault((words, sentence.lower()), (words, sentence))
+    return sorted(seen.values())
+
+
 def clean(text: str) -> str:
     """One sentence: the first of the text, whitespace collapsed; '' when it is too short or too long."""
     text = _SPACE.sub(" ", text).strip()
@@ -207,6 +301,10 @@ def build(sources: list, packages: str = PACKAGES, debian_count: int = DEBIAN_CO
             raw.extend(man())
         elif source == "dev":
             raw.extend(dev())
+        elif source in ("api", "api-aws"):
+            raw.extend(text for _, text in api_operations())
+        if source in ("api", "api-google"):
+            raw.extend(text for _, text in google_operations())
         elif source == "wordnet":
             raw.extend(wordnet(wordnet_path))
         elif source == "wordnet-examples":
