@@ -87,6 +87,16 @@ def _with_pythonpath(env: Optional[Mapping[str, str]]) -> Dict[str, str]:
     return result
 
 
+def sigint_as_at_a_terminal() -> None:
+    """``preexec_fn`` for a child a test will Ctrl-C: SIGINT back to its default, as at a terminal.
+
+    A test run started in the background (``make test &``, nohup) ignores
+    SIGINT; children inherit that, and a Python child then never raises
+    KeyboardInterrupt, so the test would time out though the code is right.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_cli(
     *args: str,
     env: Optional[Mapping[str, str]] = None,

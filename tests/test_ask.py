@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import REPO_ROOT, run_cli, running_gateway, wait_for
+from conftest import REPO_ROOT, run_cli, running_gateway, sigint_as_at_a_terminal, wait_for
 from fake_anthropic import FakeAnthropic, tool_result_text
 from mcp_servers.launch import FIXTURE
 from toolscript import ask
@@ -421,6 +421,7 @@ def test_ctrl_c_cancels_the_gateway_call_and_prints_interrupted(ask_env, tmp_pat
         proc = subprocess.Popen(
             [sys.executable, "-m", "toolscript", "ask", "hang", "--json", "--gateway-url", url, "--tool-timeout", "60"],
             env=env, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            preexec_fn=sigint_as_at_a_terminal,
         )
         try:
             assert wait_for(lambda: gw.call("fixture__get_cancellations", {}, source="test").ok and api.count() == 1, 20)

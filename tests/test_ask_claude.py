@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from conftest import REPO_ROOT, missing_prerequisite, running_gateway, wait_for
+from conftest import REPO_ROOT, missing_prerequisite, running_gateway, sigint_as_at_a_terminal, wait_for
 from toolscript import ask_claude
 from toolscript.ask_claude import AskResult, Trace, claude_tool_name, name_map, read_lines, run_claude, tool_flags
 from toolscript.config import ServerConfig
@@ -308,7 +308,8 @@ def test_ctrl_c_or_an_exception_stops_claude_and_its_children(tmp_path, how: str
     _install(tmp_path / "bin", "claude", HANGING_CLAUDE.format(python=sys.executable, pids=str(pids_file)))
     with running_gateway([], tmp_path) as (_gw, url):
         code = RUNNER.format(root=REPO_ROOT, url=url, env=_fake_env(tmp_path), cwd=str(tmp_path))
-        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=sigint_as_at_a_terminal)
         try:
             pids = wait_for(lambda: _read_pids(pids_file), timeout=30)
             assert pids, "the fake claude never started"
