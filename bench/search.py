@@ -48,12 +48,13 @@ and prints one JSON document:
     python3 bench/search.py [--repeat 5] [--misses] [--dev-only] [--tune | --tune-similar]
 
 ``--dev-only`` leaves out everything that touches the held-out sets (what
-tuning runs). ``--only heldout2`` .. ``--only heldout4`` prints that set's
-figures alone (log every run of a set that is still held out in its README).
+tuning runs). ``--only heldout2`` .. ``--only heldout5`` prints that set's
+figures alone (log every run of a set that is still held out in its README;
+a fresh set joins LATER_SETS only for its one run).
 ``--tune`` prints instead the grids the fusion's and the tool vectors'
 constants were chosen from, on the development set and (without
-``--dev-only``) held-out sets 1 to 4, development sets too since sessions
-18 and 19 (dev-b .. dev-e; keys ``heldout`` .. ``heldout4``, both authors'
+``--dev-only``) held-out sets 1 to 5, development sets too since sessions
+18 and 19 (dev-b .. dev-f; keys ``heldout`` .. ``heldout5``, both authors'
 queries);
 ``--tune-similar`` the development grid of the similar-words signal's.
 ``--cv`` the leave-one-set-out cross-validation of the fusion's linear
