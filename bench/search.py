@@ -481,7 +481,8 @@ def tune(sets):
     (the index rebuilt per point).
     """
     mod = toolscript.search
-    out = {"shipped": {"name_words_set_apart": mod._NAME_WORDS_SET_APART, "idf_power": mod._FUSED_IDF_POWER, "identifier_scale": mod._IDENTIFIER_VECTOR_SCALE, "blend": {n: getattr(mod, n) for n in BLEND}, "tool_text_weights": list(mod._TOOL_TEXT_WEIGHTS),
+    out = {"shipped": {"name_words_set_apart": mod._NAME_WORDS_SET_APART, "idf_power": mod._FUSED_IDF_POWER, "identifier_scale": mod._IDENTIFIER_VECTOR_SCALE,
+                       "parameter_coverage": mod._PARAMETER_COVERAGE_BONUS, "question_read": mod._QUESTION_READ_BONUS, "blend": {n: getattr(mod, n) for n in BLEND}, "tool_text_weights": list(mod._TOOL_TEXT_WEIGHTS),
                        "named_server": {"bonus": mod._NAMED_SERVER_BONUS, "purity": mod._NAMING_PURITY}}}
     for label, (tools, queries, noise) in sets.items():
         index = SearchIndex(tools)
@@ -495,7 +496,8 @@ def tune(sets):
                       "rrf": rrf_rows(index, queries),
                       "tool_text_weights": tool_text_rows(tools, queries, noise),
                       "named_server": named_server_rows(tools, queries, noise),
-                      "name_words_set_apart": name_words_rows(index, queries, noise)}
+                      "name_words_set_apart": name_words_rows(index, queries, noise),
+                      "siblings": sibling_rows(index, queries, noise)}
     return out
 
 
@@ -586,6 +588,29 @@ def name_words_rows(index, queries, noise):
     return rows
 
 
+def sibling_rows(index, queries, noise):
+    """The shares that tell sibling tools apart (session 19, fifth round), per point of their grid.
+
+    ``parameter_coverage``: _PARAMETER_COVERAGE_BONUS (a query by parameter
+    names, the tool's idf-weighed share of them); ``question_read``:
+    _QUESTION_READ_BONUS (a question, a tool that only reads).  Each point
+    prepares every query's signals again with the constants patched.
+    """
+    mod = toolscript.search
+    saved = mod._PARAMETER_COVERAGE_BONUS, mod._QUESTION_READ_BONUS
+    rows = []
+    try:
+        for covered, question in ((0.0, 0.0), (0.1, 0.0), (0.3, 0.0), (0.5, 0.0), (0.3, 0.02), (0.3, 0.03),
+                                  (0.3, 0.05), (0.3, 0.1)):
+            mod._PARAMETER_COVERAGE_BONUS, mod._QUESTION_READ_BONUS = covered, question
+            prepared = prepare_signals(index, queries, noise)
+            rows.append(dict({"parameter_coverage": covered, "question_read": question},
+                             **fused_figures(index, queries, prepared, shipped_fuse)))
+    finally:
+        mod._PARAMETER_COVERAGE_BONUS, mod._QUESTION_READ_BONUS = saved
+    return rows
+
+
 def idf_power_rows(index, queries, noise):
     """The power the words' idf is raised to when fused with the vectors (_FUSED_IDF_POWER), and words alone at it.
 
@@ -660,6 +685,12 @@ def prepare_signals(index, queries, noise):
         bonus = {i: toolscript.search._NAMED_SERVER_BONUS for i, t in enumerate(index._tools) if t.get("server") in named}
         # As search does: a query naming a parameter weighs the vectors less (_IDENTIFIER_VECTOR_SCALE).
         scale = index._vector_scale(text) if semantic and hasattr(index, "_vector_scale") else 1.0
+        # As search does: the shares added after the fusion (parameters a tool takes, a question
+        # meeting a tool that only reads; session 19's fifth round).
+        if hasattr(index, "_extras"):
+            for part in index._extras(text, bool(semantic), scale).values():
+                for i, extra in part.items():
+                    bonus[i] = bonus.get(i, 0.0) + extra
         return lexical, set(exact), semantic, coverage(index, text), bonus, scale
 
     return [(q, prepare(q["query"])) for q in queries], [prepare(n) for n in noise]

@@ -10,7 +10,10 @@ word many tools share does not outvote the meaning.  Round 3 (FU3): a
 query naming a tool's parameter (snake_case, camelCase) weighs the vectors
 less, so the words' exact parameter match is not outvoted.  Round 4
 (FU4): among the tools of a server the query names, the words naming it
-decide nothing (_NAME_WORDS_SET_APART).
+decide nothing (_NAME_WORDS_SET_APART).  Round 5 (FU5): siblings are told
+apart by what only one of them has: a query by parameter names favours the
+tool taking the rarest of them (_PARAMETER_COVERAGE_BONUS), a question the
+tools that only read (_QUESTION_READ_BONUS).
 """
 
 import math
@@ -315,7 +318,8 @@ def test_explain_adds_up_to_the_score_when_the_query_names_parameters():
     scale = toolscript.search._IDENTIFIER_VECTOR_SCALE
     for result in index.search("calendarId timeMin timeMax", limit=3, explain=True):
         signals = result["signals"]
-        assert sum(signals.values()) == pytest.approx(result["score"], abs=0.001)
+        # Capped at 1: the tool taking all three parameters gains _PARAMETER_COVERAGE_BONUS on top.
+        assert min(1.0, sum(signals.values())) == pytest.approx(result["score"], abs=0.001)
         i = index._ids.index(result["id"])
         cosine = index._semantic("calendarId timeMin timeMax")[i]
         assert signals["vector"] == pytest.approx(toolscript.search._vector_share(cosine) * scale)
@@ -481,3 +485,122 @@ def test_the_cross_validation_scores_each_set_left_aside_with_the_shipped_fusion
         assert fold["recall@3"]["shipped"] == pytest.approx(hits / len(queries))
     assert report["adopt"] == all(f["recall@3"]["fitted"] >= f["recall@3"]["shipped"] for f in report["folds"])
     assert toolscript.search._LEXICAL_WEIGHT == 0.5 and toolscript.search._VECTOR_WEIGHT == 0.5  # put back
+
+
+# Round 5 (FU5): siblings that share most of their words -- a family's parameters, an object's verbs --
+# are told apart by what only one of them has: the rarest parameter name, whether it only reads.
+
+
+LABEL_CATALOG = [
+    tool("plane", "create_label", "Create a new label in a project", inputSchema=schema("project_id", "label_data")),
+    tool("plane", "get_label", "Get a single label by ID", inputSchema=schema("project_id", "label_id")),
+    tool("plane", "update_label", "Update a label", inputSchema=schema("project_id", "label_id", "label_data")),
+    tool("plane", "delete_label", "Delete a label", inputSchema=schema("project_id", "label_id")),
+    tool("plane", "list_labels", "List all labels in a project", inputSchema=schema("project_id")),
+]
+
+
+@needs_vectors
+def test_the_tool_taking_every_parameter_the_query_names_comes_first_among_tools_sharing_most(monkeypatch):
+    query = "project_id label_id label_data"
+    # Without the coverage share, create_label's meaning (and two of the three names) wins.
+    monkeypatch.setattr(toolscript.search, "_PARAMETER_COVERAGE_BONUS", 0.0)
+    assert ids(SearchIndex(LABEL_CATALOG).search(query, limit=1)) == ["plane__create_label"]
+    monkeypatch.undo()
+    top = SearchIndex(LABEL_CATALOG).search(query, limit=1, explain=True)[0]
+    assert top["id"] == "plane__update_label"
+    assert top["signals"]["parameters"] == pytest.approx(toolscript.search._PARAMETER_COVERAGE_BONUS)
+
+
+@needs_vectors
+def test_a_parameter_name_every_tool_takes_weighs_less_than_a_rare_one():
+    coverage = SearchIndex(LABEL_CATALOG)._parameter_coverage("project_id label_data")
+    by_id = {SearchIndex(LABEL_CATALOG)._ids[i]: share for i, share in coverage.items()}
+    assert by_id["plane__update_label"] == pytest.approx(1.0)
+    # list_labels takes only project_id, which all five take: its share is far below half.
+    assert by_id["plane__list_labels"] < 0.25 < by_id["plane__create_label"]
+    # A plain word or an identifier no tool takes is no parameter name.
+    assert SearchIndex(LABEL_CATALOG)._parameter_coverage("label data node_modules") == {}
+
+
+def test_words_only_search_gives_no_parameter_or_question_share():
+    index = SearchIndex(LABEL_CATALOG, semantic=False)
+    for query in ("project_id label_id label_data", "which labels are in the project?"):
+        for result in index.search(query, limit=5, explain=True):
+            assert not {"parameters", "question_read"} & set(result["signals"])
+
+
+AI_CONFIG_CATALOG = [
+    tool("flags", "get_ai_config", "Get an AI config: its model, prompt messages and variations"),
+    tool("flags", "create_ai_config", "Create a new AI config with a model and prompt messages"),
+    tool("flags", "delete_ai_config", "Delete an AI config"),
+]
+
+
+@needs_vectors
+@pytest.mark.parametrize("query", [
+    "what model and prompt does the support bot's ai config use",
+    "which prompt does the ai config use?",
+])
+def test_a_question_prefers_the_sibling_that_only_reads(monkeypatch, query):
+    monkeypatch.setattr(toolscript.search, "_QUESTION_READ_BONUS", 0.0)
+    assert ids(SearchIndex(AI_CONFIG_CATALOG).search(query, limit=1)) == ["flags__create_ai_config"]
+    monkeypatch.undo()
+    results = SearchIndex(AI_CONFIG_CATALOG).search(query, limit=3, explain=True)
+    assert results[0]["id"] == "flags__get_ai_config"
+    assert {r["id"]: r["signals"].get("question_read", 0.0) for r in results} == {
+        "flags__get_ai_config": toolscript.search._QUESTION_READ_BONUS,
+        "flags__create_ai_config": 0.0, "flags__delete_ai_config": 0.0}
+    for result in results:
+        assert min(1.0, sum(result["signals"].values())) == pytest.approx(result["score"], abs=0.001)
+
+
+@needs_vectors
+def test_a_request_that_is_no_question_gives_no_reader_a_share():
+    for result in SearchIndex(AI_CONFIG_CATALOG).search("ai config model and prompt", limit=3, explain=True):
+        assert "question_read" not in result["signals"]
+
+
+@pytest.mark.parametrize("query, question", [
+    ("which jenkins jobs are running", True),
+    ("sonarqube: what's stopping the release", True),
+    ("can deepl output Ukrainian?", True),
+    ("the release notes, are they out?", True),
+    ("did I already have a meeting called sync", True),
+    ("delete the what-if branch", False),
+    ("kick off the nightly jenkins job", False),
+    ("jenkins: restart build 5", False),
+])
+def test_a_question_is_told_by_its_mark_or_its_first_word(query, question):
+    assert toolscript.search._is_question(query) is question
+
+
+@pytest.mark.parametrize("spec, reads", [
+    ({"name": "get_label"}, True),
+    ({"name": "listLabels"}, True),
+    ({"name": "create_label"}, False),
+    # The server's own readOnlyHint wins over the words of the name, either way.
+    ({"name": "get_or_create_label", "annotations": {"readOnlyHint": False}}, False),
+    ({"name": "labels", "annotations": {"readOnlyHint": True}}, True),
+])
+def test_a_tool_only_reads_by_its_annotation_else_by_a_reading_verb_in_its_name(spec, reads):
+    assert toolscript.search._reads_only(spec) is reads
+
+
+@needs_vectors
+def test_the_tuning_bench_adds_the_sibling_shares_as_search_does():
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "search.py")
+    spec = importlib.util.spec_from_file_location("bench_search_fu5", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    index = SearchIndex(LABEL_CATALOG + AI_CONFIG_CATALOG)
+    queries = [{"query": "project_id label_id label_data", "ids": ["plane__update_label"], "kind": "param"},
+               {"query": "which prompt does the ai config use?", "ids": ["flags__get_ai_config"], "kind": "paraphrase"}]
+    rows = {(r["parameter_coverage"], r["question_read"]): r for r in bench.sibling_rows(index, queries, ["book a flight"])}
+    shipped = rows[(toolscript.search._PARAMETER_COVERAGE_BONUS, toolscript.search._QUESTION_READ_BONUS)]
+    assert [ids(index.search(q["query"], limit=1)) for q in queries] == [[q["ids"][0]] for q in queries]
+    assert shipped["mrr@10"] == pytest.approx(1.0)
+    assert rows[(0.0, 0.0)]["mrr@10"] < 1.0

@@ -55,7 +55,12 @@ tool's cosine leans toward the query's without them and they count the same
 in every one of its tools' word share (_NAME_WORDS_SET_APART).
 A query with an identifier that is some tool's parameter name
 ("parent_task_id", "timeMin") is asking by parameters: there the share
-counts 0.85 and the cosine 0.15 (_IDENTIFIER_VECTOR_SCALE), still 1 at most.
+counts 0.85 and the cosine 0.15 (_IDENTIFIER_VECTOR_SCALE), and a tool
+adds up to 0.3 for the share of those parameter names it takes, each
+weighed by its rarity (_PARAMETER_COVERAGE_BONUS: the one name only the
+wanted tool takes tells apart a family's tools that take the rest).  A
+question ("which jobs are running?") adds 0.03 to each tool that only reads
+(_QUESTION_READ_BONUS: get_x and create_x match a question's words alike).
 A threshold of 0.3 keeps plausible tools and drops most noise
 (bench/search.py measures both).  Scores are capped at 1; results are
 ordered by the uncapped score, then by id, so the order is deterministic.
@@ -78,8 +83,12 @@ __all__ = ["SearchIndex", "SIGNALS", "tokenize", "stem", "terms"]
 # table, typo corrections, adjacent query words joined ("web search" meets
 # "websearch"), catalog words close in meaning to a query word, the whole
 # texts' vectors, a query that names the tool's server, and a query that is
-# a tool's name.
-SIGNALS = ("bm25", "synonym", "typo", "joined_words", "similar_words", "vector", "named_server", "exact_name")
+# a tool's name; with the vectors also the parameter names a query gives
+# that a tool takes, and a question meeting a tool that only reads.
+SIGNALS = (
+    "bm25", "synonym", "typo", "joined_words", "similar_words", "vector", "parameters", "question_read",
+    "named_server", "exact_name",
+)
 
 # -- words -------------------------------------------------------------------
 
@@ -400,9 +409,15 @@ class SearchIndex:
         self._rare = max(2, int(_SIMILAR_RARE * n))
         self._naming = _server_naming_terms(self._tools, postings)
         self._server_count = len({t.get("server") for t in self._tools})
+        self._reads_only = [_reads_only(t) for t in self._tools]
         self._exact: Dict[str, List[int]] = {}
         # Parameter names as compacted identifiers ("parent_task_id" -> "parenttaskid"), see _vector_scale.
         self._parameter_names = _parameter_names(self._tools)
+        # Compacted parameter name -> the tools that take it, for _parameter_coverage.
+        self._tools_taking: Dict[str, Set[int]] = {}
+        for i, t in enumerate(self._tools):
+            for name in _parameter_names([t]):
+                self._tools_taking.setdefault(name, set()).add(i)
         for i, t in enumerate(self._tools):
             for key in {_compact(str(t.get("name", ""))), _compact(self._ids[i])}:
                 if key:
@@ -448,6 +463,11 @@ class SearchIndex:
         lexical, by_signal, exact = self._lexical(query, explain, similar=semantic, idf_power=power, named=set_apart)
         scale = self._vector_scale(query) if cosines else 1.0
         fused = _fuse(lexical, cosines, scale)
+        extras = self._extras(query, bool(cosines), scale)
+        for part in extras.values():
+            for i, value in part.items():
+                if i in fused:
+                    fused[i] += value
         if named:
             for i in fused:
                 if self._tools[i].get("server") in named:
@@ -477,7 +497,10 @@ class SearchIndex:
                 signals = self._contributions(i, by_signal, cosines, i in exact, scale)
                 if tool.get("server") in named:
                     signals["named_server"] = _NAMED_SERVER_BONUS
-                    signals = {name: signals[name] for name in SIGNALS if name in signals}
+                for name, part in extras.items():
+                    if i in part:
+                        signals[name] = part[i]
+                signals = {name: signals[name] for name in SIGNALS if name in signals}
                 result["signals"] = signals
             results.append(result)
         return results
@@ -584,6 +607,42 @@ class SearchIndex:
         for term in terms(query):
             named.update(self._naming.get(term, ()))
         return frozenset(named) if len(named) < self._server_count else frozenset()
+
+    def _extras(self, query: str, fused_with_vectors: bool, vector_scale: float) -> Dict[str, Dict[int, float]]:
+        """Signal -> {tool index: what it adds to the fused score} for the shares added after the fusion.
+
+        With the vectors only (words alone rank as before): a query by
+        parameter names gives the tools that take them _PARAMETER_COVERAGE_BONUS
+        times their share of those names; a question gives each tool that
+        only reads _QUESTION_READ_BONUS.
+        """
+        if not fused_with_vectors:
+            return {}
+        if vector_scale != 1.0:
+            coverage = self._parameter_coverage(query)
+            return {"parameters": {i: _PARAMETER_COVERAGE_BONUS * share for i, share in coverage.items()}}
+        if _QUESTION_READ_BONUS and _is_question(query):
+            return {"question_read": {i: _QUESTION_READ_BONUS for i, reads in enumerate(self._reads_only) if reads}}
+        return {}
+
+    def _parameter_coverage(self, query: str) -> Dict[int, float]:
+        """Tool index -> the share of ``query``'s parameter names the tool takes, each weighed by its rarity (idf).
+
+        Only identifiers that are some tool's parameter name count; a name
+        every tool of a family takes ("project_id") weighs little, one that
+        only the wanted tool takes ("label_id" with "label_data") decides.
+        """
+        n = len(self._tools)
+        wanted = {_compact(chunk) for chunk in _IDENTIFIER.findall(query)}
+        weights = {name: _idf(n, len(self._tools_taking[name])) for name in wanted if name in self._tools_taking}
+        total = sum(weights.values())
+        if not total:
+            return {}
+        coverage: Dict[int, float] = {}
+        for name, weight in weights.items():
+            for i in self._tools_taking[name]:
+                coverage[i] = coverage.get(i, 0.0) + weight / total
+        return coverage
 
     def _vector_scale(self, query: str) -> float:
         """_IDENTIFIER_VECTOR_SCALE when ``query`` names parameters (see _names_parameters), else 1."""
@@ -1191,7 +1250,59 @@ _FUSED_IDF_POWER = 1.75
 # A snake_case or camelCase word that no tool has as a parameter name
 # (a tool's name, "node_modules") changes nothing.
 _IDENTIFIER_VECTOR_SCALE = 0.3
+# ...and each tool gains this times the share of the query's parameter names
+# it takes, each name weighed by its idf among the tools' parameter names.
+# Tools of one family share most parameters ("plane project_id label_id
+# label_data" is update_label; create_label takes project_id and label_data,
+# get_label project_id and label_id): the words match all three nearly
+# alike and the vectors picked create_label; the one name only the wanted
+# tool takes decides.  Chosen on the six development sets (session 19, fifth
+# fusion round; recall@3 hits): 0 -> 0.3 took param dev-c 53 -> 55, dev-e 66
+# -> 67, dev-f 56 -> 60, nothing else moved, noise at 0.3 unchanged; 0.05 and
+# 0.1 gave dev-f's 4 alone, 0.2 also dev-c's, 0.3 and 0.5 alike.
+_PARAMETER_COVERAGE_BONUS = 0.3
 _IDENTIFIER = re.compile(r"[A-Za-z0-9]+_[A-Za-z0-9_]*[A-Za-z0-9]|[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*")
+
+
+# A question ("which jenkins jobs are mid-execution", "can deepl output
+# Ukrainian?", "sonarqube: what's stopping the release") asks to be told
+# something: a tool that only reads answers it, one that creates, changes or
+# deletes does not.  Sibling tools of one object (get_ai_config,
+# create_ai_config) match a question's object words alike, and the vectors
+# barely tell their verbs apart (a fifth of the misses on dev-c..dev-f are a
+# name-sibling of the wanted tool in first place).  With the vectors, a
+# question gives each read-only tool this.  A tool reads only when its
+# annotations say readOnlyHint (MCP's own statement; about half of the
+# recorded servers give it), else when a word of its name is a reading verb.
+# A question: ends in "?" or starts (after an optional "server:" prefix)
+# with an interrogative or an auxiliary, English grammar, not these queries'
+# words.  Chosen on the six development sets (session 19, fifth fusion
+# round; recall@3 hits against 0, _PARAMETER_COVERAGE_BONUS in): 0.02 dev
+# +0, dev-b +0, dev-c +6, dev-d +4, dev-e +2, dev-f +2; 0.03 +0, +1, +8, +3,
+# +3, +4 (paraphrase dev-b..dev-f +0, +6, +2, +2, +3; task +1, +2, +0, +1,
+# +1); 0.05 -1, +1, +10, +3, +4, +4; 0.1 -2, +1, +12, +4, +6, +5.  At 0.05
+# the annotations alone gave +12, the name verbs alone +12 (dev-b and dev-d
+# -1 each), both +21.  Noise at 0.3 unchanged on every set.
+_QUESTION_READ_BONUS = 0.03
+_QUESTION_WORDS = frozenset("what which who whom whose where when why how is are was were does do did can any".split())
+_READING_VERBS = frozenset("get list search find read describe fetch query show view lookup retrieve".split())
+_SERVER_PREFIX = re.compile(r"^\s*[\w .-]{1,40}:\s")
+
+
+def _is_question(query: str) -> bool:
+    """Whether ``query`` asks a question (see _QUESTION_READ_BONUS)."""
+    if query.rstrip().endswith("?"):
+        return True
+    first = tokenize(_SERVER_PREFIX.sub("", query, count=1))[:1]
+    return bool(first) and first[0] in _QUESTION_WORDS
+
+
+def _reads_only(tool: Dict[str, Any]) -> bool:
+    """Whether ``tool`` only reads: its readOnlyHint when it gives one, else a reading verb in its name."""
+    annotations = tool.get("annotations")
+    if isinstance(annotations, dict) and isinstance(annotations.get("readOnlyHint"), bool):
+        return annotations["readOnlyHint"]
+    return any(w in _READING_VERBS for w in tokenize(str(tool.get("name", ""))))
 
 
 def _parameter_names(tools: List[Dict[str, Any]]) -> Set[str]:
