@@ -92,9 +92,11 @@ HELDOUT3 = os.path.join(ROOT, "bench", "heldout3")
 # Each later held-out set's labels assume an index of its catalogs and every earlier set's.
 HELDOUT4 = os.path.join(ROOT, "bench", "heldout4")
 HELDOUT5 = os.path.join(ROOT, "bench", "heldout5")
+HELDOUT6 = os.path.join(ROOT, "bench", "heldout6")
 LATER_SETS = {"heldout2": (HELDOUT2, [HELDOUT]), "heldout3": (HELDOUT3, [HELDOUT2, HELDOUT]),
               "heldout4": (HELDOUT4, [HELDOUT3, HELDOUT2, HELDOUT]),
-              "heldout5": (HELDOUT5, [HELDOUT4, HELDOUT3, HELDOUT2, HELDOUT])}
+              "heldout5": (HELDOUT5, [HELDOUT4, HELDOUT3, HELDOUT2, HELDOUT]),
+              "heldout6": (HELDOUT6, [HELDOUT5, HELDOUT4, HELDOUT3, HELDOUT2, HELDOUT])}
 KINDS = ("direct", "paraphrase", "task", "typo", "param", "multi")
 DEPTH = 10  # ranks looked at for MRR
 
@@ -1046,6 +1048,7 @@ def main(argv=None):
         "heldout3": None if args.dev_only else later_set_report("heldout3", tools),
         "heldout4": None if args.dev_only else later_set_report("heldout4", tools),
         "heldout5": None if args.dev_only else later_set_report("heldout5", tools),
+        "heldout6": None if args.dev_only else later_set_report("heldout6", tools),
         "scale": {
             "tools": len(big),
             "build_ms": big_build,
