@@ -690,7 +690,7 @@ def prepare_signals(index, queries, noise):
         # As search does: the shares added after the fusion (parameters a tool takes, a question
         # meeting a tool that only reads; session 19's fifth round).
         if hasattr(index, "_extras"):
-            for part in index._extras(text, bool(semantic), scale).values():
+            for part in index._extras(text, bool(semantic), index._names_parameters(text)).values():
                 for i, extra in part.items():
                     bonus[i] = bonus.get(i, 0.0) + extra
         return lexical, set(exact), semantic, coverage(index, text), bonus, scale

@@ -283,13 +283,21 @@ TASK_CATALOG = [
 ]
 
 
+def without_round_3(monkeypatch):
+    """Search as before session 18's third fusion round: a query naming parameters fused as any other."""
+    monkeypatch.setattr(toolscript.search, "_IDENTIFIER_VECTOR_SCALE", 1.0)
+    # The parameter-coverage share (round 5) applies whenever the query names parameters, whatever the scale.
+    monkeypatch.setattr(toolscript.search, "_PARAMETER_COVERAGE_BONUS", 0.0)
+
+
 @needs_vectors
 def test_a_query_naming_parameters_is_not_outvoted_by_the_vectors(monkeypatch):
     query = "parent_task_id name notes"
     words = ids(SearchIndex(TASK_CATALOG, semantic=False).search(query, limit=2))
     assert "tasks__create_subtask" in words  # the only tool with a parameter parent_task_id
-    # With the vectors at their full weight, create_task's meaning pushes it out of the top 2...
-    monkeypatch.setattr(toolscript.search, "_IDENTIFIER_VECTOR_SCALE", 1.0)
+    # With the vectors at their full weight (and no share for the parameters a tool
+    # takes, round 5's), create_task's meaning pushes it out of the top 2...
+    without_round_3(monkeypatch)
     assert "tasks__create_subtask" not in ids(SearchIndex(TASK_CATALOG).search(query, limit=2))
     # ...with their weight cut for a query that names parameters, the words' top 2 stand.
     monkeypatch.undo()
@@ -328,7 +336,7 @@ def test_explain_adds_up_to_the_score_when_the_query_names_parameters():
 
 
 @needs_vectors
-def test_the_tuning_bench_fuses_a_parameter_query_as_search_does():
+def test_the_tuning_bench_fuses_a_parameter_query_as_search_does(monkeypatch):
     import importlib.util
     import os
 
@@ -342,10 +350,14 @@ def test_the_tuning_bench_fuses_a_parameter_query_as_search_does():
     row = bench.fused_figures(index, queries, bench.prepare_signals(index, queries, ["book a flight"]), bench.shipped_fuse)
     rank = ids(index.search(queries[0]["query"], limit=3)).index("tasks__create_subtask") + 1
     assert rank == 2 and row["mrr@10"] == pytest.approx(1 / rank, abs=0.001)
-    # The grid's points: at full vector weight create_subtask drops to third, as search ranks it then.
+    # The grid's points rank as search does at each scale.  Without round 5's share for the
+    # parameters a tool takes (it applies at any scale), full vector weight drops create_subtask to third.
+    monkeypatch.setattr(toolscript.search, "_PARAMETER_COVERAGE_BONUS", 0.0)
     rows = {r["scale"]: r for r in bench.identifier_scale_rows(index, queries, ["book a flight"])}
     assert rows[toolscript.search._IDENTIFIER_VECTOR_SCALE]["mrr@10"] == pytest.approx(0.5)
     assert rows[1.0]["mrr@10"] == pytest.approx(1 / 3, abs=0.001)
+    monkeypatch.setattr(toolscript.search, "_IDENTIFIER_VECTOR_SCALE", 1.0)
+    assert ids(index.search(queries[0]["query"], limit=3)).index("tasks__create_subtask") == 2
 
 
 # Round 4 (FU4): a named server's tools are told apart by the rest of the query.
@@ -510,6 +522,18 @@ def test_the_tool_taking_every_parameter_the_query_names_comes_first_among_tools
     top = SearchIndex(LABEL_CATALOG).search(query, limit=1, explain=True)[0]
     assert top["id"] == "plane__update_label"
     assert top["signals"]["parameters"] == pytest.approx(toolscript.search._PARAMETER_COVERAGE_BONUS)
+
+
+@needs_vectors
+def test_the_coverage_share_follows_whether_the_query_names_parameters_not_the_vectors_weight(monkeypatch):
+    # The share is for a query that names parameters; the vectors' weight for one is a separate choice.
+    monkeypatch.setattr(toolscript.search, "_IDENTIFIER_VECTOR_SCALE", 1.0)
+    results = SearchIndex(LABEL_CATALOG).search("project_id label_id label_data", limit=5, explain=True)
+    update = next(r for r in results if r["id"] == "plane__update_label")
+    assert update["signals"]["parameters"] == pytest.approx(toolscript.search._PARAMETER_COVERAGE_BONUS)
+    # A query without a parameter name gets none, whatever the scale.
+    plain = SearchIndex(LABEL_CATALOG).search("change a label", limit=5, explain=True)
+    assert plain and not any("parameters" in r["signals"] for r in plain)
 
 
 @needs_vectors

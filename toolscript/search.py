@@ -452,18 +452,19 @@ class SearchIndex:
             return []
         allowed = None if servers is None else set(servers)
         named = self._named_servers(query) if semantic and self._vectors else frozenset()
+        names_parameters = self._names_parameters(query)
         # A query by parameter names ("calendarId timeMin") names no server by
         # the words inside them: their tools are not told apart without them.
-        set_apart = named if named and not self._names_parameters(query) else frozenset()
+        set_apart = named if named and not names_parameters else frozenset()
         cosines = self._semantic(query, set_apart) if semantic else {}
         if not cosines:
             named = set_apart = frozenset()  # words alone rank as they did before the vectors
         # Fused with the vectors, a word weighs by its rarity to a power (see _FUSED_IDF_POWER).
         power = _FUSED_IDF_POWER if cosines else 1.0
         lexical, by_signal, exact = self._lexical(query, explain, similar=semantic, idf_power=power, named=set_apart)
-        scale = self._vector_scale(query) if cosines else 1.0
+        scale = _IDENTIFIER_VECTOR_SCALE if cosines and names_parameters else 1.0
         fused = _fuse(lexical, cosines, scale)
-        extras = self._extras(query, bool(cosines), scale)
+        extras = self._extras(query, bool(cosines), names_parameters)
         for part in extras.values():
             for i, value in part.items():
                 if i in fused:
@@ -608,17 +609,18 @@ class SearchIndex:
             named.update(self._naming.get(term, ()))
         return frozenset(named) if len(named) < self._server_count else frozenset()
 
-    def _extras(self, query: str, fused_with_vectors: bool, vector_scale: float) -> Dict[str, Dict[int, float]]:
+    def _extras(self, query: str, fused_with_vectors: bool, names_parameters: bool) -> Dict[str, Dict[int, float]]:
         """Signal -> {tool index: what it adds to the fused score} for the shares added after the fusion.
 
         With the vectors only (words alone rank as before): a query by
         parameter names gives the tools that take them _PARAMETER_COVERAGE_BONUS
         times their share of those names; a question gives each tool that
-        only reads _QUESTION_READ_BONUS.
+        only reads _QUESTION_READ_BONUS.  ``names_parameters``: the query's
+        _names_parameters, which search has computed already.
         """
         if not fused_with_vectors:
             return {}
-        if vector_scale != 1.0:
+        if names_parameters:
             coverage = self._parameter_coverage(query)
             return {"parameters": {i: _PARAMETER_COVERAGE_BONUS * share for i, share in coverage.items()}}
         if _QUESTION_READ_BONUS and _is_question(query):
