@@ -13,7 +13,10 @@ less, so the words' exact parameter match is not outvoted.  Round 4
 decide nothing (_NAME_WORDS_SET_APART).  Round 5 (FU5): siblings are told
 apart by what only one of them has: a query by parameter names favours the
 tool taking the rarest of them (_PARAMETER_COVERAGE_BONUS), a question the
-tools that only read (_QUESTION_READ_BONUS).
+tools that only read (_QUESTION_READ_BONUS).  Round 6 (FU6): a query names a
+server by a word of its name as written when only the stem is shared
+("plane", not "plan"), and by its whole name run together or apart
+("browsertools", "hugging face").
 """
 
 import math
@@ -628,3 +631,79 @@ def test_the_tuning_bench_adds_the_sibling_shares_as_search_does():
     assert [ids(index.search(q["query"], limit=1)) for q in queries] == [[q["ids"][0]] for q in queries]
     assert shipped["mrr@10"] == pytest.approx(1.0)
     assert rows[(0.0, 0.0)]["mrr@10"] < 1.0
+
+
+# Round 6 (FU6): a server named by its word as written, or by its whole name.
+
+
+PLANE_CATALOG = [
+    tool("plane", "create_label", "Create a new label in a project"),
+    tool("plane", "list_cycles", "List the cycles of a project"),
+    tool("plane", "create_work_item", "Create a work item in a project"),
+    # "plan" is the stem of "plane" too: a third of the tools with the stem are not plane's.
+    tool("testrail", "create_test_plan", "Create a test plan with tags"),
+    tool("testrail", "list_test_plans", "List the test plans of a project"),
+    tool("pricing", "get_plans", "Get the pricing plans and what each includes"),
+    tool("github", "add_labels", "Add labels to an issue"),
+    tool("slack", "post_message", "Post a message to a Slack channel"),
+]
+
+BROWSER_CATALOG = [
+    tool("browser-tools", "getConsoleErrors", "Check our browsers console errors"),
+    tool("browser-tools", "runAccessibilityAudit", "Run an accessibility audit on the current page"),
+    tool("browser-tools", "takeScreenshot", "Take a screenshot of the current browser tab"),
+    tool("chrome-devtools", "list_console_messages", "List all console messages for the currently selected page"),
+    tool("chrome-devtools", "take_screenshot", "Take a screenshot of the page or element"),
+    tool("chrome-devtools", "lighthouse_audit", "Get Lighthouse scores for accessibility and performance"),
+    tool("huggingface", "hub_repo_search", "Search Hugging Face repositories: models, datasets, spaces"),
+    tool("time", "get_current_time", "Get current time in a specific timezone"),
+    tool("jenkins", "get_build_time", "How long a build took, in time units"),
+    tool("cron", "next_run_time", "The next time a schedule fires"),
+]
+
+
+def as_before_round_6(monkeypatch):
+    monkeypatch.setattr(toolscript.search, "_server_naming_words", lambda tools, postings, naming: {})
+    monkeypatch.setattr(toolscript.search, "_whole_server_names", lambda tools: {})
+
+
+@needs_vectors
+def test_a_word_of_a_servers_name_names_it_when_only_its_stem_is_shared(monkeypatch):
+    query = "I need a red 'regression' tag in plane"
+    index = SearchIndex(PLANE_CATALOG)
+    assert index._named_servers(query) == frozenset({"plane"})
+    assert index._named_servers("list the test plans") == frozenset()  # the stem alone names nothing
+    assert all(i.startswith("plane__") for i in ids(index.search(query, limit=3)))
+    # Before: "plan" named nothing (its tools are not plane's alone) and a test plan came in.
+    as_before_round_6(monkeypatch)
+    before = SearchIndex(PLANE_CATALOG)
+    assert before._named_servers(query) == frozenset()
+    assert "testrail__create_test_plan" in ids(before.search(query, limit=3))
+
+
+@needs_vectors
+@pytest.mark.parametrize("query, named", [
+    ("is my page accessible, via browsertools", {"browser-tools"}),
+    ("which errors did the console show (browsertools)", {"browser-tools"}),
+    ("hugging face: find llama models", {"huggingface"}),
+    # A one-word server's name said alone names it only when (nearly) only its tools say it.
+    ("what time is it in tokyo", set()),
+])
+def test_a_servers_whole_name_names_it_run_together_or_apart(query, named):
+    assert SearchIndex(BROWSER_CATALOG)._named_servers(query) == frozenset(named)
+
+
+@needs_vectors
+def test_a_server_named_by_its_run_together_name_ranks_its_tool_first(monkeypatch):
+    query = "is my page accessible, via browsertools"
+    assert ids(SearchIndex(BROWSER_CATALOG).search(query, limit=1)) == ["browser-tools__runAccessibilityAudit"]
+    as_before_round_6(monkeypatch)
+    assert ids(SearchIndex(BROWSER_CATALOG).search(query, limit=1)) != ["browser-tools__runAccessibilityAudit"]
+
+
+@needs_vectors
+def test_a_run_together_server_name_is_set_apart_like_its_words():
+    index = SearchIndex(BROWSER_CATALOG)
+    named = frozenset({"browser-tools"})
+    # The set-apart vector drops "browsertools" as it would drop "browser tools".
+    assert index._semantic("take a screenshot via browsertools", named) != index._semantic("take a screenshot via browsertools")
