@@ -475,7 +475,8 @@ def tune(sets):
     set: the power the words' idf is raised to in the fusion (signals
     prepared again per point), the vectors' weight for a query that names a
     parameter (likewise), how far a named server's tools are told apart
-    without the words naming it (likewise), the blend grid (each query's
+    without the words naming it (likewise), the ways a query names a server
+    besides a pure stem of its name (likewise), the blend grid (each query's
     word shares and cosines computed once, then search's own ``_fuse`` with
     its constants patched), the fusions tried instead of the blend (the
     vector weight set by how much of the query the words explain; reciprocal
@@ -499,7 +500,8 @@ def tune(sets):
                       "tool_text_weights": tool_text_rows(tools, queries, noise),
                       "named_server": named_server_rows(tools, queries, noise),
                       "name_words_set_apart": name_words_rows(index, queries, noise),
-                      "siblings": sibling_rows(index, queries, noise)}
+                      "siblings": sibling_rows(index, queries, noise),
+                      "server_naming": server_naming_rows(index, queries, noise)}
     return out
 
 
@@ -610,6 +612,26 @@ def sibling_rows(index, queries, noise):
                              **fused_figures(index, queries, prepared, shipped_fuse)))
     finally:
         mod._PARAMETER_COVERAGE_BONUS, mod._QUESTION_READ_BONUS = saved
+    return rows
+
+
+def server_naming_rows(index, queries, noise):
+    """The ways a query names a server besides a pure stem (session 20, sixth round), each on or off.
+
+    ``word``: a word of the server's name as written when only its stem is
+    shared ("plane", _server_naming_words); ``whole``: its whole name run
+    together or apart ("browsertools", "hugging face", _whole_server_names).
+    Both off: the naming of session 19.  The index's maps are emptied per point.
+    """
+    saved = index._naming_words, index._whole_names, index._run_together
+    rows = []
+    try:
+        for word, whole in ((False, False), (True, False), (False, True), (True, True)):
+            index._naming_words = saved[0] if word else {}
+            index._whole_names, index._run_together = saved[1:] if whole else ({}, set())
+            rows.append(dict({"word": word, "whole": whole}, **fused_figures(index, queries, prepare_signals(index, queries, noise), shipped_fuse)))
+    finally:
+        index._naming_words, index._whole_names, index._run_together = saved
     return rows
 
 

@@ -707,3 +707,23 @@ def test_a_run_together_server_name_is_set_apart_like_its_words():
     named = frozenset({"browser-tools"})
     # The set-apart vector drops "browsertools" as it would drop "browser tools".
     assert index._semantic("take a screenshot via browsertools", named) != index._semantic("take a screenshot via browsertools")
+
+
+@needs_vectors
+def test_the_tuning_bench_names_servers_as_search_does_and_without_round_6():
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "search.py")
+    spec = importlib.util.spec_from_file_location("bench_search_fu6", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    index = SearchIndex(BROWSER_CATALOG)
+    query = "is my page accessible, via browsertools"
+    queries = [{"query": query, "ids": ["browser-tools__runAccessibilityAudit"], "kind": "paraphrase"}]
+    rows = {(r["word"], r["whole"]): r for r in bench.server_naming_rows(index, queries, ["book a flight"])}
+    assert rows[(True, True)]["mrr@10"] == 1.0  # first, as search ranks it
+    assert ids(index.search(query, limit=1)) == ["browser-tools__runAccessibilityAudit"]
+    assert rows[(False, False)]["mrr@10"] < 1.0
+    assert rows[(False, True)]["mrr@10"] == 1.0  # the whole name run together is what names it
+    assert "browsertools" in index._whole_names  # the index's maps are restored
