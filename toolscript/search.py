@@ -61,6 +61,10 @@ weighed by its rarity (_PARAMETER_COVERAGE_BONUS: the one name only the
 wanted tool takes tells apart a family's tools that take the rest).  A
 question ("which jobs are running?") adds 0.03 to each tool that only reads
 (_QUESTION_READ_BONUS: get_x and create_x match a question's words alike).
+Each server is also scored as a whole, by the query's cosine with the mean
+of its tools' vectors: its tools add up to 0.04, the most to the server
+that leads (_SERVER_WEIGHT; not when the query names a server or
+parameters), for a request whose meaning is spread over a server's tools.
 A threshold of 0.3 keeps plausible tools and drops most noise
 (bench/search.py measures both).  Scores are capped at 1; results are
 ordered by the uncapped score, then by id, so the order is deterministic.
@@ -84,10 +88,11 @@ __all__ = ["SearchIndex", "SIGNALS", "tokenize", "stem", "terms"]
 # "websearch"), catalog words close in meaning to a query word, the whole
 # texts' vectors, a query that names the tool's server, and a query that is
 # a tool's name; with the vectors also the parameter names a query gives
-# that a tool takes, and a question meeting a tool that only reads.
+# that a tool takes, a question meeting a tool that only reads, and the
+# tool's server as a whole.
 SIGNALS = (
     "bm25", "synonym", "typo", "joined_words", "similar_words", "vector", "parameters", "question_read",
-    "named_server", "exact_name",
+    "named_server", "server", "exact_name",
 )
 
 # -- words -------------------------------------------------------------------
@@ -414,6 +419,10 @@ class SearchIndex:
         # The run-together names of servers named by two or more words: one query word says them whole.
         self._run_together = {w for w, servers in self._whole_names.items() if any(len(tokenize(s)) > 1 for s in servers)}
         self._server_count = len({t.get("server") for t in self._tools})
+        # Each tool's server as a number, and each server's centroid scale (see _SERVER_WEIGHT).
+        server_numbers: Dict[str, int] = {}
+        self._server_of = [server_numbers.setdefault(str(t.get("server") or ""), len(server_numbers)) for t in self._tools]
+        self._centroid_scales = _centroid_scales(self._server_of, len(server_numbers), self._vectors)
         self._reads_only = [_reads_only(t) for t in self._tools]
         self._exact: Dict[str, List[int]] = {}
         # Parameter names as compacted identifiers ("parent_task_id" -> "parenttaskid"), see _vector_scale.
@@ -470,6 +479,10 @@ class SearchIndex:
         scale = _IDENTIFIER_VECTOR_SCALE if cosines and names_parameters else 1.0
         fused = _fuse(lexical, cosines, scale)
         extras = self._extras(query, bool(cosines), names_parameters)
+        if cosines and not named and not names_parameters and _SERVER_WEIGHT:
+            # The server as a whole (see _SERVER_WEIGHT); only tools already in fused gain it, below.
+            shares = _server_shares(cosines, self._server_of, self._centroid_scales)
+            extras["server"] = {i: shares[self._server_of[i]] for i in fused}
         for part in extras.values():
             for i, value in part.items():
                 if i in fused:
@@ -1459,3 +1472,70 @@ def _fuse(lexical: Dict[int, float], semantic: Dict[int, float], vector_scale: f
             elif cosine >= alone:
                 fused[i] = extra
     return fused
+
+
+# -- a server as a whole -----------------------------------------------------
+
+# A request often describes a domain ("check the inbox over imap", "why did
+# the deploy fail") whose meaning is spread over a server's tools, not
+# concentrated in the one tool wanted; scored alone, a tool of another server
+# can outrank them on one shared word.  So each server is also scored as a
+# whole: the cosine of the query's vector with the server's centroid (the
+# mean of its tools' unit vectors), which is the sum of the query's cosines
+# with its tools over the length of their vectors' sum, so it costs one pass
+# over the cosines the search has.  Each tool gains _SERVER_WEIGHT times its
+# server's softmax share of those cosines at _SERVER_TEMPERATURE: nearly all
+# of it goes to the first server when it leads by a few hundredths, and is
+# split when servers tie.  Not for a query that names a server
+# (_NAMED_SERVER_BONUS says that already) or names parameters (the vectors
+# weigh little there).  Chosen on the seven development sets (session 20,
+# seventh fusion round; recall@3 hits against none, dev, dev-b .. dev-g):
+# weight 0.04 at temperature 0.01-0.015: +1 +1 +1 +1 +7 +2 +3 (+16; paraphrase
+# +10, task +3, MRR@10 0.715 -> 0.716); 0.02: +8..+9; 0.06: +9..+13; 0.08:
+# +7..+13 (dev and dev-b lose one at 0.08 and 0.01-0.015); a margin to the
+# first server in place of the softmax, +9..+14.  The server's BM25 over all
+# its tools' words (their postings summed, length-normalised by tool count),
+# mixed in at 0.3 .. 1 of the score, did worse the more of it (at most +8,
+# +5, +4, +4; as low as -14): big servers' summed words outvote small ones.
+# Mean of each server's best 2-5 tools' fused scores in place of the
+# centroid: +2..+6; the share scaled by the centroid's cosine (0 at 0.2):
+# +2..+7.  Noise at 0.3: dev 1.0 unchanged, dev-b 0.933 -> 0.867 (two of
+# its 30 noise queries, "send a text message to my mom" reaching slack's
+# post_message at 0.322), the others unchanged.  Of the misses of dev-g that put
+# no tool of the wanted server in the top 3 (60 of 194), the wanted server's
+# centroid was the first server in 4 only: most of those misses are beyond
+# any server-level signal's reach (servers named by a word no tool says,
+# "GA4", "executeautomation db").
+_SERVER_WEIGHT = 0.04
+_SERVER_TEMPERATURE = 0.015
+
+
+def _centroid_scales(server_of: List[int], count: int, vectors: Optional[List[Tuple[int, Tuple[float, ...]]]]) -> List[float]:
+    """Per server: 1 / the length of the sum of its tools' unit vectors (0 for a server without vectors)."""
+    scales = [0.0] * count
+    if not vectors:
+        return scales
+    sums = [[0.0] * len(vectors[0][1]) for _ in range(count)]
+    for i, vector in vectors:
+        total = sums[server_of[i]]
+        for d, x in enumerate(vector):
+            total[d] += x
+    for s, total in enumerate(sums):
+        length = math.sqrt(sum(x * x for x in total))
+        scales[s] = 1.0 / length if length > 0 else 0.0
+    return scales
+
+
+def _server_shares(cosines: Dict[int, float], server_of: List[int], scales: List[float]) -> List[float]:
+    """Per server: _SERVER_WEIGHT times its softmax share, at _SERVER_TEMPERATURE, of the query's cosines with the centroids."""
+    sums = [0.0] * len(scales)
+    for i, cosine in cosines.items():
+        sums[server_of[i]] += cosine
+    # Capped where the vectors' share is (_VECTOR_CEILING): above it every cosine is a full match, and
+    # servers whose tools say the same differ only by their names' words in the vectors.
+    ceiling = _VECTOR_CEILING
+    centroid = [min(ceiling, total * scale) for total, scale in zip(sums, scales)]
+    top = max(centroid)
+    weights = [math.exp((c - top) / _SERVER_TEMPERATURE) for c in centroid]
+    total = sum(weights)
+    return [_SERVER_WEIGHT * w / total for w in weights]

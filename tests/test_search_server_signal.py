@@ -1,0 +1,152 @@
+"""A server scored as a whole (issue 13, session 20, seventh fusion round): _SERVER_WEIGHT.
+
+A request that describes a domain ("remember that Alice works at Acme")
+has its meaning spread over a server's tools (a knowledge graph's entities,
+relations, observations) more than in any one of them.  With the vectors,
+each tool gains a share of _SERVER_WEIGHT by how its server's centroid (the
+mean of its tools' vectors) meets the query, softmax over the servers.  A
+query that names a server keeps _NAMED_SERVER_BONUS alone (not doubled);
+one by parameter names and a search by the words alone get nothing.
+"""
+
+import pytest
+
+import toolscript.search
+from toolscript import vectors
+from toolscript.search import SIGNALS, SearchIndex
+from search_sets import tool
+
+needs_vectors = pytest.mark.skipif(not vectors.available(), reason="no vectors data in this checkout")
+
+
+# Three recorded servers' tools (bench/eval/catalogs): a knowledge graph, a database with a memo, git.
+CATALOG = [
+    tool("memory", "create_entities", "Create multiple new entities in the knowledge graph"),
+    tool("memory", "create_relations", "Create multiple new relations between entities in the knowledge graph. Relations should be in active voice"),
+    tool("memory", "add_observations", "Add new observations to existing entities in the knowledge graph"),
+    tool("memory", "delete_entities", "Delete multiple entities and their associated relations from the knowledge graph"),
+    tool("memory", "delete_observations", "Delete specific observations from entities in the knowledge graph"),
+    tool("memory", "delete_relations", "Delete multiple relations from the knowledge graph"),
+    tool("memory", "read_graph", "Read the entire knowledge graph"),
+    tool("memory", "search_nodes", "Search for nodes in the knowledge graph based on a query"),
+    tool("memory", "open_nodes", "Open specific nodes in the knowledge graph by their names"),
+    tool("sqlite", "read_query", "Execute a SELECT query on the SQLite database"),
+    tool("sqlite", "write_query", "Execute an INSERT, UPDATE, or DELETE query on the SQLite database"),
+    tool("sqlite", "create_table", "Create a new table in the SQLite database"),
+    tool("sqlite", "list_tables", "List all tables in the SQLite database"),
+    tool("sqlite", "describe_table", "Get the schema information for a specific table"),
+    tool("sqlite", "append_insight", "Add a business insight to the memo"),
+    tool("git", "git_status", "Shows the working tree status"),
+    tool("git", "git_diff_unstaged", "Shows changes in the working directory that are not yet staged"),
+    tool("git", "git_diff_staged", "Shows changes that are staged for commit"),
+    tool("git", "git_diff", "Shows differences between branches or commits"),
+    tool("git", "git_commit", "Records changes to the repository"),
+    tool("git", "git_add", "Adds file contents to the staging area"),
+    tool("git", "git_reset", "Unstages all staged changes"),
+    tool("git", "git_log", "Shows the commit logs"),
+    tool("git", "git_create_branch", "Creates a new branch from an optional base branch"),
+    tool("git", "git_checkout", "Switches branches"),
+    tool("git", "git_show", "Shows the contents of a commit, or of a file or directory given as <revision>:<path>"),
+    tool("git", "git_branch", "List Git branches"),
+]
+DOMAIN_QUERY = "remember that Alice works at Acme"  # a development query (bench/eval) whose answers are memory's
+
+
+def ids(results):
+    return [r["id"] for r in results]
+
+
+@needs_vectors
+def test_a_request_spread_over_one_servers_tools_lifts_that_servers_tool_over_another_servers(monkeypatch):
+    index = SearchIndex(CATALOG)
+    monkeypatch.setattr(toolscript.search, "_SERVER_WEIGHT", 0.0)
+    alone = ids(index.search(DOMAIN_QUERY, limit=len(CATALOG)))
+    assert alone.index("git__git_diff_unstaged") < alone.index("memory__add_observations")
+    assert "memory__add_observations" not in alone[:3]
+    monkeypatch.undo()
+    whole = ids(index.search(DOMAIN_QUERY, limit=len(CATALOG)))
+    assert whole.index("memory__add_observations") < whole.index("git__git_diff_unstaged")
+    assert "memory__add_observations" in whole[:3]
+
+
+@needs_vectors
+def test_the_server_whose_centroid_leads_takes_nearly_all_the_weight_and_explain_shows_it():
+    index = SearchIndex(CATALOG)
+    results = index.search(DOMAIN_QUERY, limit=10, explain=True)
+    by_server = {}
+    assert all("server" in r["signals"] for r in results if r["server"] == "memory")
+    for r in results:
+        by_server.setdefault(r["server"], set()).add(round(r["signals"].get("server", 0.0), 6))
+        # The signals still add up to the score shown.
+        assert sum(r["signals"].values()) == pytest.approx(r["score"], abs=0.0006)
+    assert by_server["memory"] and all(share == pytest.approx(toolscript.search._SERVER_WEIGHT, rel=0.01) for share in by_server["memory"])
+    assert all(share < 0.001 for server, shares in by_server.items() if server != "memory" for share in shares)
+    assert SIGNALS.index("named_server") < SIGNALS.index("server") < SIGNALS.index("exact_name")
+
+
+@needs_vectors
+def test_a_query_naming_a_server_gets_the_named_bonus_once_not_the_server_signal_too(monkeypatch):
+    index = SearchIndex(CATALOG)
+    query = "in memory, remember that Alice works at Acme"
+    top = index.search(query, limit=3, explain=True)
+    assert {r["server"] for r in top} == {"memory"}
+    for r in top:
+        assert r["signals"]["named_server"] == toolscript.search._NAMED_SERVER_BONUS
+        assert "server" not in r["signals"]
+    monkeypatch.setattr(toolscript.search, "_SERVER_WEIGHT", 0.0)
+    assert [(r["id"], r["score"]) for r in index.search(query, limit=3)] == [(r["id"], r["score"]) for r in top]
+
+
+@needs_vectors
+def test_a_query_by_parameter_names_gets_no_server_signal(monkeypatch):
+    schema = {"type": "object", "properties": {"entity_name": {"type": "string"}, "observation_text": {"type": "string"}}}
+    catalog = CATALOG + [tool("notes", "add_note", "Add a note", inputSchema=schema)]
+    index = SearchIndex(catalog)
+    query = "entity_name observation_text"
+    results = index.search(query, limit=5, explain=True)
+    assert results and all("server" not in r["signals"] for r in results)
+    monkeypatch.setattr(toolscript.search, "_SERVER_WEIGHT", 0.0)
+    assert [(r["id"], r["score"]) for r in index.search(query, limit=5)] == [(r["id"], r["score"]) for r in results]
+
+
+def test_words_alone_get_no_server_signal(monkeypatch):
+    index = SearchIndex(CATALOG, semantic=False)
+    results = index.search(DOMAIN_QUERY + " graph", limit=5, explain=True)
+    assert results and all("server" not in r["signals"] for r in results)
+    monkeypatch.setattr(toolscript.search, "_SERVER_WEIGHT", 0.0)
+    assert [(r["id"], r["score"]) for r in index.search(DOMAIN_QUERY + " graph", limit=5)] == [(r["id"], r["score"]) for r in results]
+
+
+def test_tied_servers_share_the_weight_and_a_clear_leader_takes_nearly_all():
+    weight = toolscript.search._SERVER_WEIGHT
+    # Two servers of one tool each, unit centroids (scale 1): the cosines are the centroids'.
+    tied = toolscript.search._server_shares({0: 0.4, 1: 0.4}, [0, 1], [1.0, 1.0])
+    assert tied == [pytest.approx(weight / 2), pytest.approx(weight / 2)]
+    led = toolscript.search._server_shares({0: 0.5, 1: 0.4}, [0, 1], [1.0, 1.0])
+    assert led[0] == pytest.approx(weight, rel=0.01) and led[1] < weight / 100
+    # A server's centroid is its tools' mean direction: two tools' cosines summed over their sum's length.
+    two = toolscript.search._server_shares({0: 0.3, 1: 0.3, 2: 0.45}, [0, 0, 1], [1 / 1.6, 1.0])
+    assert two[0] < two[1]  # 0.6 / 1.6 = 0.375 < 0.45
+
+
+def test_a_server_without_vectors_has_no_centroid():
+    assert toolscript.search._centroid_scales([0, 0, 1], 2, [(0, (1.0, 0.0)), (1, (0.0, 1.0))]) == [
+        pytest.approx(1 / 2 ** 0.5), 0.0]
+    assert toolscript.search._centroid_scales([0], 1, None) == [0.0]
+
+
+@needs_vectors
+def test_the_tuning_bench_adds_the_server_signal_as_search_does():
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "search.py")
+    spec = importlib.util.spec_from_file_location("bench_search_sv7", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    index = SearchIndex(CATALOG)
+    queries = [{"query": DOMAIN_QUERY, "ids": ["memory__add_observations"], "kind": "paraphrase"}]
+    grid = {"weight": (0.0, toolscript.search._SERVER_WEIGHT), "temperature": (toolscript.search._SERVER_TEMPERATURE,)}
+    rows = bench.server_signal_rows(index, queries, ["book a flight"], grid)
+    assert [r["hits@3"] for r in rows] == [0, 1]  # without it, and as search ranks it (above)
+    assert "memory__add_observations" in ids(index.search(DOMAIN_QUERY, limit=3))
