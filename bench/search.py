@@ -57,9 +57,9 @@ constants were chosen from, on the development set and (without
 18 and 19 (dev-b .. dev-f; keys ``heldout`` .. ``heldout5``, both authors'
 queries);
 ``--tune-similar`` the development grid of the similar-words signal's.
-``--tune-server`` the grid of a server scored as a whole (_SERVER_WEIGHT by
-_SERVER_TEMPERATURE) on the seven development sets (dev .. dev-g), with
-recall@3 hits per point.
+``--tune-server`` the grid of a server scored as a whole (_SERVER_TOOLS,
+_SERVER_WEIGHT, _SERVER_TEMPERATURE) on the seven development sets (dev ..
+dev-g), with recall@3 hits per point.
 ``--cv`` the leave-one-set-out cross-validation of the fusion's linear
 weights over the five development sets (session 19; the fitted weights
 were not adopted: they lost on two of the five held-aside sets).
@@ -490,7 +490,7 @@ def tune(sets):
     out = {"shipped": {"name_words_set_apart": mod._NAME_WORDS_SET_APART, "idf_power": mod._FUSED_IDF_POWER, "identifier_scale": mod._IDENTIFIER_VECTOR_SCALE,
                        "parameter_coverage": mod._PARAMETER_COVERAGE_BONUS, "question_read": mod._QUESTION_READ_BONUS, "blend": {n: getattr(mod, n) for n in BLEND}, "tool_text_weights": list(mod._TOOL_TEXT_WEIGHTS),
                        "named_server": {"bonus": mod._NAMED_SERVER_BONUS, "purity": mod._NAMING_PURITY},
-                       "server_signal": {"weight": mod._SERVER_WEIGHT, "temperature": mod._SERVER_TEMPERATURE}}}
+                       "server_signal": {"tools": mod._SERVER_TOOLS, "weight": mod._SERVER_WEIGHT, "temperature": mod._SERVER_TEMPERATURE}}}
     for label, (tools, queries, noise) in sets.items():
         index = SearchIndex(tools)
         if not index.semantic:
@@ -640,30 +640,31 @@ def server_naming_rows(index, queries, noise):
     return rows
 
 
-SERVER_GRID = {"weight": (0.0, 0.02, 0.04, 0.06, 0.08), "temperature": (0.01, 0.015, 0.03)}
+SERVER_GRID = {"tools": (3, 5), "weight": (0.0, 0.03, 0.04, 0.05, 0.06), "temperature": (0.015, 0.02, 0.03)}
 
 
 def server_signal_rows(index, queries, noise, grid=SERVER_GRID):
-    """A server as a whole (session 20, seventh round): _SERVER_WEIGHT x _SERVER_TEMPERATURE, signals prepared per point.
+    """A server as a whole (session 20, seventh round): _SERVER_TOOLS x _SERVER_WEIGHT x _SERVER_TEMPERATURE.
 
-    Weight 0 is the ranking without it (once).  The variants it was chosen
-    over (the server's BM25 over its tools' words mixed in, the mean of its
-    best tools' scores, a margin to the first server) are in search.py's
-    comment with their figures; they were measured on precomputed signals
-    outside this script and are not kept.
+    Signals prepared per point; weight 0 is the ranking without it (once).
+    The variants it was chosen over (the server's centroid, its BM25 over
+    its tools' words mixed in, the mean of its best tools' fused scores)
+    are in search.py's comment with their figures; they were measured on
+    precomputed signals outside this script and are not kept.
     """
     mod = toolscript.search
-    saved = mod._SERVER_WEIGHT, mod._SERVER_TEMPERATURE
+    saved = mod._SERVER_TOOLS, mod._SERVER_WEIGHT, mod._SERVER_TEMPERATURE
+    points = [(grid["tools"][0], 0.0, grid["temperature"][0])] if 0.0 in grid["weight"] else []
+    points += [(k, w, t) for k in grid["tools"] for w in grid["weight"] if w for t in grid["temperature"]]
     rows = []
     try:
-        for weight in grid["weight"]:
-            for temperature in grid["temperature"][:1] if weight == 0.0 else grid["temperature"]:
-                mod._SERVER_WEIGHT, mod._SERVER_TEMPERATURE = weight, temperature
-                row = fused_figures(index, queries, prepare_signals(index, queries, noise), shipped_fuse)
-                rows.append(dict({"weight": weight, "temperature": temperature if weight else None,
-                                  "hits@3": round(row["recall@3"] * len(queries))}, **row))
+        for tools, weight, temperature in points:
+            mod._SERVER_TOOLS, mod._SERVER_WEIGHT, mod._SERVER_TEMPERATURE = tools, weight, temperature
+            row = fused_figures(index, queries, prepare_signals(index, queries, noise), shipped_fuse)
+            rows.append(dict({"tools": tools if weight else None, "weight": weight, "temperature": temperature if weight else None,
+                              "hits@3": round(row["recall@3"] * len(queries))}, **row))
     finally:
-        mod._SERVER_WEIGHT, mod._SERVER_TEMPERATURE = saved
+        mod._SERVER_TOOLS, mod._SERVER_WEIGHT, mod._SERVER_TEMPERATURE = saved
     return rows
 
 
@@ -749,7 +750,7 @@ def prepare_signals(index, queries, noise):
                     bonus[i] = bonus.get(i, 0.0) + extra
         # As search does: each tool's server as a whole (_SERVER_WEIGHT; session 20, seventh round).
         if getattr(toolscript.search, "_SERVER_WEIGHT", 0.0) and semantic and not named and not index._names_parameters(text):
-            shares = toolscript.search._server_shares(semantic, index._server_of, index._centroid_scales)
+            shares = toolscript.search._server_shares(semantic, index._server_of, index._servers)
             for i, server in enumerate(index._server_of):
                 bonus[i] = bonus.get(i, 0.0) + shares[server]
         return lexical, set(exact), semantic, coverage(index, text), bonus, scale
@@ -1045,7 +1046,7 @@ def main(argv=None):
     parser.add_argument("--cv", action="store_true",
                         help="print the leave-one-set-out cross-validation of the fusion's weights on the five development sets and stop")
     parser.add_argument("--tune-server", action="store_true",
-                        help="print the server-as-a-whole grid (_SERVER_WEIGHT x _SERVER_TEMPERATURE) on the seven development sets and stop")
+                        help="print the server-as-a-whole grid (_SERVER_TOOLS x _SERVER_WEIGHT x _SERVER_TEMPERATURE) on the seven development sets and stop")
     parser.add_argument("--tune-similar", action="store_true", help="print the development-set similar-words grid and stop")
     parser.add_argument("--no-cli", action="store_true", help="skip the subprocess timings (CLI search, --version)")
     parser.add_argument("--only", choices=sorted(LATER_SETS),
@@ -1068,7 +1069,8 @@ def main(argv=None):
                             load_queries(held_path), load_queries(held_path, key="noise"))}
         for name in LATER_SETS:
             sets[name] = later_set(name, tools)[:3]
-        out = {"shipped": {"weight": toolscript.search._SERVER_WEIGHT, "temperature": toolscript.search._SERVER_TEMPERATURE}}
+        out = {"shipped": {"tools": toolscript.search._SERVER_TOOLS, "weight": toolscript.search._SERVER_WEIGHT,
+                           "temperature": toolscript.search._SERVER_TEMPERATURE}}
         for label, (set_tools, set_queries, set_noise) in sets.items():
             out[label] = server_signal_rows(SearchIndex(set_tools), set_queries, set_noise)
         json.dump(out, sys.stdout, indent=2)

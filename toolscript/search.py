@@ -61,9 +61,9 @@ weighed by its rarity (_PARAMETER_COVERAGE_BONUS: the one name only the
 wanted tool takes tells apart a family's tools that take the rest).  A
 question ("which jobs are running?") adds 0.03 to each tool that only reads
 (_QUESTION_READ_BONUS: get_x and create_x match a question's words alike).
-Each server is also scored as a whole, by the query's cosine with the mean
-of its tools' vectors: its tools add up to 0.04, the most to the server
-that leads (_SERVER_WEIGHT; not when the query names a server or
+Each server is also scored as a whole, by the mean of the query's cosines
+with its best three tools: its tools add up to 0.04, nearly all to the
+server that leads (_SERVER_WEIGHT; not when the query names a server or
 parameters), for a request whose meaning is spread over a server's tools.
 A threshold of 0.3 keeps plausible tools and drops most noise
 (bench/search.py measures both).  Scores are capped at 1; results are
@@ -419,10 +419,10 @@ class SearchIndex:
         # The run-together names of servers named by two or more words: one query word says them whole.
         self._run_together = {w for w, servers in self._whole_names.items() if any(len(tokenize(s)) > 1 for s in servers)}
         self._server_count = len({t.get("server") for t in self._tools})
-        # Each tool's server as a number, and each server's centroid scale (see _SERVER_WEIGHT).
+        # Each tool's server as a number 0 .. _servers - 1 (see _SERVER_WEIGHT).
         server_numbers: Dict[str, int] = {}
         self._server_of = [server_numbers.setdefault(str(t.get("server") or ""), len(server_numbers)) for t in self._tools]
-        self._centroid_scales = _centroid_scales(self._server_of, len(server_numbers), self._vectors)
+        self._servers = len(server_numbers)
         self._reads_only = [_reads_only(t) for t in self._tools]
         self._exact: Dict[str, List[int]] = {}
         # Parameter names as compacted identifiers ("parent_task_id" -> "parenttaskid"), see _vector_scale.
@@ -481,7 +481,7 @@ class SearchIndex:
         extras = self._extras(query, bool(cosines), names_parameters)
         if cosines and not named and not names_parameters and _SERVER_WEIGHT:
             # The server as a whole (see _SERVER_WEIGHT); only tools already in fused gain it, below.
-            shares = _server_shares(cosines, self._server_of, self._centroid_scales)
+            shares = _server_shares(cosines, self._server_of, self._servers)
             extras["server"] = {i: shares[self._server_of[i]] for i in fused}
         for part in extras.values():
             for i, value in part.items():
@@ -1480,62 +1480,55 @@ def _fuse(lexical: Dict[int, float], semantic: Dict[int, float], vector_scale: f
 # the deploy fail") whose meaning is spread over a server's tools, not
 # concentrated in the one tool wanted; scored alone, a tool of another server
 # can outrank them on one shared word.  So each server is also scored as a
-# whole: the cosine of the query's vector with the server's centroid (the
-# mean of its tools' unit vectors), which is the sum of the query's cosines
-# with its tools over the length of their vectors' sum, so it costs one pass
-# over the cosines the search has.  Each tool gains _SERVER_WEIGHT times its
-# server's softmax share of those cosines at _SERVER_TEMPERATURE: nearly all
+# whole: the mean of the query's cosines with its best _SERVER_TOOLS tools
+# (a server with fewer counts 0 for each missing one), from the cosines the
+# search has, in one pass.  Each tool gains _SERVER_WEIGHT times its
+# server's softmax share of those means at _SERVER_TEMPERATURE: nearly all
 # of it goes to the first server when it leads by a few hundredths, and is
-# split when servers tie.  Not for a query that names a server
-# (_NAMED_SERVER_BONUS says that already) or names parameters (the vectors
-# weigh little there).  Chosen on the seven development sets (session 20,
-# seventh fusion round; recall@3 hits against none, dev, dev-b .. dev-g):
-# weight 0.04 at temperature 0.01-0.015: +1 +1 +1 +1 +7 +2 +3 (+16; paraphrase
-# +10, task +3, MRR@10 0.715 -> 0.716); 0.02: +8..+9; 0.06: +9..+13; 0.08:
-# +7..+13 (dev and dev-b lose one at 0.08 and 0.01-0.015); a margin to the
-# first server in place of the softmax, +9..+14.  The server's BM25 over all
-# its tools' words (their postings summed, length-normalised by tool count),
-# mixed in at 0.3 .. 1 of the score, did worse the more of it (at most +8,
-# +5, +4, +4; as low as -14): big servers' summed words outvote small ones.
-# Mean of each server's best 2-5 tools' fused scores in place of the
-# centroid: +2..+6; the share scaled by the centroid's cosine (0 at 0.2):
-# +2..+7.  Noise at 0.3: dev 1.0 unchanged, dev-b 0.933 -> 0.867 (two of
-# its 30 noise queries, "send a text message to my mom" reaching slack's
-# post_message at 0.322), the others unchanged.  Of the misses of dev-g that put
-# no tool of the wanted server in the top 3 (60 of 194), the wanted server's
-# centroid was the first server in 4 only: most of those misses are beyond
-# any server-level signal's reach (servers named by a word no tool says,
-# "GA4", "executeautomation db").
+# split when servers tie.  Each cosine is capped at _VECTOR_CEILING, where
+# the vectors' share is: above it every cosine is a full match, and servers
+# whose tools say the same differ only by their names' words in the vectors.
+# Not for a query that names a server (_NAMED_SERVER_BONUS says that
+# already) or names parameters (the vectors weigh little there).
+# Chosen on the seven development sets (session 20, seventh fusion round;
+# recall@3 hits against none on dev, dev-b .. dev-g, pooled):
+# - best 3 tools, weight 0.04, temperature 0.02: +1 +3 +0 +1 +7 +2 +4, +18
+#   (paraphrase +11, task +4, MRR@10 0.715 -> 0.716); around it, weight
+#   0.03-0.05 by temperature 0.015-0.03: +12..+18; 0.06: +10..+15; best 5
+#   tools: +13..+18 (bench/search.py --tune-server); no set loses a query
+#   anywhere in that grid.  Best 4: +7..+17; the best tool alone: +5..+11.
+# - the server's centroid (mean of its tools' unit vectors), weight 0.04,
+#   temperature 0.01-0.015: +16, but +8..+13 around it; a big server's
+#   centroid is diluted by its many unrelated tools.
+# - the server's BM25 over all its tools' words (their postings summed,
+#   length-normalised by tool count), mixed into the centroid at 0.3 .. 1 of
+#   the score: worse the more of it (at most +8, +5, +4, +4; as low as -14):
+#   big servers' summed words outvote small ones.  The mean of a server's
+#   best 2-5 tools' fused scores: +2..+6.
+# Noise at 0.3 (30 noise queries each): dev 1.0, dev-c 0.9, dev-d .. dev-f
+# 1.0, dev-g 0.967 unchanged; dev-b 0.933 -> 0.9 ("send a text message to
+# my mom" reaches slack's post_message at 0.322; the centroid lost two).
+# Of dev-g's top-3 misses, 60 of 194 had no tool of the wanted server in the
+# top 3; of the 49 of them this applies to, the wanted server came first by
+# its best three tools in 12 (by its centroid in 4): most are beyond any
+# server-level signal's reach (servers named by a word no tool says, "GA4",
+# "executeautomation db"; queries whose meaning fits another server better).
 _SERVER_WEIGHT = 0.04
-_SERVER_TEMPERATURE = 0.015
+_SERVER_TEMPERATURE = 0.02
+_SERVER_TOOLS = 3
 
 
-def _centroid_scales(server_of: List[int], count: int, vectors: Optional[List[Tuple[int, Tuple[float, ...]]]]) -> List[float]:
-    """Per server: 1 / the length of the sum of its tools' unit vectors (0 for a server without vectors)."""
-    scales = [0.0] * count
-    if not vectors:
-        return scales
-    sums = [[0.0] * len(vectors[0][1]) for _ in range(count)]
-    for i, vector in vectors:
-        total = sums[server_of[i]]
-        for d, x in enumerate(vector):
-            total[d] += x
-    for s, total in enumerate(sums):
-        length = math.sqrt(sum(x * x for x in total))
-        scales[s] = 1.0 / length if length > 0 else 0.0
-    return scales
-
-
-def _server_shares(cosines: Dict[int, float], server_of: List[int], scales: List[float]) -> List[float]:
-    """Per server: _SERVER_WEIGHT times its softmax share, at _SERVER_TEMPERATURE, of the query's cosines with the centroids."""
-    sums = [0.0] * len(scales)
-    for i, cosine in cosines.items():
-        sums[server_of[i]] += cosine
-    # Capped where the vectors' share is (_VECTOR_CEILING): above it every cosine is a full match, and
-    # servers whose tools say the same differ only by their names' words in the vectors.
+def _server_shares(cosines: Dict[int, float], server_of: List[int], servers: int) -> List[float]:
+    """Per server: _SERVER_WEIGHT times its softmax share, at _SERVER_TEMPERATURE, of the mean cosine of its best tools."""
+    best = [[0.0] * _SERVER_TOOLS for _ in range(servers)]
     ceiling = _VECTOR_CEILING
-    centroid = [min(ceiling, total * scale) for total, scale in zip(sums, scales)]
-    top = max(centroid)
-    weights = [math.exp((c - top) / _SERVER_TEMPERATURE) for c in centroid]
+    for i, cosine in cosines.items():
+        kept = best[server_of[i]]
+        if cosine > kept[-1]:
+            kept[-1] = cosine if cosine < ceiling else ceiling
+            kept.sort(reverse=True)
+    means = [sum(kept) / _SERVER_TOOLS for kept in best]
+    top = max(means)
+    weights = [math.exp((mean - top) / _SERVER_TEMPERATURE) for mean in means]
     total = sum(weights)
     return [_SERVER_WEIGHT * w / total for w in weights]
