@@ -10,9 +10,16 @@ query that names a server keeps _NAMED_SERVER_BONUS alone (not doubled);
 one by parameter names and a search by the words alone get nothing.
 """
 
+import json
+import os
+import sys
+
 import pytest
 
 import toolscript.search
+from conftest import REPO_ROOT, run_cli
+from mcp_servers.launch import FIXTURE
+from toolscript.config import ServerConfig
 from toolscript import vectors
 from toolscript.search import SIGNALS, SearchIndex
 from search_sets import tool
@@ -157,3 +164,16 @@ def test_the_tuning_bench_adds_the_server_signal_as_search_does():
     rows = bench.server_signal_rows(index, queries, ["book a flight"], grid)
     assert [r["hits@3"] for r in rows] == [0, 1]  # without it, and as search ranks it (above)
     assert "memory__add_observations" in ids(index.search(DOMAIN_QUERY, limit=3))
+
+
+@needs_vectors
+def test_cli_explain_shows_the_server_signal_as_a_column_and_in_json(gateway, tmp_path):
+    _, url = gateway(ServerConfig(name="fixture", type="stdio", source="t", command=sys.executable, args=[FIXTURE, "stdio"], timeout=10))
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONPATH": REPO_ROOT,
+           "TOOLSCRIPT_GATEWAY_URL": url, "TOOLSCRIPT_STATE_DIR": str(tmp_path / "state")}
+    table = run_cli("search", "add two integers", "--explain", env=env, cwd=str(tmp_path))
+    assert table.returncode == 0, table.stderr
+    assert "SERVER" in table.stdout.splitlines()[0].split()
+    as_json = json.loads(run_cli("search", "add two integers", "--explain", "--json", env=env, cwd=str(tmp_path)).stdout)
+    # Its server leads (the gateway may list a few tools of its own): nearly the whole weight.
+    assert as_json["results"][0]["signals"]["server"] == pytest.approx(toolscript.search._SERVER_WEIGHT, rel=0.01)
