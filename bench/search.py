@@ -45,7 +45,7 @@ and prints one JSON document:
   a gateway holding 500 tools, ``toolscript --version`` against a bare
   ``python3 -c pass`` in the same run, and the vectors data file's size.
 
-    python3 bench/search.py [--repeat 5] [--misses] [--dev-only] [--tune | --tune-similar]
+    python3 bench/search.py [--repeat 5] [--misses] [--dev-only] [--tune | --tune-similar | --tune-server]
 
 ``--dev-only`` leaves out everything that touches the held-out sets (what
 tuning runs). ``--only heldout2`` .. ``--only heldout5`` prints that set's
@@ -57,6 +57,9 @@ constants were chosen from, on the development set and (without
 18 and 19 (dev-b .. dev-f; keys ``heldout`` .. ``heldout5``, both authors'
 queries);
 ``--tune-similar`` the development grid of the similar-words signal's.
+``--tune-server`` the grid of a server scored as a whole (_SERVER_TOOLS,
+_SERVER_WEIGHT, _SERVER_TEMPERATURE) on the seven development sets (dev ..
+dev-g), with recall@3 hits per point.
 ``--cv`` the leave-one-set-out cross-validation of the fusion's linear
 weights over the five development sets (session 19; the fitted weights
 were not adopted: they lost on two of the five held-aside sets).
@@ -486,7 +489,8 @@ def tune(sets):
     mod = toolscript.search
     out = {"shipped": {"name_words_set_apart": mod._NAME_WORDS_SET_APART, "idf_power": mod._FUSED_IDF_POWER, "identifier_scale": mod._IDENTIFIER_VECTOR_SCALE,
                        "parameter_coverage": mod._PARAMETER_COVERAGE_BONUS, "question_read": mod._QUESTION_READ_BONUS, "blend": {n: getattr(mod, n) for n in BLEND}, "tool_text_weights": list(mod._TOOL_TEXT_WEIGHTS),
-                       "named_server": {"bonus": mod._NAMED_SERVER_BONUS, "purity": mod._NAMING_PURITY}}}
+                       "named_server": {"bonus": mod._NAMED_SERVER_BONUS, "purity": mod._NAMING_PURITY},
+                       "server_signal": {"tools": mod._SERVER_TOOLS, "weight": mod._SERVER_WEIGHT, "temperature": mod._SERVER_TEMPERATURE}}}
     for label, (tools, queries, noise) in sets.items():
         index = SearchIndex(tools)
         if not index.semantic:
@@ -501,7 +505,8 @@ def tune(sets):
                       "named_server": named_server_rows(tools, queries, noise),
                       "name_words_set_apart": name_words_rows(index, queries, noise),
                       "siblings": sibling_rows(index, queries, noise),
-                      "server_naming": server_naming_rows(index, queries, noise)}
+                      "server_naming": server_naming_rows(index, queries, noise),
+                      "server_signal": server_signal_rows(index, queries, noise)}
     return out
 
 
@@ -635,6 +640,34 @@ def server_naming_rows(index, queries, noise):
     return rows
 
 
+SERVER_GRID = {"tools": (3, 5), "weight": (0.0, 0.03, 0.04, 0.05, 0.06), "temperature": (0.015, 0.02, 0.03)}
+
+
+def server_signal_rows(index, queries, noise, grid=SERVER_GRID):
+    """A server as a whole (session 20, seventh round): _SERVER_TOOLS x _SERVER_WEIGHT x _SERVER_TEMPERATURE.
+
+    Signals prepared per point; weight 0 is the ranking without it (once).
+    The variants it was chosen over (the server's centroid, its BM25 over
+    its tools' words mixed in, the mean of its best tools' fused scores)
+    are in search.py's comment with their figures; they were measured on
+    precomputed signals outside this script and are not kept.
+    """
+    mod = toolscript.search
+    saved = mod._SERVER_TOOLS, mod._SERVER_WEIGHT, mod._SERVER_TEMPERATURE
+    points = [(grid["tools"][0], 0.0, grid["temperature"][0])] if 0.0 in grid["weight"] else []
+    points += [(k, w, t) for k in grid["tools"] for w in grid["weight"] if w for t in grid["temperature"]]
+    rows = []
+    try:
+        for tools, weight, temperature in points:
+            mod._SERVER_TOOLS, mod._SERVER_WEIGHT, mod._SERVER_TEMPERATURE = tools, weight, temperature
+            row = fused_figures(index, queries, prepare_signals(index, queries, noise), shipped_fuse)
+            rows.append(dict({"tools": tools if weight else None, "weight": weight, "temperature": temperature if weight else None,
+                              "hits@3": round(row["recall@3"] * len(queries))}, **row))
+    finally:
+        mod._SERVER_TOOLS, mod._SERVER_WEIGHT, mod._SERVER_TEMPERATURE = saved
+    return rows
+
+
 def idf_power_rows(index, queries, noise):
     """The power the words' idf is raised to when fused with the vectors (_FUSED_IDF_POWER), and words alone at it.
 
@@ -715,6 +748,11 @@ def prepare_signals(index, queries, noise):
             for part in index._extras(text, bool(semantic), index._names_parameters(text)).values():
                 for i, extra in part.items():
                     bonus[i] = bonus.get(i, 0.0) + extra
+        # As search does: each tool's server as a whole (_SERVER_WEIGHT; session 20, seventh round).
+        if getattr(toolscript.search, "_SERVER_WEIGHT", 0.0) and semantic and not named and not index._names_parameters(text):
+            shares = toolscript.search._server_shares(semantic, index._server_of, index._servers)
+            for i, server in enumerate(index._server_of):
+                bonus[i] = bonus.get(i, 0.0) + shares[server]
         return lexical, set(exact), semantic, coverage(index, text), bonus, scale
 
     return [(q, prepare(q["query"])) for q in queries], [prepare(n) for n in noise]
@@ -1007,6 +1045,8 @@ def main(argv=None):
                         help="print the fusion and tool-vector grids on the four development sets (dev only with --dev-only) and stop")
     parser.add_argument("--cv", action="store_true",
                         help="print the leave-one-set-out cross-validation of the fusion's weights on the five development sets and stop")
+    parser.add_argument("--tune-server", action="store_true",
+                        help="print the server-as-a-whole grid (_SERVER_TOOLS x _SERVER_WEIGHT x _SERVER_TEMPERATURE) on the seven development sets and stop")
     parser.add_argument("--tune-similar", action="store_true", help="print the development-set similar-words grid and stop")
     parser.add_argument("--no-cli", action="store_true", help="skip the subprocess timings (CLI search, --version)")
     parser.add_argument("--only", choices=sorted(LATER_SETS),
@@ -1019,6 +1059,21 @@ def main(argv=None):
     servers = sorted({t["server"] for t in tools})
     if args.only:
         json.dump(later_set_report(args.only, tools), sys.stdout, indent=2)
+        print()
+        return
+    if args.tune_server:
+        # Seven development sets: bench/eval, held-out sets 1 (dev-b) and 2-6 (dev-c .. dev-g).
+        held_path = os.path.join(HELDOUT, "queries.json")
+        sets = {"development": (tools, queries, noise),
+                "heldout": (sorted(load_catalog(os.path.join(HELDOUT, "catalogs")) + tools, key=lambda t: t["id"]),
+                            load_queries(held_path), load_queries(held_path, key="noise"))}
+        for name in LATER_SETS:
+            sets[name] = later_set(name, tools)[:3]
+        out = {"shipped": {"tools": toolscript.search._SERVER_TOOLS, "weight": toolscript.search._SERVER_WEIGHT,
+                           "temperature": toolscript.search._SERVER_TEMPERATURE}}
+        for label, (set_tools, set_queries, set_noise) in sets.items():
+            out[label] = server_signal_rows(SearchIndex(set_tools), set_queries, set_noise)
+        json.dump(out, sys.stdout, indent=2)
         print()
         return
     if args.tune or args.cv:

@@ -180,7 +180,7 @@ def test_vector_signal_finds_what_no_word_matches():
     found = SearchIndex(PARAPHRASE_CATALOG + DECOYS).search(query, limit=5, explain=True)
     shot = next(r for r in found if r["id"] == "browser__page_screenshot")
     # No word of the query matched as written; meaning did (the whole texts' vectors, and similar words).
-    assert set(shot["signals"]) <= {"vector", "similar_words"} and shot["signals"]["vector"] > 0
+    assert set(shot["signals"]) <= {"vector", "similar_words", "server"} and shot["signals"]["vector"] > 0
     assert round(min(1.0, sum(shot["signals"].values())), 3) == pytest.approx(shot["score"], abs=0.001)
 
 

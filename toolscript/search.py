@@ -61,6 +61,10 @@ weighed by its rarity (_PARAMETER_COVERAGE_BONUS: the one name only the
 wanted tool takes tells apart a family's tools that take the rest).  A
 question ("which jobs are running?") adds 0.03 to each tool that only reads
 (_QUESTION_READ_BONUS: get_x and create_x match a question's words alike).
+Each server is also scored as a whole, by the mean of the query's cosines
+with its best three tools: its tools add up to 0.04, nearly all to the
+server that leads (_SERVER_WEIGHT; not when the query names a server or
+parameters), for a request whose meaning is spread over a server's tools.
 A threshold of 0.3 keeps plausible tools and drops most noise
 (bench/search.py measures both).  Scores are capped at 1; results are
 ordered by the uncapped score, then by id, so the order is deterministic.
@@ -84,10 +88,11 @@ __all__ = ["SearchIndex", "SIGNALS", "tokenize", "stem", "terms"]
 # "websearch"), catalog words close in meaning to a query word, the whole
 # texts' vectors, a query that names the tool's server, and a query that is
 # a tool's name; with the vectors also the parameter names a query gives
-# that a tool takes, and a question meeting a tool that only reads.
+# that a tool takes, a question meeting a tool that only reads, and the
+# tool's server as a whole.
 SIGNALS = (
     "bm25", "synonym", "typo", "joined_words", "similar_words", "vector", "parameters", "question_read",
-    "named_server", "exact_name",
+    "named_server", "server", "exact_name",
 )
 
 # -- words -------------------------------------------------------------------
@@ -414,6 +419,10 @@ class SearchIndex:
         # The run-together names of servers named by two or more words: one query word says them whole.
         self._run_together = {w for w, servers in self._whole_names.items() if any(len(tokenize(s)) > 1 for s in servers)}
         self._server_count = len({t.get("server") for t in self._tools})
+        # Each tool's server as a number 0 .. _servers - 1 (see _SERVER_WEIGHT).
+        server_numbers: Dict[str, int] = {}
+        self._server_of = [server_numbers.setdefault(str(t.get("server") or ""), len(server_numbers)) for t in self._tools]
+        self._servers = len(server_numbers)
         self._reads_only = [_reads_only(t) for t in self._tools]
         self._exact: Dict[str, List[int]] = {}
         # Parameter names as compacted identifiers ("parent_task_id" -> "parenttaskid"), see _vector_scale.
@@ -470,6 +479,10 @@ class SearchIndex:
         scale = _IDENTIFIER_VECTOR_SCALE if cosines and names_parameters else 1.0
         fused = _fuse(lexical, cosines, scale)
         extras = self._extras(query, bool(cosines), names_parameters)
+        if cosines and not named and not names_parameters and _SERVER_WEIGHT:
+            # The server as a whole (see _SERVER_WEIGHT); only tools already in fused gain it, below.
+            shares = _server_shares(cosines, self._server_of, self._servers)
+            extras["server"] = {i: shares[self._server_of[i]] for i in fused}
         for part in extras.values():
             for i, value in part.items():
                 if i in fused:
@@ -1459,3 +1472,63 @@ def _fuse(lexical: Dict[int, float], semantic: Dict[int, float], vector_scale: f
             elif cosine >= alone:
                 fused[i] = extra
     return fused
+
+
+# -- a server as a whole -----------------------------------------------------
+
+# A request often describes a domain ("check the inbox over imap", "why did
+# the deploy fail") whose meaning is spread over a server's tools, not
+# concentrated in the one tool wanted; scored alone, a tool of another server
+# can outrank them on one shared word.  So each server is also scored as a
+# whole: the mean of the query's cosines with its best _SERVER_TOOLS tools
+# (a server with fewer counts 0 for each missing one), from the cosines the
+# search has, in one pass.  Each tool gains _SERVER_WEIGHT times its
+# server's softmax share of those means at _SERVER_TEMPERATURE: nearly all
+# of it goes to the first server when it leads by a few hundredths, and is
+# split when servers tie.  Each cosine is capped at _VECTOR_CEILING, where
+# the vectors' share is: above it every cosine is a full match, and servers
+# whose tools say the same differ only by their names' words in the vectors.
+# Not for a query that names a server (_NAMED_SERVER_BONUS says that
+# already) or names parameters (the vectors weigh little there).
+# Chosen on the seven development sets (session 20, seventh fusion round;
+# recall@3 hits against none on dev, dev-b .. dev-g, pooled):
+# - best 3 tools, weight 0.04, temperature 0.02: +1 +3 +0 +1 +7 +2 +4, +18
+#   (paraphrase +11, task +4, MRR@10 0.715 -> 0.716); around it, weight
+#   0.03-0.05 by temperature 0.015-0.03: +12..+18; 0.06: +10..+15; best 5
+#   tools: +13..+18 (bench/search.py --tune-server); no set loses a query
+#   anywhere in that grid.  Best 4: +7..+17; the best tool alone: +5..+11.
+# - the server's centroid (mean of its tools' unit vectors), weight 0.04,
+#   temperature 0.01-0.015: +16, but +8..+13 around it; a big server's
+#   centroid is diluted by its many unrelated tools.
+# - the server's BM25 over all its tools' words (their postings summed,
+#   length-normalised by tool count), mixed into the centroid at 0.3 .. 1 of
+#   the score: worse the more of it (at most +8, +5, +4, +4; as low as -14):
+#   big servers' summed words outvote small ones.  The mean of a server's
+#   best 2-5 tools' fused scores: +2..+6.
+# Noise at 0.3 (30 noise queries each): dev 1.0, dev-c 0.9, dev-d .. dev-f
+# 1.0, dev-g 0.967 unchanged; dev-b 0.933 -> 0.9 ("send a text message to
+# my mom" reaches slack's post_message at 0.322; the centroid lost two).
+# Of dev-g's top-3 misses, 60 of 194 had no tool of the wanted server in the
+# top 3; of the 49 of them this applies to, the wanted server came first by
+# its best three tools in 12 (by its centroid in 4): most are beyond any
+# server-level signal's reach (servers named by a word no tool says, "GA4",
+# "executeautomation db"; queries whose meaning fits another server better).
+_SERVER_WEIGHT = 0.04
+_SERVER_TEMPERATURE = 0.02
+_SERVER_TOOLS = 3
+
+
+def _server_shares(cosines: Dict[int, float], server_of: List[int], servers: int) -> List[float]:
+    """Per server: _SERVER_WEIGHT times its softmax share, at _SERVER_TEMPERATURE, of the mean cosine of its best tools."""
+    best = [[0.0] * _SERVER_TOOLS for _ in range(servers)]
+    ceiling = _VECTOR_CEILING
+    for i, cosine in cosines.items():
+        kept = best[server_of[i]]
+        if cosine > kept[-1]:
+            kept[-1] = cosine if cosine < ceiling else ceiling
+            kept.sort(reverse=True)
+    means = [sum(kept) / _SERVER_TOOLS for kept in best]
+    top = max(means)
+    weights = [math.exp((mean - top) / _SERVER_TEMPERATURE) for mean in means]
+    total = sum(weights)
+    return [_SERVER_WEIGHT * w / total for w in weights]
