@@ -125,14 +125,26 @@ def test_words_alone_get_no_server_signal(monkeypatch):
     assert [(r["id"], r["score"]) for r in index.search(DOMAIN_QUERY + " graph", limit=5)] == [(r["id"], r["score"]) for r in results]
 
 
-def test_tied_servers_share_the_weight_and_a_clear_leader_takes_nearly_all(monkeypatch):
+def test_tied_servers_gain_nothing_and_a_clear_leader_takes_nearly_all_above_an_even_split(monkeypatch):
     monkeypatch.setattr(toolscript.search, "_SERVER_TOOLS", 1)
     weight = toolscript.search._SERVER_WEIGHT
     # Two servers of one tool each: their tools' cosines are their scores.
-    tied = toolscript.search._server_shares({0: 0.4, 1: 0.4}, [0, 1], 2)
-    assert tied == [pytest.approx(weight / 2), pytest.approx(weight / 2)]
+    assert toolscript.search._server_shares({0: 0.4, 1: 0.4}, [0, 1], 2) == [0.0, 0.0]
     led = toolscript.search._server_shares({0: 0.5, 1: 0.4}, [0, 1], 2)
-    assert led[0] == pytest.approx(weight, rel=0.01) and led[1] < weight / 100
+    assert led[0] == pytest.approx(weight, rel=0.02) and led[1] == 0.0
+    # Of three servers, two that tie for the lead split what is above an even third.
+    split = toolscript.search._server_shares({0: 0.5, 1: 0.5, 2: 0.3}, [0, 1, 2], 3)
+    assert split == [pytest.approx(weight / 4, rel=0.01), pytest.approx(weight / 4, rel=0.01), 0.0]
+
+
+@needs_vectors
+def test_one_server_alone_gains_nothing_from_its_standing():
+    # The built-in tools alone (or a user with one MCP server): a share of 1 says nothing about which tool.
+    alone = [t for t in CATALOG if t["server"] == CATALOG[0]["server"]]
+    index = SearchIndex(alone)
+    assert index._servers == 1 and toolscript.search._server_shares({0: 0.9}, [0], 1) == [0.0]
+    results = index.search(DOMAIN_QUERY + " in the knowledge graph", limit=5, explain=True)
+    assert results and all("server" not in r["signals"] for r in results)
 
 
 def test_a_server_is_scored_by_its_best_tools_mean_so_a_spread_domain_beats_one_lone_match(monkeypatch):
@@ -140,12 +152,11 @@ def test_a_server_is_scored_by_its_best_tools_mean_so_a_spread_domain_beats_one_
     # Server 0: three tools that each fit a little; server 1: one tool that fits better, and two that do not.
     cosines = {0: 0.45, 1: 0.42, 2: 0.40, 3: 0.55, 4: 0.05, 5: -0.2}
     shares = toolscript.search._server_shares(cosines, [0, 0, 0, 1, 1, 1], 2)
-    assert shares[0] > 0.9 * toolscript.search._SERVER_WEIGHT > shares[1]
+    assert shares[0] > 0.9 * toolscript.search._SERVER_WEIGHT and shares[1] == 0.0
     # A server with fewer tools than that counts 0 for each missing one; above the vectors' ceiling all tie.
     lone = toolscript.search._server_shares({0: 0.6, 1: 0.3, 2: 0.3, 3: 0.3}, [0, 1, 1, 1], 2)
-    assert lone[1] > 0.9 * toolscript.search._SERVER_WEIGHT > lone[0]  # 0.6 / 3 = 0.2 < 0.3
-    assert toolscript.search._server_shares({0: 0.95, 1: 0.99, 2: 0.95, 3: 0.99, 4: 0.95, 5: 0.99}, [0, 1, 0, 1, 0, 1], 2)[0] == (
-        pytest.approx(toolscript.search._SERVER_WEIGHT / 2))
+    assert lone[1] > 0.9 * toolscript.search._SERVER_WEIGHT and lone[0] == 0.0  # 0.6 / 3 = 0.2 < 0.3
+    assert toolscript.search._server_shares({0: 0.95, 1: 0.99, 2: 0.95, 3: 0.99, 4: 0.95, 5: 0.99}, [0, 1, 0, 1, 0, 1], 2) == [0.0, 0.0]
 
 
 @needs_vectors

@@ -482,7 +482,7 @@ class SearchIndex:
         if cosines and not named and not names_parameters and _SERVER_WEIGHT:
             # The server as a whole (see _SERVER_WEIGHT); only tools already in fused gain it, below.
             shares = _server_shares(cosines, self._server_of, self._servers)
-            extras["server"] = {i: shares[self._server_of[i]] for i in fused}
+            extras["server"] = {i: shares[self._server_of[i]] for i in fused if shares[self._server_of[i]]}
         for part in extras.values():
             for i, value in part.items():
                 if i in fused:
@@ -1485,7 +1485,11 @@ def _fuse(lexical: Dict[int, float], semantic: Dict[int, float], vector_scale: f
 # search has, in one pass.  Each tool gains _SERVER_WEIGHT times its
 # server's softmax share of those means at _SERVER_TEMPERATURE: nearly all
 # of it goes to the first server when it leads by a few hundredths, and is
-# split when servers tie.  Each cosine is capped at _VECTOR_CEILING, where
+# split when servers tie.  Only the share above an even split (1 / the
+# number of servers) counts, rescaled so that a clear leader still gains the
+# whole weight: with one server (the built-in tools alone, a user with one
+# MCP server) a share says nothing, and a flat 0.04 on every tool would only
+# lift noise over the threshold.  Each cosine is capped at _VECTOR_CEILING, where
 # the vectors' share is: above it every cosine is a full match, and servers
 # whose tools say the same differ only by their names' words in the vectors.
 # Not for a query that names a server (_NAMED_SERVER_BONUS says that
@@ -1519,7 +1523,11 @@ _SERVER_TOOLS = 3
 
 
 def _server_shares(cosines: Dict[int, float], server_of: List[int], servers: int) -> List[float]:
-    """Per server: _SERVER_WEIGHT times its softmax share, at _SERVER_TEMPERATURE, of the mean cosine of its best tools."""
+    """Per server: _SERVER_WEIGHT times its softmax share, at _SERVER_TEMPERATURE, of the mean cosine of its best
+    tools, counted above an even split (1 / servers) and rescaled so a clear leader still gains the whole weight:
+    one server alone, or servers that tie, gain nothing."""
+    if servers < 2:
+        return [0.0] * servers
     best = [[0.0] * _SERVER_TOOLS for _ in range(servers)]
     ceiling = _VECTOR_CEILING
     for i, cosine in cosines.items():
@@ -1531,4 +1539,5 @@ def _server_shares(cosines: Dict[int, float], server_of: List[int], servers: int
     top = max(means)
     weights = [math.exp((mean - top) / _SERVER_TEMPERATURE) for mean in means]
     total = sum(weights)
-    return [_SERVER_WEIGHT * w / total for w in weights]
+    even = 1.0 / servers
+    return [_SERVER_WEIGHT * max(0.0, w / total - even) / (1.0 - even) for w in weights]
