@@ -96,10 +96,12 @@ HELDOUT3 = os.path.join(ROOT, "bench", "heldout3")
 HELDOUT4 = os.path.join(ROOT, "bench", "heldout4")
 HELDOUT5 = os.path.join(ROOT, "bench", "heldout5")
 HELDOUT6 = os.path.join(ROOT, "bench", "heldout6")
+HELDOUT7 = os.path.join(ROOT, "bench", "heldout7")
 LATER_SETS = {"heldout2": (HELDOUT2, [HELDOUT]), "heldout3": (HELDOUT3, [HELDOUT2, HELDOUT]),
               "heldout4": (HELDOUT4, [HELDOUT3, HELDOUT2, HELDOUT]),
               "heldout5": (HELDOUT5, [HELDOUT4, HELDOUT3, HELDOUT2, HELDOUT]),
-              "heldout6": (HELDOUT6, [HELDOUT5, HELDOUT4, HELDOUT3, HELDOUT2, HELDOUT])}
+              "heldout6": (HELDOUT6, [HELDOUT5, HELDOUT4, HELDOUT3, HELDOUT2, HELDOUT]),
+              "heldout7": (HELDOUT7, [HELDOUT6, HELDOUT5, HELDOUT4, HELDOUT3, HELDOUT2, HELDOUT])}
 KINDS = ("direct", "paraphrase", "task", "typo", "param", "multi")
 DEPTH = 10  # ranks looked at for MRR
 
@@ -1126,6 +1128,7 @@ def main(argv=None):
         "heldout4": None if args.dev_only else later_set_report("heldout4", tools),
         "heldout5": None if args.dev_only else later_set_report("heldout5", tools),
         "heldout6": None if args.dev_only else later_set_report("heldout6", tools),
+        "heldout7": None if args.dev_only else later_set_report("heldout7", tools),
         "scale": {
             "tools": len(big),
             "build_ms": big_build,
