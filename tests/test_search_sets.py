@@ -17,7 +17,8 @@ The sets, in the order they were made (each set's README logs its runs):
   session 19 (before fusion round 5); its floor holds run 1.
 - bench/heldout6/ (dev-g from session 20): built after held-out 5's run, run
   once at the end of session 19 on round 5's ranker; its floor holds run 1.
-- bench/heldout7/: built after held-out 6's run; unranked (no run yet).
+- bench/heldout7/: built after held-out 6's run; run once at 13:15 on 2026-11-24.
+- bench/heldout8/: built after held-out 7's run; unranked (no run yet).
 A set marked ``unranked`` (the fresh one, before its run) gets format checks
 only: no floor, and nothing here builds a SearchIndex on it.
 The floors are the hybrid's measured recall@3 minus ~0.02, rounded down;
@@ -41,6 +42,7 @@ HELDOUT4_DIR = os.path.join(BENCH, "heldout4")
 HELDOUT5_DIR = os.path.join(BENCH, "heldout5")
 HELDOUT6_DIR = os.path.join(BENCH, "heldout6")
 HELDOUT7_DIR = os.path.join(BENCH, "heldout7")
+HELDOUT8_DIR = os.path.join(BENCH, "heldout8")
 
 # Per set: its directory; the sets before it (its servers are in none of them,
 # and its labels may name their tools); the pin tables of
@@ -87,10 +89,19 @@ SETS = {
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "paddle", "own": ("iam", "serper"),
         "unranked": True,
     },
+    "heldout8": {
+        "dir": HELDOUT8_DIR,
+        "earlier": [EVAL_DIR, HELDOUT_DIR, HELDOUT2_DIR, HELDOUT3_DIR, HELDOUT4_DIR, HELDOUT5_DIR, HELDOUT6_DIR,
+                    HELDOUT7_DIR],
+        "earlier_pins": ["SERVERS", "HELDOUT_SERVERS", "HELDOUT2_SERVERS", "HELDOUT3_SERVERS", "HELDOUT4_SERVERS",
+                         "HELDOUT5_SERVERS", "HELDOUT6_SERVERS", "HELDOUT7_SERVERS"],
+        "min_servers": 12, "tool_bounds": (150, 250), "outsider": "iam", "own": ("sns-sqs", "pubmed"),
+        "unranked": True,
+    },
 }
 # The sets recorded with bench/eval/record_catalogs.py --set and checked alike
 # (README kind table, noise, pins); held-out set 1 predates that format.
-LATER_SETS = ["heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7"]
+LATER_SETS = ["heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8"]
 
 
 def load_set(name):
@@ -337,10 +348,10 @@ def test_later_set_recall_floor(name):
 
 def test_an_unranked_set_cannot_be_ranked_here():
     # A fresh set is marked unranked until the round that reports on it: a floor added by mistake fails
-    # before any SearchIndex is built on it.  Held-out 7 is that set now.
-    assert SETS["heldout7"]["unranked"] and "heldout7" not in LATER_FLOORS
+    # before any SearchIndex is built on it.  Held-out 8 is that set now.
+    assert SETS["heldout8"]["unranked"] and "heldout8" not in LATER_FLOORS
     with pytest.raises(AssertionError, match="held out unranked"):
-        recall_of_set("heldout7", ["queries.json"])
+        recall_of_set("heldout8", ["queries.json"])
 
 
 def test_recorder_starts_heldout5_servers_from_the_scratch_install(start_command, tmp_path):
@@ -387,3 +398,29 @@ def test_recorder_starts_heldout7_servers_from_the_scratch_install(start_command
     for server in ("iam", "ecs", "cloudtrail"):
         env = start_command(server)[2]
         assert env["AWS_ACCESS_KEY_ID"] == "dummy" and env["AWS_SECRET_ACCESS_KEY"] == "dummy", server
+
+
+def test_recorder_starts_heldout8_servers_from_the_scratch_install(start_command, tmp_path):
+    scratch = str(tmp_path)
+    # Vapi's executable is "mcp-server" (as Mapbox's is); AMap's "mcp-amap".
+    assert start_command("vapi")[0] == npm_bin(scratch, "mcp-server")
+    assert start_command("amap")[0] == npm_bin(scratch, "mcp-amap")
+    assert start_command("neo4j-modeling")[0] == venv_bin(scratch, "neo4j-modeling", "mcp-neo4j-data-modeling")
+    # Odoo and OpenSearch point at a closed local port: no backend is reached.
+    assert start_command("odoo")[2]["ODOO_URL"] == "http://127.0.0.1:9"
+    assert start_command("opensearch")[2]["OPENSEARCH_URL"] == "http://127.0.0.1:9"
+    for server in ("sns-sqs", "aws-support", "redshift"):
+        env = start_command(server)[2]
+        assert env["AWS_ACCESS_KEY_ID"] == "dummy" and env["AWS_SECRET_ACCESS_KEY"] == "dummy", server
+
+
+@pytest.mark.timeout(120)
+def test_recorder_prepares_the_aws_profile_the_sns_sqs_server_opens_at_start(tmp_path):
+    # awslabs.amazon-sns-sqs-mcp-server exits at start-up when the profile "default" does not exist.
+    recorder = load_recorder()
+    recorder.prepare(str(tmp_path))
+    env = recorder.command_for(str(tmp_path), "sns-sqs", "127.0.0.1:1")[2]
+    assert env["AWS_CONFIG_FILE"] == str(tmp_path / "aws-config")
+    config = (tmp_path / "aws-config").read_text()
+    assert config.startswith("[default]\n") and "region = us-east-1" in config
+    assert "aws_secret_access_key" not in config  # a region only: the credentials stay placeholders in the env
