@@ -17,7 +17,7 @@ The sets, in the order they were made (each set's README logs its runs):
   session 19 (before fusion round 5); its floor holds run 1.
 - bench/heldout6/ (dev-g from session 20): built after held-out 5's run, run
   once at the end of session 19 on round 5's ranker; its floor holds run 1.
-- bench/heldout7/: built after held-out 6's run; run once at 13:15 on 2026-11-24.
+- bench/heldout7/ (dev-h from then on): built after held-out 6's run, run once at 13:12 UTC on 2026-11-24.
 - bench/heldout8/: built after held-out 7's run; unranked (no run yet).
 A set marked ``unranked`` (the fresh one, before its run) gets format checks
 only: no floor, and nothing here builds a SearchIndex on it.
@@ -87,7 +87,6 @@ SETS = {
         "earlier_pins": ["SERVERS", "HELDOUT_SERVERS", "HELDOUT2_SERVERS", "HELDOUT3_SERVERS", "HELDOUT4_SERVERS",
                          "HELDOUT5_SERVERS", "HELDOUT6_SERVERS"],
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "paddle", "own": ("iam", "serper"),
-        "unranked": True,
     },
     "heldout8": {
         "dir": HELDOUT8_DIR,
@@ -337,6 +336,9 @@ LATER_FLOORS = {
     # 601 distinct queries, 1,366-tool index.  Run 1: all 0.667, direct 1.0, typo 0.958, param 1.0,
     # paraphrase 0.350, task 0.577, multi 0.900.
     "heldout6": {"all": 0.64, "direct": 0.98, "typo": 0.93, "param": 0.98, "paraphrase": 0.33, "task": 0.55},
+    # 541 distinct queries, 1,529-tool index.  Run 1: all 0.739, direct 0.988, typo 0.977, param 1.0,
+    # paraphrase 0.582, task 0.617, multi 0.857.
+    "heldout7": {"all": 0.71, "direct": 0.96, "typo": 0.95, "param": 0.98, "paraphrase": 0.55, "task": 0.59},
 }
 
 
