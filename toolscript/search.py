@@ -1563,8 +1563,9 @@ def _server_shares(cosines: Dict[int, float], server_of: List[int], servers: int
 # access keys; a word shared with the object, "team", "reminder").  Each
 # mechanism below was measured on the eight development sets (recall@3
 # hits against main 27f4130, pooled over ~4,070 queries; dev, dev-b .. dev-h)
-# and none reached the bar (pooled > ~15, no set losing > ~4).  The code is
-# on branch issue13-fusion8-tried, behind switches that are off by default.
+# and none reached the bar (pooled > ~15, no set losing > ~4).  (The code
+# was written behind switches and not merged; each item says enough to
+# write it again.)
 # - A tool's cosine less its projection on its server's mean vector times
 #   the query's (what siblings share says nothing about which is wanted):
 #   0.5 -9, 1.0 -26 (paraphrase -15), for named servers only -4.
