@@ -48,18 +48,18 @@ and prints one JSON document:
     python3 bench/search.py [--repeat 5] [--misses] [--dev-only] [--tune | --tune-similar | --tune-server]
 
 ``--dev-only`` leaves out everything that touches the held-out sets (what
-tuning runs). ``--only heldout2`` .. ``--only heldout5`` prints that set's
+tuning runs). ``--only heldout2`` .. ``--only heldout7`` prints that set's
 figures alone (log every run of a set that is still held out in its README;
 a fresh set joins LATER_SETS only for its one run).
 ``--tune`` prints instead the grids the fusion's and the tool vectors'
 constants were chosen from, on the development set and (without
-``--dev-only``) held-out sets 1 to 5, development sets too since sessions
-18 and 19 (dev-b .. dev-f; keys ``heldout`` .. ``heldout5``, both authors'
+``--dev-only``) held-out sets 1 to 7, development sets too since sessions
+18 to 20 (dev-b .. dev-h; keys ``heldout`` .. ``heldout7``, both authors'
 queries);
 ``--tune-similar`` the development grid of the similar-words signal's.
 ``--tune-server`` the grid of a server scored as a whole (_SERVER_TOOLS,
-_SERVER_WEIGHT, _SERVER_TEMPERATURE) on the seven development sets (dev ..
-dev-g), with recall@3 hits per point.
+_SERVER_WEIGHT, _SERVER_TEMPERATURE) on the development sets (dev ..
+dev-h), with recall@3 hits per point.
 ``--cv`` the leave-one-set-out cross-validation of the fusion's linear
 weights over the five development sets (session 19; the fitted weights
 were not adopted: they lost on two of the five held-aside sets).
@@ -1048,7 +1048,7 @@ def main(argv=None):
     parser.add_argument("--cv", action="store_true",
                         help="print the leave-one-set-out cross-validation of the fusion's weights on the five development sets and stop")
     parser.add_argument("--tune-server", action="store_true",
-                        help="print the server-as-a-whole grid (_SERVER_TOOLS x _SERVER_WEIGHT x _SERVER_TEMPERATURE) on the seven development sets and stop")
+                        help="print the server-as-a-whole grid (_SERVER_TOOLS x _SERVER_WEIGHT x _SERVER_TEMPERATURE) on the development sets and stop")
     parser.add_argument("--tune-similar", action="store_true", help="print the development-set similar-words grid and stop")
     parser.add_argument("--no-cli", action="store_true", help="skip the subprocess timings (CLI search, --version)")
     parser.add_argument("--only", choices=sorted(LATER_SETS),
@@ -1064,7 +1064,7 @@ def main(argv=None):
         print()
         return
     if args.tune_server:
-        # Seven development sets: bench/eval, held-out sets 1 (dev-b) and 2-6 (dev-c .. dev-g).
+        # The development sets: bench/eval, held-out set 1 (dev-b) and every set LATER_SETS has run (dev-c on).
         held_path = os.path.join(HELDOUT, "queries.json")
         sets = {"development": (tools, queries, noise),
                 "heldout": (sorted(load_catalog(os.path.join(HELDOUT, "catalogs")) + tools, key=lambda t: t["id"]),
