@@ -10,6 +10,9 @@ of the vectors alone (all, paraphrase, task), noise rejected at 0.3, and the poo
     python3 bench/catalog_vectors.py --speed '{}' '{"idf": 0.5}'     # 500-tool build and query times per variant
 
 Only the development sets (dev, dev-b .. dev-h); never a later held-out set.
+
+The switches it sets were taken out of toolscript/search.py again (nothing reached the bar; the record is
+at the end of search.py): run it in a worktree of commit 572422e (``git worktree add /tmp/cv 572422e``).
 """
 import json
 import os
@@ -97,6 +100,8 @@ def speed(grid, repeat=3):
 
 
 def main(argv):
+    if not hasattr(ts, "_CENTRE_BLEND"):
+        sys.exit("this toolscript has no catalog-vector switches: run this script in a worktree of commit 572422e")
     if argv[:1] == ["--speed"]:
         speed([json.loads(a) for a in argv[1:]] or GRID)
         return

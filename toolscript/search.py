@@ -409,16 +409,6 @@ class SearchIndex:
         self._vectors = _tool_vectors(self._tools, vector_cache or {}, self.vector_cache) if semantic else None
         # The same vectors packed for one query's cosines with every tool at once (see _PackedVectors).
         self._packed = _PackedVectors(self._vectors) if self._vectors else None
-        # The catalog's common direction(s), removed from tools and queries alike (see _CENTRE_BLEND).
-        self._centre: Optional[Tuple[List[float], List[List[float]]]] = None
-        self._packed_centred: Optional[_PackedVectors] = None
-        if self._vectors and _CENTRE_BLEND > 0.0 and len(self._vectors) > 1:
-            self._centre = _catalog_centre(self._vectors, _CENTRE_DIRECTIONS, self._packed)  # type: ignore[arg-type]
-            centred = [(i, _centred(v, self._centre)) for i, v in self._vectors]
-            self._packed_centred = _PackedVectors([(i, tuple(v)) for i, v in centred if v is not None])
-        # Query word -> its weight multiplier by how many tools' texts say it (see _QUERY_IDF_POWER).
-        self._query_word_df: Optional[Dict[str, int]] = _word_document_frequency(self._tools) if self._vectors and _QUERY_IDF_POWER else None
-        self._query_word_weights: Dict[str, float] = {}
         # The catalog's words with their vectors, when the vectors data is there (see _SimilarWords).
         self._similar = _SimilarWords(surface) if self._vectors else None
         self._rare = max(2, int(_SIMILAR_RARE * n))
@@ -593,58 +583,13 @@ class SearchIndex:
         from toolscript import vectors
 
         text = self._as_corrected(query)
-        cosines = self._query_cosines(text)
-        if cosines is None:
+        wanted = vectors.encode(text)
+        if wanted is None:
             return {}
+        cosines = self._packed.cosines(wanted)  # type: ignore[union-attr]
         if named:
             self._within_named(cosines, text, named)
         return cosines
-
-    def _query_cosines(self, text: str) -> Optional[Dict[int, float]]:
-        """Tool index -> cosine of ``text``'s vector with the tool's; None when no word of it has a vector.
-
-        With _QUERY_IDF_POWER, (1 - _QUERY_IDF_MIX) x the plain query's cosine + _QUERY_IDF_MIX x the cosine
-        of the query whose words are weighed by their rarity in this catalog.
-        """
-        from toolscript import vectors
-
-        wanted = vectors.encode(text)
-        if wanted is None:
-            return None
-        plain = self._cosines(wanted)
-        if self._query_word_df is None:
-            return plain
-        weighed = vectors.encode(text, self._query_word_weight)
-        if weighed is None:
-            return plain
-        rare = self._cosines(weighed)
-        if _QUERY_IDF_MIX >= 1.0:
-            return rare
-        mix = _QUERY_IDF_MIX
-        return {i: (1.0 - mix) * cosine + mix * rare[i] for i, cosine in plain.items()}
-
-    def _query_word_weight(self, word: str) -> float:
-        """(idf / the idf of a word no tool says) ** _QUERY_IDF_POWER: 1 for a word no tool's texts say."""
-        found = self._query_word_weights.get(word)
-        if found is None:
-            n = len(self._tools)
-            df = self._query_word_df.get(word, 0)  # type: ignore[union-attr]
-            found = (_idf(n, df) / _idf(n, 0)) ** _QUERY_IDF_POWER
-            if len(self._query_word_weights) < _SIMILAR_CACHE:
-                self._query_word_weights[word] = found
-        return found
-
-    def _cosines(self, wanted: List[float]) -> Dict[int, float]:
-        """Tool index -> cosine of unit query vector ``wanted`` with the tool's, blended with the centred cosine."""
-        raw = self._packed.cosines(wanted)  # type: ignore[union-attr]
-        if self._centre is None:
-            return raw
-        query = _centred(wanted, self._centre)
-        if query is None:
-            return raw
-        centred = self._packed_centred.cosines(query)  # type: ignore[union-attr]
-        a = _CENTRE_BLEND
-        return {i: (1.0 - a) * cosine + a * centred.get(i, cosine) for i, cosine in raw.items()}
 
     def _within_named(self, cosines: Dict[int, float], text: str, named: frozenset) -> None:
         """Among each named server's tools, move each cosine toward how the query without its naming words ranks them.
@@ -659,9 +604,10 @@ class SearchIndex:
         kept = [w for w in text.split() if stem(w) not in self._naming and w not in self._naming_words and w not in self._run_together]
         if not any(len(w) > 1 and w not in _STOPWORDS for w in kept) or len(kept) == len(text.split()):
             return  # the query is its server's name alone, or names none by a word of its own
-        without = self._query_cosines(" ".join(kept))
-        if without is None:
+        action = vectors.encode(" ".join(kept))
+        if action is None:
             return
+        without = self._packed.cosines(action)  # type: ignore[union-attr]
         for server in named:
             mine = [i for i in cosines if self._tools[i].get("server") == server]
             if not mine:
@@ -1159,85 +1105,6 @@ def _tool_vectors(
     return out
 
 
-# -- the catalog's centre ------------------------------------------------------
-
-# Static word vectors of any two texts point the same way a little ("a tool
-# that does X"), so a catalog's tool vectors share a common direction and
-# their cosines with a query bunch up.  Removing the catalog's mean vector
-# (and optionally its top principal directions, "all-but-the-top", Mu &
-# Viswanath 2018) from tool and query vectors alike spreads them out.  The
-# cosine used is (1 - _CENTRE_BLEND) x raw + _CENTRE_BLEND x centred.
-_CENTRE_BLEND = 0.0
-_CENTRE_DIRECTIONS = 0  # principal directions removed after the mean
-_CENTRE_ITERATIONS = 12  # power-iteration steps per direction
-# A query word's weight in the query vector is multiplied by
-# (idf / the idf of a word no tool says) ** this, its idf over the catalog's
-# tool texts: a word every tool says counts less; a word no tool says
-# (a paraphrase's) keeps its full weight.
-_QUERY_IDF_POWER = 0.0
-_QUERY_IDF_MIX = 1.0
-
-
-def _word_document_frequency(tools: List[Dict[str, Any]]) -> Dict[str, int]:
-    """Word (as vectors.words gives it) -> how many tools' vector texts say it."""
-    from toolscript import vectors
-
-    df: Dict[str, int] = {}
-    for tool in tools:
-        for word in set(vectors.words("\n".join(_tool_texts(tool)))):
-            df[word] = df.get(word, 0) + 1
-    return df
-
-
-def _catalog_centre(
-    tool_vectors: List[Tuple[int, Tuple[float, ...]]], directions: int, packed: "_PackedVectors",
-) -> Tuple[List[float], List[List[float]]]:
-    """The tools' mean vector and the top ``directions`` principal directions of the vectors less it (unit)."""
-    n = len(tool_vectors)
-    width = len(tool_vectors[0][1])
-    mean = [sum(column) / n for column in zip(*(v for _, v in tool_vectors))]
-    found: List[List[float]] = []
-    for k in range(directions):
-        # Power iteration on the centred vectors' covariance, deflated by the directions found.
-        direction = [1.0 / math.sqrt(width)] * width
-        direction[k % width] += 1.0
-        direction = _unit_list(direction)
-        for _ in range(_CENTRE_ITERATIONS):
-            if direction is None:
-                break
-            offset = sum(m * d for m, d in zip(mean, direction))
-            dots = packed.cosines(direction)
-            step = [0.0] * width
-            for i, vector in tool_vectors:
-                weight = dots[i] - offset
-                step = [s + weight * x for s, x in zip(step, vector)]
-            total = sum(dots[i] - offset for i, _ in tool_vectors)
-            step = [s - total * m for s, m in zip(step, mean)]
-            for previous in found:
-                along = sum(s * p for s, p in zip(step, previous))
-                step = [s - along * p for s, p in zip(step, previous)]
-            direction = _unit_list(step)
-        if direction is None:
-            break
-        found.append(direction)
-    return mean, found
-
-
-def _unit_list(vector: Sequence[float]) -> Optional[List[float]]:
-    norm = math.hypot(*vector)
-    return [x / norm for x in vector] if norm > 1e-12 else None
-
-
-def _centred(vector: Sequence[float], centre: Tuple[List[float], List[List[float]]]) -> Optional[List[float]]:
-    """``vector`` less the catalog's mean and its projections on the catalog's principal directions, unit length."""
-    mean, directions = centre
-    out = [x - m for x, m in zip(vector, mean)]
-    for direction in directions:
-        along = sum(x * d for x, d in zip(out, direction))
-        out = [x - along * d for x, d in zip(out, direction)]
-    return _unit_list(out)
-
-
 # The tools' vectors packed so that a query meets all of them in one
 # big-integer multiply-add per dimension, in C (the same idea as the similar
 # words' int8 columns below, at 16 bits).  A tool vector's values are stored
@@ -1720,3 +1587,33 @@ def _server_shares(cosines: Dict[int, float], server_of: List[int], servers: int
 #   at 0.02 and the values left out: +11 (dev -1, dev-h +6).
 # Noise at 0.3 unchanged by all but the first (dev-e 1.0 -> 0.967) and the
 # verb signal with the same stem (dev-c 0.9 -> 0.867).
+
+
+# -- catalog-aware vectors: tried, not shipped ---------------------------------
+
+# Session 20, helper VX9 (issue 13): two known fixes for static word
+# embeddings, measured on the eight development sets (recall@3 hits against
+# main 68db088: hybrid 3204, vectors alone 2813, pooled over dev, dev-b ..
+# dev-h; bench/catalog_vectors.py, which runs against commit 572422e, where
+# the code is behind switches).  Neither reached the bar.
+# - Centring on the catalog (remove the mean tool vector from tool and query
+#   vectors alike, and optionally the top principal directions,
+#   "all-but-the-top"): mean only -33 hybrid, -32 vectors alone; with 1 and 2
+#   directions -60/-50, -74/-81; blended a=0.5 -12/-7, a=0.25 -1/-4.  The
+#   floor and ceiling regridded (0.05-0.8, 0.1-0.8, 0.0-0.7) -26..-35 with
+#   noise at 0.3 worse on every set.  The premise does not hold for this
+#   table: its cosines do not bunch up (dev-e, a query's median cosine over
+#   the catalog 0.06 raw, -0.01 centred; the best tool's 0.62 and 0.60), so
+#   the mean carries meaning the ranking used.
+# - A query word's weight times (idf / the idf of a word no tool says) ** p
+#   over the catalog's tool texts (a word no tool says keeps its weight):
+#   the vectors alone gain (p 0.25 +24, p 0.5 mixed half and half with the
+#   plain cosine +28, dev-e +10), the hybrid loses (p 0.1 -8, 0.25 -15, 0.5
+#   -27, 1 -54; mixed 0.5 at p 0.5 -7, dev-h -6, dev-d -5; floor/ceiling
+#   regrids -16..-30; with _FUSED_IDF_POWER 1.25 or 1.5 -16, -17): the words'
+#   own idf (** _FUSED_IDF_POWER) already weighs rare words, and the rare
+#   words are the server and object words siblings share, not the verb that
+#   tells them apart.  Noise at 0.3 unchanged or +1..+2 rejected.
+# Speed over 500 tools (p95 query CPU, same minute): main 2.1-2.3 ms; the idf
+# mix 2.9 ms (a second encode and pass); centring 3.1 ms, rebuild 68 -> 100
+# ms (300 ms with 2 directions).

@@ -19,7 +19,7 @@ import struct
 import threading
 import unicodedata
 from array import array
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 DIM = 256  # vector width; the data file must say the same
 DATA = "data/embeddings.bin"
@@ -249,27 +249,11 @@ def _names(table: _Table) -> List[str]:
     return table.names
 
 
-# A word's weight multiplier in encode(text, word_weight) is rounded to this many steps of 1: the packed
-# rows are integers, and an integer multiple of one keeps every field apart (see _FIXED and _BIAS).
-_WEIGHT_STEPS = 1024
-
-
-def words(text: str) -> List[str]:
-    """The words ``encode`` tokenises ``text`` into (BERT's basic tokenisation, camelCase split), in order."""
-    return _words(text)
-
-
-def encode(text: str, word_weight: Optional[Callable[[str], float]] = None) -> Optional[List[float]]:
-    """The unit-length weighted mean of the text's token vectors; None when no token of it is known.
-
-    ``word_weight``: a multiplier (0..1) of each word's tokens on top of their own weight, by the word as
-    ``words`` gives it (search weighs a query's words by how few of the catalog's tools say them).
-    """
+def encode(text: str) -> Optional[List[float]]:
+    """The unit-length weighted mean of the text's token vectors; None when no token of it is known."""
     table = _load()
     if table is None:
         return None
-    if word_weight is not None:
-        return _encode_weighted(table, text, word_weight)
     packed = [p for p in map(table.vector, _rows(table, text)) if p]
     if not packed:
         return None
@@ -288,29 +272,6 @@ def encode(text: str, word_weight: Optional[Callable[[str], float]] = None) -> O
         fields = table.fields.unpack(sum(chunk).to_bytes(table.fields.size, "little"))
         total = [t + f - offset for t, f in zip(total, fields)]
     return _unit(total)
-
-
-def _encode_weighted(table: _Table, text: str, word_weight: Callable[[str], float]) -> Optional[List[float]]:
-    """``encode(text)`` with each word's packed rows multiplied by round(_WEIGHT_STEPS x its weight)."""
-    total = 0
-    summed = 0
-    for word in _words(text):
-        packed = [p for p in map(table.vector, _wordpieces(table, word)) if p]
-        if not packed:
-            continue
-        steps = round(_WEIGHT_STEPS * min(1.0, max(0.0, word_weight(word))))
-        if steps:
-            total += steps * sum(packed)
-            summed += steps * len(packed)
-    if not summed or summed > _MAX_SUMMED:  # a query of a thousand words: no weighting is worth that
-        return encode(text) if summed else None
-    fields = table.fields.unpack(total.to_bytes(table.fields.size, "little"))
-    offset = summed * _BIAS
-    norm = math.dist(fields, (offset,) * len(fields))
-    if norm == 0.0:
-        return None
-    scale = 1.0 / norm
-    return [(f - offset) * scale for f in fields]
 
 
 def _unit(vector: Sequence[float]) -> Optional[List[float]]:
