@@ -1587,3 +1587,33 @@ def _server_shares(cosines: Dict[int, float], server_of: List[int], servers: int
 #   at 0.02 and the values left out: +11 (dev -1, dev-h +6).
 # Noise at 0.3 unchanged by all but the first (dev-e 1.0 -> 0.967) and the
 # verb signal with the same stem (dev-c 0.9 -> 0.867).
+
+
+# -- catalog-aware vectors: tried, not shipped ---------------------------------
+
+# Session 20, helper VX9 (issue 13): two known fixes for static word
+# embeddings, measured on the eight development sets (recall@3 hits against
+# main 68db088: hybrid 3204, vectors alone 2813, pooled over dev, dev-b ..
+# dev-h; bench/catalog_vectors.py, which runs against commit 572422e, where
+# the code is behind switches).  Neither reached the bar.
+# - Centring on the catalog (remove the mean tool vector from tool and query
+#   vectors alike, and optionally the top principal directions,
+#   "all-but-the-top"): mean only -33 hybrid, -32 vectors alone; with 1 and 2
+#   directions -60/-50, -74/-81; blended a=0.5 -12/-7, a=0.25 -1/-4.  The
+#   floor and ceiling regridded (0.05-0.8, 0.1-0.8, 0.0-0.7) -26..-35 with
+#   noise at 0.3 worse on every set.  The premise does not hold for this
+#   table: its cosines do not bunch up (dev-e, a query's median cosine over
+#   the catalog 0.06 raw, -0.01 centred; the best tool's 0.62 and 0.60), so
+#   the mean carries meaning the ranking used.
+# - A query word's weight times (idf / the idf of a word no tool says) ** p
+#   over the catalog's tool texts (a word no tool says keeps its weight):
+#   the vectors alone gain (p 0.25 +24, p 0.5 mixed half and half with the
+#   plain cosine +28, dev-e +10), the hybrid loses (p 0.1 -8, 0.25 -15, 0.5
+#   -27, 1 -54; mixed 0.5 at p 0.5 -7, dev-h -6, dev-d -5; floor/ceiling
+#   regrids -16..-30; with _FUSED_IDF_POWER 1.25 or 1.5 -16, -17): the words'
+#   own idf (** _FUSED_IDF_POWER) already weighs rare words, and the rare
+#   words are the server and object words siblings share, not the verb that
+#   tells them apart.  Noise at 0.3 unchanged or +1..+2 rejected.
+# Speed over 500 tools (p95 query CPU, same minute): main 2.1-2.3 ms; the idf
+# mix 2.9 ms (a second encode and pass); centring 3.1 ms, rebuild 68 -> 100
+# ms (300 ms with 2 directions).
