@@ -1594,8 +1594,8 @@ def _server_shares(cosines: Dict[int, float], server_of: List[int], servers: int
 # Session 20, helper VX9 (issue 13): two known fixes for static word
 # embeddings, measured on the eight development sets (recall@3 hits against
 # main 68db088: hybrid 3204, vectors alone 2813, pooled over dev, dev-b ..
-# dev-h; bench/catalog_vectors.py, which runs against commit 572422e, where
-# the code is behind switches).  Neither reached the bar.
+# dev-h; the code behind switches and its grid, bench/catalog_vectors.py,
+# are in commit 572422e of the history).  Neither reached the bar.
 # - Centring on the catalog (remove the mean tool vector from tool and query
 #   vectors alike, and optionally the top principal directions,
 #   "all-but-the-top"): mean only -33 hybrid, -32 vectors alone; with 1 and 2
