@@ -418,7 +418,6 @@ class SearchIndex:
         self._whole_names = _whole_server_names(self._tools)
         # The run-together names of servers named by two or more words: one query word says them whole.
         self._run_together = {w for w, servers in self._whole_names.items() if any(len(tokenize(s)) > 1 for s in servers)}
-        self._server_count = len({t.get("server") for t in self._tools})
         # Each tool's server as a number 0 .. _servers - 1 (see _SERVER_WEIGHT).
         server_numbers: Dict[str, int] = {}
         self._server_of = [server_numbers.setdefault(str(t.get("server") or ""), len(server_numbers)) for t in self._tools]
@@ -633,7 +632,7 @@ class SearchIndex:
             # Two or more words run together: a one-word server's name too ("hugging face").
             for n in range(2, _MAX_NAME_WORDS + 1):
                 named.update(self._whole_names.get("".join(words[k:k + n]), ()) if k + n <= len(words) else ())
-        return frozenset(named) if len(named) < self._server_count else frozenset()
+        return frozenset(named) if len(named) < self._servers else frozenset()
 
     def _extras(self, query: str, fused_with_vectors: bool, names_parameters: bool) -> Dict[str, Dict[int, float]]:
         """Signal -> {tool index: what it adds to the fused score} for the shares added after the fusion.
