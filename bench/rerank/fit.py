@@ -32,8 +32,13 @@ def load(directory):
     return data, names
 
 
-def fit(queries, lam, pairwise, columns):
-    """Weights (on standardised columns) and the standardisation, from queries with a wanted tool among the rows."""
+def fit(queries, lam, pairwise, columns, prior=None):
+    """Weights (on standardised columns) and the standardisation, from queries with a wanted tool among the rows.
+
+    ``prior``: the weights the L2 penalty pulls toward (zero when None); a prior that orders by the shipped
+    rank makes a strong penalty mean "keep the shipped order" rather than "weigh every feature alike".
+    """
+    prior = np.zeros(len(columns)) if prior is None else prior
     usable = [(x[:, columns], y) for x, y, _ in queries if len(y) and y.any() and not y.all()]
     stacked = np.vstack([x for x, _ in usable])
     mean, std = stacked.mean(0), stacked.std(0) + 1e-9
@@ -43,8 +48,8 @@ def fit(queries, lam, pairwise, columns):
 
         def loss(w):
             m = diffs @ w
-            value = np.logaddexp(0, -m).mean() + lam * w @ w / 2
-            grad = -(diffs * (1 / (1 + np.exp(m)))[:, None]).mean(0) + lam * w
+            value = np.logaddexp(0, -m).mean() + lam * (w - prior) @ (w - prior) / 2
+            grad = -(diffs * (1 / (1 + np.exp(m)))[:, None]).mean(0) + lam * (w - prior)
             return value, grad
     else:
         def loss(w):
@@ -57,8 +62,8 @@ def fit(queries, lam, pairwise, columns):
                 # d/dw -log(sum_pos p) = E_p[x] - E_{p|pos}[x]
                 grad += p @ x - (p[y] @ x[y]) / pos
             n = len(usable)
-            return value / n + lam * w @ w / 2, grad / n + lam * w
-    w0 = np.zeros(len(columns))
+            return value / n + lam * (w - prior) @ (w - prior) / 2, grad / n + lam * (w - prior)
+    w0 = prior.copy()
     result = minimize(loss, w0, jac=True, method="L-BFGS-B")
     return result.x, mean, std
 
@@ -79,6 +84,22 @@ def hits(queries, w, mean, std, columns, exact_column):
     return shipped, learned
 
 
+NESTED_LAMBDAS = (0.001, 0.003, 0.01, 0.03, 0.1)
+
+
+def nested_lambda(data, sets, pairwise, columns, exact_column, prior):
+    """The L2 weight that re-ranks best under leave-one-set-out within ``sets`` alone (the held-aside set unseen)."""
+    best = None
+    for lam in NESTED_LAMBDAS:
+        total = 0
+        for inner in sets:
+            w, mean, std = fit([q for s in sets if s != inner for q in data[s]], lam, pairwise, columns, prior)
+            total += hits(data[inner], w, mean, std, columns, exact_column)[1]["all"]
+        if best is None or total > best[0]:
+            best = (total, lam)
+    return best[1]
+
+
 def report(title, rows):
     pooled = sum(r["gain"] for r in rows.values())
     kinds = {k: sum(r.get(k, 0) for r in rows.values()) for k in KINDS}
@@ -93,26 +114,38 @@ def main():
     parser.add_argument("--pairwise", action="store_true")
     parser.add_argument("--lambda", dest="lam", type=float, default=0.01)
     parser.add_argument("--features", default="")
+    parser.add_argument("--nested", action="store_true",
+                        help="leave one set out with the L2 weight chosen by an inner leave-one-set-out on the other seven")
+    parser.add_argument("--drop", default="", help="features left out, comma-separated")
+    parser.add_argument("--prior", type=float, default=0.0,
+                        help="pull the weights toward -PRIOR on log_rank (the shipped order) instead of toward zero")
     args = parser.parse_args()
     data, names = load(args.directory)
     wanted = args.features.split(",") if args.features else names
+    wanted = [n for n in wanted if n not in args.drop.split(",")]
     columns = [names.index(n) for n in wanted]
+    prior = np.zeros(len(columns))
+    if args.prior and "log_rank" in wanted:
+        prior[wanted.index("log_rank")] = -args.prior
     exact_column = names.index("sig_exact_name")
-    label = f"{'pairwise' if args.pairwise else 'listwise'} lambda={args.lam} features={len(columns)}"
+    label = f"{'pairwise' if args.pairwise else 'listwise'} lambda={args.lam} prior={args.prior} features={len(columns)}"
 
     rows = {}
     for held in SETS:
         train = [q for s in SETS if s != held for q in data[s]]
-        w, mean, std = fit(train, args.lam, args.pairwise, columns)
+        lam = args.lam
+        if args.nested:
+            lam = nested_lambda(data, [s for s in SETS if s != held], args.pairwise, columns, exact_column, prior)
+        w, mean, std = fit(train, lam, args.pairwise, columns, prior)
         shipped, learned = hits(data[held], w, mean, std, columns, exact_column)
         rows[held] = {"shipped": shipped["all"], "learned": learned["all"], "gain": learned["all"] - shipped["all"],
-                      **{k: learned.get(k, 0) - shipped.get(k, 0) for k in KINDS}}
-    report("leave one set out, " + label, rows)
+                      **{k: learned.get(k, 0) - shipped.get(k, 0) for k in KINDS}, **({"lambda": lam} if args.nested else {})}
+    report(("nested " if args.nested else "") + "leave one set out, " + label, rows)
 
     rows = {s: {"shipped": 0, "learned": 0, "gain": 0, **{k: 0 for k in KINDS}} for s in SETS}
     for half in (0, 1):
         train = [q for s in SETS for n, q in enumerate(data[s]) if n % 2 != half]
-        w, mean, std = fit(train, args.lam, args.pairwise, columns)
+        w, mean, std = fit(train, args.lam, args.pairwise, columns, prior)
         for s in SETS:
             shipped, learned = hits([q for n, q in enumerate(data[s]) if n % 2 == half], w, mean, std, columns, exact_column)
             r = rows[s]
@@ -121,7 +154,7 @@ def main():
                 r[k] += learned.get(k, 0) - shipped.get(k, 0)
     report("2-fold by query within sets, " + label, rows)
 
-    w, mean, std = fit([q for s in SETS for q in data[s]], args.lam, args.pairwise, columns)
+    w, mean, std = fit([q for s in SETS for q in data[s]], args.lam, args.pairwise, columns, prior)
     print(json.dumps({"weights_all_sets_standardised": {n: round(float(v), 3) for n, v in zip(wanted, w)}}))
 
 
