@@ -78,6 +78,8 @@ def hits(queries, w, mean, std, columns, exact_column):
         s = s + 1e6 * (x[:, exact_column] > 0)  # exact names stay first
         order = np.lexsort((np.arange(len(s)), -s))  # ties keep the shipped order
         a, b = int(y[:3].any()), int(y[order[:3]].any())
+        shipped["lost"] = shipped.get("lost", 0) + (a > b)
+        shipped["won"] = shipped.get("won", 0) + (b > a)
         for k in ("all", kind):
             shipped[k] = shipped.get(k, 0) + a
             learned[k] = learned.get(k, 0) + b
@@ -139,10 +141,11 @@ def main():
         w, mean, std = fit(train, lam, args.pairwise, columns, prior)
         shipped, learned = hits(data[held], w, mean, std, columns, exact_column)
         rows[held] = {"shipped": shipped["all"], "learned": learned["all"], "gain": learned["all"] - shipped["all"],
+                      "won": shipped.get("won", 0), "lost": shipped.get("lost", 0),
                       **{k: learned.get(k, 0) - shipped.get(k, 0) for k in KINDS}, **({"lambda": lam} if args.nested else {})}
     report(("nested " if args.nested else "") + "leave one set out, " + label, rows)
 
-    rows = {s: {"shipped": 0, "learned": 0, "gain": 0, **{k: 0 for k in KINDS}} for s in SETS}
+    rows = {s: {"shipped": 0, "learned": 0, "gain": 0, "won": 0, "lost": 0, **{k: 0 for k in KINDS}} for s in SETS}
     for half in (0, 1):
         train = [q for s in SETS for n, q in enumerate(data[s]) if n % 2 != half]
         w, mean, std = fit(train, args.lam, args.pairwise, columns, prior)
@@ -150,12 +153,15 @@ def main():
             shipped, learned = hits([q for n, q in enumerate(data[s]) if n % 2 == half], w, mean, std, columns, exact_column)
             r = rows[s]
             r["shipped"] += shipped["all"]; r["learned"] += learned["all"]; r["gain"] += learned["all"] - shipped["all"]
+            r["won"] += shipped.get("won", 0); r["lost"] += shipped.get("lost", 0)
             for k in KINDS:
                 r[k] += learned.get(k, 0) - shipped.get(k, 0)
     report("2-fold by query within sets, " + label, rows)
 
     w, mean, std = fit([q for s in SETS for q in data[s]], args.lam, args.pairwise, columns, prior)
     print(json.dumps({"weights_all_sets_standardised": {n: round(float(v), 3) for n, v in zip(wanted, w)}}))
+    # The same in the features' own units (w / std), what an implementation would multiply raw values by.
+    print(json.dumps({"weights_all_sets_raw_units": {n: round(float(v / d), 3) for n, v, d in zip(wanted, w, std)}}))
 
 
 if __name__ == "__main__":
