@@ -25,6 +25,7 @@ that starts a gateway without naming a state dir never touches the real
 
 import contextlib
 import glob
+import importlib.util
 import io
 import json
 import os
@@ -126,6 +127,16 @@ def run_pyz(
     """Run the zipapp: ``python -I PYZ ARGS`` (``isolated=False`` drops the ``-I``)."""
     argv: List[str] = [python] + (["-I"] if isolated else []) + [str(pyz)] + list(map(str, args))
     return _run_text(argv, None if env is None else dict(env), cwd, input, timeout)
+
+
+def load_script(path: str) -> Any:
+    """A fresh module of a script of the repository that is not a package (``path`` from the root, e.g.
+    ``bench/search.py``), for tests that check a bench grid computes what the product does."""
+    spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0] + "_under_test",
+                                                  os.path.join(REPO_ROOT, path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
 
 
 def _run_text(

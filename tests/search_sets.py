@@ -8,12 +8,11 @@ kind, the one figure the floor tests hold.
 
 import collections
 import glob
-import importlib.util
 import json
 import os
 import re
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, load_script
 
 BENCH = os.path.join(REPO_ROOT, "bench")
 KINDS = {"direct", "paraphrase", "task", "typo", "param", "multi"}
@@ -44,11 +43,7 @@ def tools_of(catalogs):
 
 def load_recorder():
     """bench/eval/record_catalogs.py as a module (it is a script, not a package)."""
-    path = os.path.join(BENCH, "eval", "record_catalogs.py")
-    spec = importlib.util.spec_from_file_location("record_catalogs", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench/eval/record_catalogs.py")
 
 
 def readme_kind_counts(directory):

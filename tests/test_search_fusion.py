@@ -26,6 +26,7 @@ import pytest
 import toolscript.search
 from toolscript import vectors
 from toolscript.search import SearchIndex
+from conftest import load_script
 from search_sets import tool
 
 needs_vectors = pytest.mark.skipif(not vectors.available(), reason="no vectors data in this checkout")
@@ -341,13 +342,7 @@ def test_explain_adds_up_to_the_score_when_the_query_names_parameters():
 
 @needs_vectors
 def test_the_tuning_bench_fuses_a_parameter_query_as_search_does(monkeypatch):
-    import importlib.util
-    import os
-
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "search.py")
-    spec = importlib.util.spec_from_file_location("bench_search_fu3", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_script("bench/search.py")
     index = SearchIndex(TASK_CATALOG)
     queries = [{"query": "parent_task_id name notes", "ids": ["tasks__create_subtask"], "kind": "param"}]
     # The grid's shipped point ranks as search does (the identifier scale applied), so its figures are search's.
@@ -459,13 +454,7 @@ def test_explain_shows_the_set_apart_cosine_and_adds_up():
 
 @needs_vectors
 def test_the_tuning_bench_sets_a_named_servers_tools_apart_as_search_does():
-    import importlib.util
-    import os
-
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "search.py")
-    spec = importlib.util.spec_from_file_location("bench_search_fu4", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_script("bench/search.py")
     index = SearchIndex(JENKINS_CATALOG)
     queries = [{"query": "start the jenkins job again", "ids": ["jenkins__build_item"], "kind": "paraphrase"}]
     row = bench.fused_figures(index, queries, bench.prepare_signals(index, queries, ["book a flight"]), bench.shipped_fuse)
@@ -478,13 +467,7 @@ def test_the_tuning_bench_sets_a_named_servers_tools_apart_as_search_does():
 
 @needs_vectors
 def test_the_cross_validation_scores_each_set_left_aside_with_the_shipped_fusion_beside_it():
-    import importlib.util
-    import os
-
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "search.py")
-    spec = importlib.util.spec_from_file_location("bench_search_fu4_cv", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_script("bench/search.py")
     sets = {
         "development": (JENKINS_CATALOG, [{"query": "start the jenkins job again", "ids": ["jenkins__build_item"], "kind": "paraphrase"},
                                           {"query": "post to slack", "ids": ["slack__post_message"], "kind": "direct"}], ["book a flight to rome"]),
@@ -617,13 +600,7 @@ def test_a_tool_only_reads_by_its_annotation_else_by_a_reading_verb_in_its_name(
 
 @needs_vectors
 def test_the_tuning_bench_adds_the_sibling_shares_as_search_does():
-    import importlib.util
-    import os
-
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "search.py")
-    spec = importlib.util.spec_from_file_location("bench_search_fu5", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_script("bench/search.py")
     index = SearchIndex(LABEL_CATALOG + AI_CONFIG_CATALOG)
     queries = [{"query": "project_id label_id label_data", "ids": ["plane__update_label"], "kind": "param"},
                {"query": "which prompt does the ai config use?", "ids": ["flags__get_ai_config"], "kind": "paraphrase"}]
@@ -714,16 +691,9 @@ def test_a_run_together_server_name_is_set_apart_like_its_words():
 
 @needs_vectors
 def test_the_tuning_bench_names_servers_as_search_does_and_without_round_6(monkeypatch):
-    import importlib.util
-    import os
-
     # Round 7's server as a whole (_SERVER_WEIGHT) finds browser-tools on its own: off, to see round 6's part.
     monkeypatch.setattr(toolscript.search, "_SERVER_WEIGHT", 0.0)
-
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "search.py")
-    spec = importlib.util.spec_from_file_location("bench_search_fu6", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_script("bench/search.py")
     index = SearchIndex(BROWSER_CATALOG)
     query = "is my page accessible, via browsertools"
     queries = [{"query": query, "ids": ["browser-tools__runAccessibilityAudit"], "kind": "paraphrase"}]

@@ -17,7 +17,7 @@ import sys
 import pytest
 
 import toolscript.search
-from conftest import REPO_ROOT, run_cli
+from conftest import REPO_ROOT, load_script, run_cli
 from mcp_servers.launch import FIXTURE
 from toolscript.config import ServerConfig
 from toolscript import vectors
@@ -161,13 +161,7 @@ def test_a_server_is_scored_by_its_best_tools_mean_so_a_spread_domain_beats_one_
 
 @needs_vectors
 def test_the_tuning_bench_adds_the_server_signal_as_search_does():
-    import importlib.util
-    import os
-
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "search.py")
-    spec = importlib.util.spec_from_file_location("bench_search_sv7", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_script("bench/search.py")
     index = SearchIndex(CATALOG)
     queries = [{"query": DOMAIN_QUERY, "ids": ["memory__add_observations"], "kind": "paraphrase"}]
     mod = toolscript.search

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import running_gateway
+from conftest import load_script, running_gateway
 from toolscript import configkeys, suggest
 
 try:
@@ -325,13 +325,7 @@ def test_the_hook_uses_the_sessions_gateway(scene, run_cli):
 def test_the_api_path_loses_nothing_of_a_perfect_answer_and_falls_back_to_local():
     """bench/suggest_eval.py's model rows on the held-out half: parsing a fenced reply and validating it keep exactly
     what an oracle says (made-up skills dropped); a failing API gives exactly the local ranker's figures."""
-    import importlib.util
-
-    from conftest import REPO_ROOT
-
-    spec = importlib.util.spec_from_file_location("suggest_eval_for_api", os.path.join(REPO_ROOT, "bench", "suggest_eval.py"))
-    harness = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(harness)
+    harness = load_script("bench/suggest_eval.py")
     skills, prompts = harness.load_skills(), harness.load_prompts()
     rows = harness.model_rows(prompts)
 

@@ -5,23 +5,18 @@ Its quality on the held-out half of bench/suggest_eval/ is held to floors
 change that makes it worse fails.  bench/suggest_eval.py prints the figures.
 """
 
-import importlib.util
 import json
-import os
 from typing import NamedTuple
 
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import load_script
 from toolscript import suggest_local
 from toolscript.suggest_local import TOOL_SCORE_FLOOR, nothing_wanted, suggest, tool_queries
 
 
 def _load_harness():
-    spec = importlib.util.spec_from_file_location("suggest_eval", os.path.join(REPO_ROOT, "bench", "suggest_eval.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench/suggest_eval.py")
 
 
 harness = _load_harness()

@@ -8,7 +8,6 @@ teacher's weights, so re-running it is an opt-in check (``TOOLSCRIPT_DISTILL_PYT
 """
 
 import hashlib
-import importlib.util
 import json
 import math
 import os
@@ -18,7 +17,7 @@ import sys
 
 import pytest
 
-from conftest import REPO_ROOT, run_pyz
+from conftest import REPO_ROOT, load_script, run_pyz
 from toolscript import vectors
 
 DATA_PATH = os.path.join(REPO_ROOT, "toolscript", "data", "embeddings.bin")
@@ -259,10 +258,7 @@ def test_a_damaged_table_means_no_vectors_never_an_error(broken_table):
 # -- the training corpus (distill/corpus.py is stdlib only) ------------------------------------------------
 
 def _corpus_module():
-    spec = importlib.util.spec_from_file_location("distill_corpus", os.path.join(REPO_ROOT, "distill", "corpus.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("distill/corpus.py")
 
 
 def test_corpus_refuses_a_packages_file_other_than_the_pinned_one(tmp_path):

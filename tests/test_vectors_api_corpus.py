@@ -7,21 +7,16 @@ tested with the stdlib alone.
 
 import gzip
 import hashlib
-import importlib.util
 import json
-import os
 import zipfile
 
 import pytest
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import load_script
 
 
 def _corpus_module():
-    spec = importlib.util.spec_from_file_location("distill_corpus_api", os.path.join(REPO_ROOT, "distill", "corpus.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("distill/corpus.py")
 
 
 def _wheel(path, files: dict) -> str:
