@@ -295,8 +295,8 @@ def _schema_text(schema: Any, names: List[str], docs: List[str], depth: int = 0)
         _schema_text(items, names, docs, depth + 1)
 
 
-def _fields(tool: Dict[str, Any], surface: Dict[str, str]) -> Dict[str, List[str]]:
-    """The terms of each field of ``tool``; its words go into ``surface`` for typo correction."""
+def _field_texts(tool: Dict[str, Any]) -> Dict[str, str]:
+    """The text of each field of ``tool`` as written ("" for one it lacks)."""
     title = tool.get("title")
     annotations = tool.get("annotations")
     if not isinstance(title, str) and isinstance(annotations, dict):
@@ -305,17 +305,24 @@ def _fields(tool: Dict[str, Any], surface: Dict[str, str]) -> Dict[str, List[str
     names: List[str] = []
     docs: List[str] = []
     _schema_text(tool.get("inputSchema"), names, docs)
-    name = terms(str(tool.get("name", "")), surface)
+    return {
+        "name": str(tool.get("name", "")),
+        "server": str(tool.get("server", "")),
+        "title": title if isinstance(title, str) else "",
+        "description": description if isinstance(description, str) else "",
+        "params": " ".join(names),
+        "param_docs": " ".join(docs),
+    }
+
+
+def _fields(tool: Dict[str, Any], surface: Dict[str, str]) -> Dict[str, List[str]]:
+    """The terms of each field of ``tool``; its words go into ``surface`` for typo correction."""
+    texts = _field_texts(tool)
+    name = terms(texts["name"], surface)
     # Adjacent name parts joined as well, so "websearch" meets "web_search".
     name += [a + b for a, b in zip(name, name[1:])]
-    return {
-        "name": name,
-        "server": terms(str(tool.get("server", "")), surface),
-        "title": terms(title, surface) if isinstance(title, str) else [],
-        "description": terms(description, surface) if isinstance(description, str) else [],
-        "params": terms(" ".join(names), surface),
-        "param_docs": terms(" ".join(docs)),
-    }
+    fields = {field: terms(text, surface) for field, text in texts.items() if field not in ("name", "param_docs")}
+    return dict(fields, name=name, param_docs=terms(texts["param_docs"]))
 
 
 # -- typo tolerance ----------------------------------------------------------
@@ -1010,14 +1017,7 @@ def _is_word_character(character: str) -> bool:
 
 def _tool_text(tool: Dict[str, Any]) -> str:
     """``tool``'s texts that _fields indexes, as one string."""
-    names: List[str] = []
-    docs: List[str] = []
-    _schema_text(tool.get("inputSchema"), names, docs)
-    title = tool.get("title")
-    annotations = tool.get("annotations")
-    if not isinstance(title, str) and isinstance(annotations, dict):
-        title = annotations.get("title")
-    return " ".join([str(tool.get(k) or "") for k in ("server", "name", "description")] + [str(title or "")] + names + docs)
+    return " ".join(_field_texts(tool).values())
 
 
 def _whole_server_names(tools: List[Dict[str, Any]]) -> Dict[str, frozenset]:
