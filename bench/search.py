@@ -612,7 +612,7 @@ def sibling_rows(index, queries, noise):
     rows = []
     try:
         for covered, question in ((0.0, 0.0), (0.1, 0.0), (0.3, 0.0), (0.5, 0.0), (0.3, 0.02), (0.3, 0.03),
-                                  (0.3, 0.05), (0.3, 0.1)):
+                                  (0.3, 0.05), (0.3, 0.1), (0.3, 0.15), (0.3, 0.2), (0.3, 0.3)):
             mod._PARAMETER_COVERAGE_BONUS, mod._QUESTION_READ_BONUS = covered, question
             prepared = prepare_signals(index, queries, noise)
             rows.append(dict({"parameter_coverage": covered, "question_read": question},
