@@ -19,6 +19,7 @@ The sets, in the order they were made (each set's README logs its runs):
   once at the end of session 19 on round 5's ranker; its floor holds run 1.
 - bench/heldout7/ (dev-h from then on): built after held-out 6's run, run once at 13:12 UTC on 2026-11-24.
 - bench/heldout8/: built after held-out 7's run; unranked (no run yet).
+- bench/heldout9/: built while held-out 8 waits for its run; unranked (no run yet).
 A set marked ``unranked`` (the fresh one, before its run) gets format checks
 only: no floor, and nothing here builds a SearchIndex on it.
 The floors are the hybrid's measured recall@3 minus ~0.02, rounded down;
@@ -43,6 +44,7 @@ HELDOUT5_DIR = os.path.join(BENCH, "heldout5")
 HELDOUT6_DIR = os.path.join(BENCH, "heldout6")
 HELDOUT7_DIR = os.path.join(BENCH, "heldout7")
 HELDOUT8_DIR = os.path.join(BENCH, "heldout8")
+HELDOUT9_DIR = os.path.join(BENCH, "heldout9")
 
 # Per set: its directory; the sets before it (its servers are in none of them,
 # and its labels may name their tools); the pin tables of
@@ -97,10 +99,19 @@ SETS = {
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "iam", "own": ("sns-sqs", "pubmed"),
         "unranked": True,
     },
+    "heldout9": {
+        "dir": HELDOUT9_DIR,
+        "earlier": [EVAL_DIR, HELDOUT_DIR, HELDOUT2_DIR, HELDOUT3_DIR, HELDOUT4_DIR, HELDOUT5_DIR, HELDOUT6_DIR,
+                    HELDOUT7_DIR, HELDOUT8_DIR],
+        "earlier_pins": ["SERVERS", "HELDOUT_SERVERS", "HELDOUT2_SERVERS", "HELDOUT3_SERVERS", "HELDOUT4_SERVERS",
+                         "HELDOUT5_SERVERS", "HELDOUT6_SERVERS", "HELDOUT7_SERVERS", "HELDOUT8_SERVERS"],
+        "min_servers": 12, "tool_bounds": (150, 250), "outsider": "sns-sqs", "own": ("azure-devops", "biomcp"),
+        "unranked": True,
+    },
 }
 # The sets recorded with bench/eval/record_catalogs.py --set and checked alike
 # (README kind table, noise, pins); held-out set 1 predates that format.
-LATER_SETS = ["heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8"]
+LATER_SETS = ["heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8", "heldout9"]
 
 
 def load_set(name):
@@ -348,12 +359,13 @@ def test_later_set_recall_floor(name):
     assert_recall_floors(name, recall, LATER_FLOORS[name])
 
 
-def test_an_unranked_set_cannot_be_ranked_here():
+@pytest.mark.parametrize("name", ["heldout8", "heldout9"])
+def test_an_unranked_set_cannot_be_ranked_here(name):
     # A fresh set is marked unranked until the round that reports on it: a floor added by mistake fails
-    # before any SearchIndex is built on it.  Held-out 8 is that set now.
-    assert SETS["heldout8"]["unranked"] and "heldout8" not in LATER_FLOORS
+    # before any SearchIndex is built on it.  Held-out 8 and 9 are such sets now.
+    assert SETS[name]["unranked"] and name not in LATER_FLOORS
     with pytest.raises(AssertionError, match="held out unranked"):
-        recall_of_set("heldout8", ["queries.json"])
+        recall_of_set(name, ["queries.json"])
 
 
 def test_recorder_starts_heldout5_servers_from_the_scratch_install(start_command, tmp_path):
@@ -412,6 +424,22 @@ def test_recorder_starts_heldout8_servers_from_the_scratch_install(start_command
     assert start_command("odoo")[2]["ODOO_URL"] == "http://127.0.0.1:9"
     assert start_command("opensearch")[2]["OPENSEARCH_URL"] == "http://127.0.0.1:9"
     for server in ("sns-sqs", "aws-support", "redshift"):
+        env = start_command(server)[2]
+        assert env["AWS_ACCESS_KEY_ID"] == "dummy" and env["AWS_SECRET_ACCESS_KEY"] == "dummy", server
+
+
+def test_recorder_starts_heldout9_servers_from_the_scratch_install(start_command, tmp_path):
+    scratch = str(tmp_path)
+    # Currents' executable is plain "mcp" (as DigitalOcean's is); BioMCP's is "biomcp" with a "run" subcommand.
+    assert start_command("currents")[0] == npm_bin(scratch, "mcp")
+    assert start_command("biomcp")[:2] == (venv_bin(scratch, "biomcp", "biomcp"), ["run"])
+    assert start_command("azure-devops")[0] == npm_bin(scratch, "mcp-server-azure-devops")
+    assert start_command("gcp-observability")[0] == npm_bin(scratch, "observability-mcp")
+    # Azure DevOps and Valkey point at a closed local port: no backend is reached.
+    assert start_command("azure-devops")[2]["AZURE_DEVOPS_ORG_URL"].startswith("http://127.0.0.1:9/")
+    assert start_command("valkey")[2]["VALKEY_PORT"] == "9"
+    assert start_command("taskmanager")[2]["TASK_MANAGER_FILE_PATH"] == os.path.join(scratch, "files", "tasks.json")
+    for server in ("valkey", "aws-location"):
         env = start_command(server)[2]
         assert env["AWS_ACCESS_KEY_ID"] == "dummy" and env["AWS_SECRET_ACCESS_KEY"] == "dummy", server
 
