@@ -156,6 +156,28 @@ def _run_text(
     )
 
 
+# The word-vector table before session 21's tuning on tool requests (VECTORS-V3; distill/README.md).
+VECTORS_V3 = os.path.join(REPO_ROOT, "distill", "embeddings-v3.bin")
+
+
+@pytest.fixture
+def vectors_v3():
+    """VECTORS-V3 in place of the shipped table for one test, then the shipped one again.
+
+    The fusion's mechanism tests were written against V3's cosines: each shows a case the mechanism decides
+    and, with it switched off, one it gets wrong.  A better table may get that case right on its own, which
+    says nothing about the mechanism; so those tests pin the table they were written for.
+    """
+    from toolscript import vectors
+
+    with open(VECTORS_V3, "rb") as f:
+        vectors._use(f.read())
+    try:
+        yield
+    finally:
+        vectors._table, vectors._failed = None, False  # read from the package again on next use
+
+
 @pytest.fixture(name="run_cli")
 def _run_cli_fixture():
     """The :func:`run_cli` function."""

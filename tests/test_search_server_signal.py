@@ -25,6 +25,8 @@ from toolscript.search import SIGNALS, SearchIndex
 from search_sets import tool
 
 needs_vectors = pytest.mark.skipif(not vectors.available(), reason="no vectors data in this checkout")
+# The cases here were written against VECTORS-V3's cosines (see conftest.vectors_v3).
+pytestmark = pytest.mark.usefixtures("vectors_v3")
 
 
 # Three recorded servers' tools (bench/eval/catalogs): a knowledge graph, a database with a memo, git.

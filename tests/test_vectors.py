@@ -117,13 +117,17 @@ def test_data_file_fits_the_budget():
 
 
 def test_data_file_is_the_one_distill_readme_records():
-    """The committed table is the distillation's output: its sha256 is in distill/README.md."""
+    """The committed table is distill/requests.py's output, and its start distill/distill.py's (VECTORS-V3): both
+    sha256 are in distill/README.md, the shipped one last."""
     with open(README, encoding="utf-8") as f:
         recorded = re.findall(r"sha256 ([0-9a-f]{64})", f.read())
     assert recorded, "distill/README.md names no sha256"
     with open(DATA_PATH, "rb") as f:
         actual = hashlib.sha256(f.read()).hexdigest()
-    assert actual == recorded[-1], "toolscript/data/embeddings.bin changed: re-run distill/distill.py and record its sha256"
+    assert actual == recorded[-1], "toolscript/data/embeddings.bin changed: re-run distill/requests.py and record its sha256"
+    with open(os.path.join(os.path.dirname(README), "embeddings-v3.bin"), "rb") as f:
+        start = hashlib.sha256(f.read()).hexdigest()
+    assert start in recorded[:-1], "distill/embeddings-v3.bin changed: it is distill/distill.py's output, requests.py's start"
 
 
 def test_table_shape_matches_the_module():

@@ -2,7 +2,7 @@
 
 ``toolscript/data/embeddings.bin`` holds one small quantised vector (int4, with float scales) per
 WordPiece token of a sentence-embedding model's vocabulary (all-MiniLM-L6-v2), distilled at development
-time by distill/distill.py (see distill/README.md).  A text's vector is the sum of its tokens' vectors, normalised to unit length: the
+time by distill/distill.py and tuned on real tool requests by distill/requests.py (see distill/README.md).  A text's vector is the sum of its tokens' vectors, normalised to unit length: the
 scales already carry a per-token weight (frequent words like "the" count little), so the sum is a weighted
 mean.  Paraphrases land close together ("take a picture of the page" near "screenshot") without a model
 at run time: the tokenizer (BERT basic tokenisation + greedy longest-match WordPiece) and the maths are
