@@ -436,11 +436,16 @@ def main(argv=None) -> int:
         sentences = [s for s in sentences if not corpus.held_aside(s)]
     data = distil(args.model or teacher_dir(), args.dim, args.sif, args.pooling, args.rows, args.bits, args.cache,
                   sentences, args.sentence_cache, args.lam, args.iterations)
-    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-    with open(args.output, "wb") as f:
-        f.write(data)
-    print(f"wrote {args.output} ({len(data)} bytes) sha256 {hashlib.sha256(data).hexdigest()}")
+    write_table(args.output, data)
     return 0
+
+
+def write_table(path: str, data: bytes) -> None:
+    """Write a table file and say its size and sha256 (distill/README.md records the shipped one's)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+    print(f"wrote {path} ({len(data)} bytes) sha256 {hashlib.sha256(data).hexdigest()}")
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.path.insert(0, HERE)
 
-import distill  # noqa: E402  (distill/distill.py: pack, _torch)
+import distill  # noqa: E402  (distill/distill.py: pack, write_table, _torch)
 
 # The sets whose queries train the table, by bench/search.py's names ("eval" is bench/eval, "heldout" set 1).
 DEVELOPMENT_SETS = ("eval", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8")
@@ -177,10 +177,7 @@ def main(argv=None) -> int:
     print(f"{len(pairs)} pairs (sha256 {pairs_sha[:16]}), {len(noise)} noise requests", file=sys.stderr)
     with open(args.start, "rb") as f:
         data = tune(f.read(), pairs, noise, epochs=args.epochs, pull=args.pull)
-    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-    with open(args.output, "wb") as f:
-        f.write(data)
-    print(f"wrote {args.output} ({len(data)} bytes) sha256 {hashlib.sha256(data).hexdigest()}")
+    distill.write_table(args.output, data)
     return 0
 
 
