@@ -1,20 +1,21 @@
-"""Tune the word-vector table on real tool requests: a contrastive stage after distill/distill.py (VECTORS-V5).
+"""Tune the word-vector table on real tool requests: a contrastive stage after distill/distill.py (VECTORS-V6).
 
 distill.py makes a table whose sentence vectors mimic the teacher's; nothing in it is trained for
 retrieval.  This stage takes that table (``--start``, V3 as distill.py writes it) and moves its rows so
 that a request's vector lands nearer the tools it asks for: each (query, labelled tool) pair of the
-development sets under bench/ (their queries, both authors' files, and the text "server name words. first
-sentence" of each labelled tool) is a positive, the other pairs of its batch negatives (symmetric in-batch
-InfoNCE), and each set's noise requests (no tool serves them) extra negatives for the tools.  A pull
+development sets under bench/ (their queries, both authors' files) is a positive, the other pairs of its
+batch negatives (symmetric in-batch InfoNCE), and each set's noise requests (no tool serves them) extra
+negatives for the tools.  A tool is encoded as search encodes it (toolscript.search._tool_texts: its name,
+first sentence, description and parameter names, each a unit vector, weighed by _TOOL_TEXT_WEIGHTS).  A pull
 toward the starting rows keeps the tokens no request uses where they were.  Then the rows are packed
 exactly as distill.py packs them (int4, same vocabulary, same size).
 
 A text is pooled as toolscript.vectors.encode pools it (its tokens' rows summed, then normalised; the
 rows already carry distill.py's SIF weights), with the product's own tokenizer.  torch on one thread,
 fixed seeds, a hand-written Adam that moves only the rows a batch touches: the same inputs give the same
-bytes.  Only the sets in DEVELOPMENT_SETS are read; a fresh held-out set (bench/heldout9 and later)
+bytes.  Only the sets in DEVELOPMENT_SETS are read; a fresh held-out set (bench/heldout10 and later)
 never is, so it can still judge the table.  ``--leave-out`` drops sets (and every pair whose tool is in
-their catalogs) to judge the stage on them (distill/README.md, VECTORS-V5).
+their catalogs) to judge the stage on them (distill/README.md, VECTORS-V5 and V6).
 
     /work/venv-distill/bin/python distill/requests.py --start distill/embeddings-v3.bin -o toolscript/data/embeddings.bin
 """
@@ -36,7 +37,8 @@ sys.path.insert(0, HERE)
 import distill  # noqa: E402  (distill/distill.py: pack, write_table, _torch)
 
 # The sets whose queries train the table, by bench/search.py's names ("eval" is bench/eval, "heldout" set 1).
-DEVELOPMENT_SETS = ("eval", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8")
+DEVELOPMENT_SETS = ("eval", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8",
+                    "heldout9")
 START = os.path.join(HERE, "embeddings-v3.bin")
 OUTPUT = os.path.join(ROOT, "toolscript", "data", "embeddings.bin")
 TAU = 0.05  # softmax temperature of the contrastive loss
@@ -69,8 +71,9 @@ def read_table(data: bytes):
 
 
 def request_pairs(leave_out=()):
-    """Sorted unique (query, tool text) pairs and noise requests of DEVELOPMENT_SETS but ``leave_out``; no pair whose
-    tool is in a left-out set's own catalogs (a later set's multi queries label earlier sets' tools)."""
+    """Sorted unique (query, the tool's four texts as search encodes them) pairs and noise requests of DEVELOPMENT_SETS
+    but ``leave_out``; no pair whose tool is in a left-out set's own catalogs (later sets' multi queries label earlier
+    sets' tools)."""
     import search as bench  # bench/search.py
     from toolscript.search import _tool_texts
 
@@ -92,30 +95,32 @@ def request_pairs(leave_out=()):
                 if tool_id in banned:
                     continue
                 texts = _tool_texts(by_id[tool_id])
-                tool_text = f"{texts[0]}. {texts[1]}" if texts[1] else texts[0]
-                pairs.add((" ".join(query["query"].split()), " ".join(tool_text.split())))
+                pairs.add((" ".join(query["query"].split()),) + tuple(" ".join(t.split()) for t in texts))
         noise.update(" ".join(q.split()) for q in noise_queries)
     return sorted(pairs), sorted(noise)
 
 
 def tune(data: bytes, pairs, noise, tau=TAU, pull=PULL, epochs=EPOCHS, batch=BATCH, step=STEP,
          noise_per_batch=NOISE_PER_BATCH) -> bytes:
-    """``data`` (a table) with its rows tuned on ``pairs`` (query, tool text) and ``noise`` requests, packed alike."""
+    """``data`` (a table) with its rows tuned on ``pairs`` (query, tool texts) and ``noise`` requests, packed alike."""
     from toolscript import vectors
+    from toolscript.search import _TOOL_TEXT_WEIGHTS
 
     torch = distill._torch()
     torch.manual_seed(0)
     vocab, with_vectors, bits, start = read_table(data)
     table = vectors._Table(data)
-    texts = {}
+    texts = {"": np.zeros(0, dtype=np.int64)}
     for text in [t for pair in pairs for t in pair] + list(noise):
         if text not in texts:
             texts[text] = np.array(vectors._rows(table, text), dtype=np.int64)
-    pairs = [(q, t) for q, t in pairs if len(texts[q]) and len(texts[t])]
+    pairs = [p for p in pairs if len(texts[p[0]]) and any(len(texts[t]) for t in p[1:])]
     noise = [q for q in noise if len(texts[q])]
     names = sorted(texts)
     number = {text: n for n, text in enumerate(names)}
-    pair_ids = np.array([(number[q], number[t]) for q, t in pairs], dtype=np.int64)
+    parts = len(pairs[0]) - 1  # the tool's texts, as search encodes a tool
+    weights = torch.tensor(_TOOL_TEXT_WEIGHTS, dtype=torch.float32)
+    pair_ids = np.array([[number[t] for t in p] for p in pairs], dtype=np.int64)
     noise_ids = np.array([number[q] for q in noise], dtype=np.int64)
     v0 = torch.tensor(start, dtype=torch.float32)
     rms = float(v0.pow(2).mean().sqrt())
@@ -128,7 +133,8 @@ def tune(data: bytes, pairs, noise, tau=TAU, pull=PULL, epochs=EPOCHS, batch=BAT
         for begin in range(0, len(order) - batch + 1, batch):
             chosen = pair_ids[order[begin:begin + batch]]
             extra = noise_ids[rng.randint(0, len(noise_ids), noise_per_batch)] if len(noise_ids) and noise_per_batch else noise_ids[:0]
-            ids = np.concatenate([chosen[:, 0], chosen[:, 1], extra])
+            n = len(chosen)
+            ids = np.concatenate([chosen[:, 0], chosen[:, 1:].T.ravel(), extra])
             tokens = [texts[names[i]] for i in ids]
             touched, local = np.unique(np.concatenate(tokens), return_inverse=True)
             offsets = np.cumsum([0] + [len(t) for t in tokens[:-1]])
@@ -136,11 +142,13 @@ def tune(data: bytes, pairs, noise, tau=TAU, pull=PULL, epochs=EPOCHS, batch=BAT
             sub = rows[touched_t].clone().requires_grad_(True)
             pooled = functional.embedding_bag(torch.from_numpy(local.astype(np.int64).ravel()), sub,
                                               torch.from_numpy(offsets), mode="sum")
-            pooled = functional.normalize(pooled, dim=1)
-            n = len(chosen)
-            queries, tools, noise_vectors = pooled[:n], pooled[n:2 * n], pooled[2 * n:]
+            pooled = functional.normalize(pooled, dim=1)  # an empty text pools to zero and stays zero
+            queries, noise_vectors = pooled[:n], pooled[n + parts * n:]
+            # A tool as search encodes it: its texts' unit vectors, weighted, summed, normalised.
+            tools = functional.normalize((pooled[n:n + parts * n].reshape(parts, n, -1) * weights[:, None, None]).sum(0), dim=1)
             logits = queries @ tools.T / tau
-            a, b = torch.from_numpy(chosen[:, 0]), torch.from_numpy(chosen[:, 1])
+            a = torch.from_numpy(chosen[:, 0])
+            b = torch.from_numpy(np.unique(chosen[:, 1:], axis=0, return_inverse=True)[1].ravel())  # the tool
             # Two pairs sharing a query or a tool are not each other's negatives.
             same = ((a[:, None] == a[None, :]) | (b[:, None] == b[None, :])) & ~torch.eye(n, dtype=torch.bool)
             logits = logits.masked_fill(same, -1e4)
