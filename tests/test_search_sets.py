@@ -23,6 +23,8 @@ The sets, in the order they were made (each set's README logs its runs):
   2026-11-24, the first run with the table tuned on the other sets' requests (VECTORS-V5).
 - bench/heldout10/ (dev-k from then on): built after held-out 9's run, from servers in none of the sets above,
   run once at 16:24 UTC on 2026-11-24 with VECTORS-V6 (trained on every set above, never on this one).
+- bench/heldout11/: built while held-out 10 became a development set, from servers in none of the sets above;
+  unranked (no run yet).
 A set marked ``unranked`` (the fresh one, before its run) gets format checks
 only: no floor, and nothing here builds a SearchIndex on it.
 The floors are the hybrid's measured recall@3 minus ~0.02, rounded down;
@@ -49,6 +51,7 @@ HELDOUT7_DIR = os.path.join(BENCH, "heldout7")
 HELDOUT8_DIR = os.path.join(BENCH, "heldout8")
 HELDOUT9_DIR = os.path.join(BENCH, "heldout9")
 HELDOUT10_DIR = os.path.join(BENCH, "heldout10")
+HELDOUT11_DIR = os.path.join(BENCH, "heldout11")
 
 # Per set: its directory; the sets before it (its servers are in none of them,
 # and its labels may name their tools); the pin tables of
@@ -119,11 +122,21 @@ SETS = {
                          "HELDOUT9_SERVERS"],
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "azure-devops", "own": ("airflow", "meilisearch"),
     },
+    "heldout11": {
+        "dir": HELDOUT11_DIR,
+        "earlier": [EVAL_DIR, HELDOUT_DIR, HELDOUT2_DIR, HELDOUT3_DIR, HELDOUT4_DIR, HELDOUT5_DIR, HELDOUT6_DIR,
+                    HELDOUT7_DIR, HELDOUT8_DIR, HELDOUT9_DIR, HELDOUT10_DIR],
+        "earlier_pins": ["SERVERS", "HELDOUT_SERVERS", "HELDOUT2_SERVERS", "HELDOUT3_SERVERS", "HELDOUT4_SERVERS",
+                         "HELDOUT5_SERVERS", "HELDOUT6_SERVERS", "HELDOUT7_SERVERS", "HELDOUT8_SERVERS",
+                         "HELDOUT9_SERVERS", "HELDOUT10_SERVERS"],
+        "min_servers": 12, "tool_bounds": (150, 250), "outsider": "airflow", "own": ("elasticache", "strava"),
+        "unranked": True,
+    },
 }
 # The sets recorded with bench/eval/record_catalogs.py --set and checked alike
 # (README kind table, noise, pins); held-out set 1 predates that format.
 LATER_SETS = ["heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8", "heldout9",
-              "heldout10"]
+              "heldout10", "heldout11"]
 
 
 def load_set(name):
@@ -380,12 +393,13 @@ def test_later_set_recall_floor(name):
     assert_recall_floors(name, recall, LATER_FLOORS[name])
 
 
-def test_an_unranked_set_cannot_be_ranked_here(monkeypatch):
+@pytest.mark.parametrize("name", ["heldout11"])
+def test_an_unranked_set_cannot_be_ranked_here(name):
     # A fresh set is marked unranked until the round that reports on it: a floor added by mistake fails
-    # before any SearchIndex is built on it.  No set is fresh right now (held-out 10 ran last): one is made so.
-    monkeypatch.setitem(SETS, "heldout10", dict(SETS["heldout10"], unranked=True))
+    # before any SearchIndex is built on it.  Held-out 11 is such a set now.
+    assert SETS[name]["unranked"] and name not in LATER_FLOORS
     with pytest.raises(AssertionError, match="held out unranked"):
-        recall_of_set("heldout10", ["queries.json"])
+        recall_of_set(name, ["queries.json"])
 
 
 def test_recorder_starts_heldout5_servers_from_the_scratch_install(start_command, tmp_path):
@@ -498,3 +512,25 @@ def test_recorder_starts_heldout10_servers_from_the_scratch_install(start_comman
     env = start_command("amazon-mq")[2]
     assert env["AWS_CONFIG_FILE"] == os.path.join(scratch, "aws-config")
     assert env["AWS_ACCESS_KEY_ID"] == "dummy" and env["AWS_SECRET_ACCESS_KEY"] == "dummy"
+
+
+def test_recorder_starts_heldout11_servers_from_the_scratch_install(start_command, tmp_path):
+    scratch = str(tmp_path)
+    assert start_command("baidu-map")[0] == npm_bin(scratch, "mcp-server-baidu-map")
+    assert start_command("godot")[0] == npm_bin(scratch, "godot-mcp")
+    assert start_command("miro")[:2] == (npm_bin(scratch, "mcp-miro"), ["--token", "dummy"])
+    assert start_command("strava")[0] == npm_bin(scratch, "strava-mcp-server")
+    assert start_command("astra-db")[0] == npm_bin(scratch, "astra-db-mcp")
+    assert start_command("mysql")[0] == venv_bin(scratch, "mysql", "mysql_mcp_server")
+    assert start_command("es-search")[0] == venv_bin(scratch, "es-search", "elasticsearch-mcp-server")
+    # Firebase reads the throwaway service-account file prepare() writes; nothing reaches Google.
+    exe, _, env = start_command("firebase")
+    assert exe == npm_bin(scratch, "firebase-mcp")
+    assert env["SERVICE_ACCOUNT_KEY_PATH"] == os.path.join(scratch, "service-account.json")
+    # MySQL, Elasticsearch and Astra DB point at a closed local port: no backend is reached.
+    assert start_command("mysql")[2]["MYSQL_PORT"] == "9"
+    assert start_command("es-search")[2]["ELASTICSEARCH_HOSTS"] == "http://127.0.0.1:9"
+    assert start_command("astra-db")[2]["ASTRA_DB_API_ENDPOINT"] == "http://127.0.0.1:9"
+    for server in ("aws-serverless", "elasticache", "aws-dataprocessing"):
+        env = start_command(server)[2]
+        assert env["AWS_ACCESS_KEY_ID"] == "dummy" and env["AWS_SECRET_ACCESS_KEY"] == "dummy", server

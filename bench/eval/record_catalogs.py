@@ -14,7 +14,7 @@ catalog is written as::
     {"server": NAME, "package": "PACKAGE@VERSION", "registry": "npm" | "pypi",
      "recorded": "YYYY-MM-DD", "tools": [... verbatim from tools/list ...]}
 
-    python3 bench/eval/record_catalogs.py [--scratch DIR] [--install | --install-only] [--set heldout|heldout2|heldout3|heldout4|heldout5|heldout6|heldout7|heldout8|heldout9|heldout10] [NAME ...]
+    python3 bench/eval/record_catalogs.py [--scratch DIR] [--install | --install-only] [--set heldout|heldout2|heldout3|heldout4|heldout5|heldout6|heldout7|heldout8|heldout9|heldout10|heldout11] [NAME ...]
 
 ``--set heldout`` records the servers of the held-out evaluation set
 (HELDOUT_SERVERS, none of them in the development set) into
@@ -35,7 +35,8 @@ the sixth (HELDOUT6_SERVERS) into bench/heldout6/catalogs/, the same way again;
 ``--set heldout7`` the seventh (HELDOUT7_SERVERS) into bench/heldout7/catalogs/, the same way again;
 ``--set heldout8`` the eighth (HELDOUT8_SERVERS) into bench/heldout8/catalogs/, the same way again;
 ``--set heldout9`` the ninth (HELDOUT9_SERVERS) into bench/heldout9/catalogs/, the same way again;
-``--set heldout10`` the tenth (HELDOUT10_SERVERS) into bench/heldout10/catalogs/, the same way again.
+``--set heldout10`` the tenth (HELDOUT10_SERVERS) into bench/heldout10/catalogs/, the same way again;
+``--set heldout11`` the eleventh (HELDOUT11_SERVERS) into bench/heldout11/catalogs/, the same way again.
 
 A server that fails to install or start is reported on stderr and skipped;
 the exit status is 1 when any failed.
@@ -68,6 +69,7 @@ HELDOUT7_CATALOGS = os.path.join(ROOT, "bench", "heldout7", "catalogs")
 HELDOUT8_CATALOGS = os.path.join(ROOT, "bench", "heldout8", "catalogs")
 HELDOUT9_CATALOGS = os.path.join(ROOT, "bench", "heldout9", "catalogs")
 HELDOUT10_CATALOGS = os.path.join(ROOT, "bench", "heldout10", "catalogs")
+HELDOUT11_CATALOGS = os.path.join(ROOT, "bench", "heldout11", "catalogs")
 
 # name -> (registry, package, version, argv after the executable, env).
 # "{scratch}" in args and env is replaced by the scratch directory, "{redis}"
@@ -394,10 +396,39 @@ HELDOUT10_SERVERS = {
                   dict(AWS_PLACEHOLDER_ENV, AWS_CONFIG_FILE="{scratch}/aws-config")),
 }
 
+# The eleventh held-out set (bench/heldout11/): servers in none of the sets above,
+# built while held-out 10 became a development set, so that a fresh set is ready
+# for the next round.  Installed with --install-only and recorded with no network,
+# as held-out 2 to 10 (see bench/heldout11/README.md, which also lists the servers
+# tried and left out).
+HELDOUT11_SERVERS = {
+    "baidu-map": ("npm", "@baidumap/mcp-server-baidu-map", "1.0.5", [], {"BAIDU_MAP_API_KEY": "dummy"}),
+    "godot": ("npm", "@coding-solo/godot-mcp", "0.1.1", [], {"HOME": "{scratch}/home"}),
+    "miro": ("npm", "@llmindset/mcp-miro", "0.1.1", ["--token", "dummy"], {}),
+    "firebase": ("npm", "@gannonh/firebase-mcp", "1.4.9", [],
+                 {"SERVICE_ACCOUNT_KEY_PATH": "{scratch}/service-account.json",
+                  "FIREBASE_STORAGE_BUCKET": "dummy.appspot.com", "HOME": "{scratch}/home"}),
+    "strava": ("npm", "@r-huijts/strava-mcp-server", "1.2.1", [],
+               {"STRAVA_CLIENT_ID": "dummy", "STRAVA_CLIENT_SECRET": "dummy", "STRAVA_ACCESS_TOKEN": "dummy",
+                "STRAVA_REFRESH_TOKEN": "dummy", "HOME": "{scratch}/home"}),
+    "astra-db": ("npm", "@datastax/astra-db-mcp", "1.2.2", [],
+                 {"ASTRA_DB_APPLICATION_TOKEN": "AstraCS:dummy", "ASTRA_DB_API_ENDPOINT": "http://127.0.0.1:9"}),
+    "aws-serverless": ("pypi", "awslabs.aws-serverless-mcp-server", "0.2.0", [], dict(AWS_PLACEHOLDER_ENV)),
+    "elasticache": ("pypi", "awslabs.elasticache-mcp-server", "0.2.1", [], dict(AWS_PLACEHOLDER_ENV)),
+    "aws-dataprocessing": ("pypi", "awslabs.aws-dataprocessing-mcp-server", "0.2.2", [], dict(AWS_PLACEHOLDER_ENV)),
+    "scrapegraph": ("pypi", "scrapegraph-mcp", "1.0.1", [], {"SGAI_API_KEY": "dummy", "HOME": "{scratch}/home"}),
+    "es-search": ("pypi", "elasticsearch-mcp-server", "2.1.6", [],
+                  {"ELASTICSEARCH_HOSTS": "http://127.0.0.1:9", "ELASTICSEARCH_USERNAME": "dummy",
+                   "ELASTICSEARCH_PASSWORD": "dummy", "HOME": "{scratch}/home"}),
+    "mysql": ("pypi", "mysql-mcp-server", "0.4.4", [],
+              {"MYSQL_HOST": "127.0.0.1", "MYSQL_PORT": "9", "MYSQL_USER": "dummy", "MYSQL_PASSWORD": "dummy",
+               "MYSQL_DATABASE": "dummy"}),
+}
+
 # Every server any set knows, for install/start (the names do not overlap).
 ALL_SERVERS = dict(SERVERS, **HELDOUT_SERVERS, **HELDOUT2_SERVERS, **HELDOUT3_SERVERS, **HELDOUT4_SERVERS,
                    **HELDOUT5_SERVERS, **HELDOUT6_SERVERS, **HELDOUT7_SERVERS, **HELDOUT8_SERVERS,
-                   **HELDOUT9_SERVERS, **HELDOUT10_SERVERS)
+                   **HELDOUT9_SERVERS, **HELDOUT10_SERVERS, **HELDOUT11_SERVERS)
 
 # --set name -> (its servers, where their catalogs are written).
 SETS = {
@@ -412,10 +443,17 @@ SETS = {
     "heldout8": (HELDOUT8_SERVERS, HELDOUT8_CATALOGS),
     "heldout9": (HELDOUT9_SERVERS, HELDOUT9_CATALOGS),
     "heldout10": (HELDOUT10_SERVERS, HELDOUT10_CATALOGS),
+    "heldout11": (HELDOUT11_SERVERS, HELDOUT11_CATALOGS),
 }
 
 # npm packages whose executable name differs from "mcp-" + the package's last path part.
 NPM_BIN = {
+    "@baidumap/mcp-server-baidu-map": "mcp-server-baidu-map",
+    "@coding-solo/godot-mcp": "godot-mcp",
+    "@llmindset/mcp-miro": "mcp-miro",
+    "@gannonh/firebase-mcp": "firebase-mcp",
+    "@r-huijts/strava-mcp-server": "strava-mcp-server",
+    "@datastax/astra-db-mcp": "astra-db-mcp",
     "@modelcontextprotocol/server-aws-kb-retrieval": "mcp-server-aws-kb-retrieval",
     "tavily-mcp": "tavily-mcp",
     "exa-mcp-server": "exa-mcp-server",
@@ -507,6 +545,7 @@ NPM_BIN = {
 
 # PyPI packages whose executable name is not the package name.
 PYPI_BIN = {
+    "mysql-mcp-server": "mysql_mcp_server",
     "microsoft_sql_server_mcp": "mssql_mcp_server",
     "office-powerpoint-mcp-server": "ppt_mcp_server",
     "awslabs.ecs-mcp-server": "ecs-mcp-server",
@@ -693,13 +732,13 @@ def main(argv=None):
                              " heldout4: bench/heldout4/catalogs; heldout5: bench/heldout5/catalogs;"
                              " heldout6: bench/heldout6/catalogs; heldout7: bench/heldout7/catalogs;"
                              " heldout8: bench/heldout8/catalogs; heldout9: bench/heldout9/catalogs;"
-                             " heldout10: bench/heldout10/catalogs")
+                             " heldout10: bench/heldout10/catalogs; heldout11: bench/heldout11/catalogs")
     parser.add_argument("--scratch", default=os.path.join(tempfile.gettempdir(), "toolscript-eval-servers"),
                         help="where the servers are installed (outside the checkout)")
     parser.add_argument("--install", action="store_true", help="npm/pip install the servers into --scratch first")
     parser.add_argument("--install-only", action="store_true",
                         help="install the servers and stop, so that recording can run with no network"
-                             " (held-out 2 to 10)")
+                             " (held-out 2 to 11)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each server")
     args = parser.parse_args(argv)
     servers, catalogs = SETS[args.set]
