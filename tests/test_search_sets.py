@@ -23,8 +23,8 @@ The sets, in the order they were made (each set's README logs its runs):
   2026-11-24, the first run with the table tuned on the other sets' requests (VECTORS-V5).
 - bench/heldout10/ (dev-k from then on): built after held-out 9's run, from servers in none of the sets above,
   run once at 16:24 UTC on 2026-11-24 with VECTORS-V6 (trained on every set above, never on this one).
-- bench/heldout11/: built while held-out 10 became a development set, from servers in none of the sets above;
-  unranked (no run yet).
+- bench/heldout11/ (dev-l from then on): built while held-out 10 became a development set, from servers in none
+  of the sets above, run once at 16:47 UTC on 2026-11-24 with VECTORS-V6 unchanged (a second judge of it).
 A set marked ``unranked`` (the fresh one, before its run) gets format checks
 only: no floor, and nothing here builds a SearchIndex on it.
 The floors are the hybrid's measured recall@3 minus ~0.02, rounded down;
@@ -130,7 +130,6 @@ SETS = {
                          "HELDOUT5_SERVERS", "HELDOUT6_SERVERS", "HELDOUT7_SERVERS", "HELDOUT8_SERVERS",
                          "HELDOUT9_SERVERS", "HELDOUT10_SERVERS"],
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "airflow", "own": ("elasticache", "strava"),
-        "unranked": True,
     },
 }
 # The sets recorded with bench/eval/record_catalogs.py --set and checked alike
@@ -384,6 +383,9 @@ LATER_FLOORS = {
     # 514 distinct queries, 2,167-tool index.  Run 1 (VECTORS-V6): all 0.823, direct 1.0, typo 0.975, param 1.0,
     # paraphrase 0.676, task 0.782, multi 0.963.
     "heldout10": {"all": 0.79, "direct": 0.97, "typo": 0.94, "param": 0.97, "paraphrase": 0.64, "task": 0.75},
+    # 518 distinct queries, 2,383-tool index.  Run 1 (VECTORS-V6): all 0.805, direct 1.0, typo 0.951, param 1.0,
+    # paraphrase 0.602, task 0.812, multi 0.960.
+    "heldout11": {"all": 0.77, "direct": 0.97, "typo": 0.92, "param": 0.97, "paraphrase": 0.57, "task": 0.78},
 }
 
 
@@ -393,13 +395,12 @@ def test_later_set_recall_floor(name):
     assert_recall_floors(name, recall, LATER_FLOORS[name])
 
 
-@pytest.mark.parametrize("name", ["heldout11"])
-def test_an_unranked_set_cannot_be_ranked_here(name):
+def test_an_unranked_set_cannot_be_ranked_here(monkeypatch):
     # A fresh set is marked unranked until the round that reports on it: a floor added by mistake fails
-    # before any SearchIndex is built on it.  Held-out 11 is such a set now.
-    assert SETS[name]["unranked"] and name not in LATER_FLOORS
+    # before any SearchIndex is built on it.  No set is fresh right now (held-out 11 ran last): one is made so.
+    monkeypatch.setitem(SETS, "heldout11", dict(SETS["heldout11"], unranked=True))
     with pytest.raises(AssertionError, match="held out unranked"):
-        recall_of_set(name, ["queries.json"])
+        recall_of_set("heldout11", ["queries.json"])
 
 
 def test_recorder_starts_heldout5_servers_from_the_scratch_install(start_command, tmp_path):
