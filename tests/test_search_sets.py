@@ -25,6 +25,8 @@ The sets, in the order they were made (each set's README logs its runs):
   run once at 16:24 UTC on 2026-11-24 with VECTORS-V6 (trained on every set above, never on this one).
 - bench/heldout11/ (dev-l from then on): built while held-out 10 became a development set, from servers in none
   of the sets above, run once at 16:47 UTC on 2026-11-24 with VECTORS-V6 unchanged (a second judge of it).
+- bench/heldout12/: built while held-out 11 became a development set, from servers in none of the sets above;
+  unranked (no run yet).
 A set marked ``unranked`` (the fresh one, before its run) gets format checks
 only: no floor, and nothing here builds a SearchIndex on it.
 The floors are the hybrid's measured recall@3 minus ~0.02, rounded down;
@@ -52,6 +54,7 @@ HELDOUT8_DIR = os.path.join(BENCH, "heldout8")
 HELDOUT9_DIR = os.path.join(BENCH, "heldout9")
 HELDOUT10_DIR = os.path.join(BENCH, "heldout10")
 HELDOUT11_DIR = os.path.join(BENCH, "heldout11")
+HELDOUT12_DIR = os.path.join(BENCH, "heldout12")
 
 # Per set: its directory; the sets before it (its servers are in none of them,
 # and its labels may name their tools); the pin tables of
@@ -131,11 +134,21 @@ SETS = {
                          "HELDOUT9_SERVERS", "HELDOUT10_SERVERS"],
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "airflow", "own": ("elasticache", "strava"),
     },
+    "heldout12": {
+        "dir": HELDOUT12_DIR,
+        "earlier": [EVAL_DIR, HELDOUT_DIR, HELDOUT2_DIR, HELDOUT3_DIR, HELDOUT4_DIR, HELDOUT5_DIR, HELDOUT6_DIR,
+                    HELDOUT7_DIR, HELDOUT8_DIR, HELDOUT9_DIR, HELDOUT10_DIR, HELDOUT11_DIR],
+        "earlier_pins": ["SERVERS", "HELDOUT_SERVERS", "HELDOUT2_SERVERS", "HELDOUT3_SERVERS", "HELDOUT4_SERVERS",
+                         "HELDOUT5_SERVERS", "HELDOUT6_SERVERS", "HELDOUT7_SERVERS", "HELDOUT8_SERVERS",
+                         "HELDOUT9_SERVERS", "HELDOUT10_SERVERS", "HELDOUT11_SERVERS"],
+        "min_servers": 12, "tool_bounds": (150, 250), "outsider": "elasticache", "own": ("ida-pro", "appsignals"),
+        "unranked": True,
+    },
 }
 # The sets recorded with bench/eval/record_catalogs.py --set and checked alike
 # (README kind table, noise, pins); held-out set 1 predates that format.
 LATER_SETS = ["heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8", "heldout9",
-              "heldout10", "heldout11"]
+              "heldout10", "heldout11", "heldout12"]
 
 
 def load_set(name):
@@ -395,12 +408,13 @@ def test_later_set_recall_floor(name):
     assert_recall_floors(name, recall, LATER_FLOORS[name])
 
 
-def test_an_unranked_set_cannot_be_ranked_here(monkeypatch):
+@pytest.mark.parametrize("name", ["heldout12"])
+def test_an_unranked_set_cannot_be_ranked_here(name):
     # A fresh set is marked unranked until the round that reports on it: a floor added by mistake fails
-    # before any SearchIndex is built on it.  No set is fresh right now (held-out 11 ran last): one is made so.
-    monkeypatch.setitem(SETS, "heldout11", dict(SETS["heldout11"], unranked=True))
+    # before any SearchIndex is built on it.  Held-out 12 is such a set now.
+    assert SETS[name]["unranked"] and name not in LATER_FLOORS
     with pytest.raises(AssertionError, match="held out unranked"):
-        recall_of_set("heldout11", ["queries.json"])
+        recall_of_set(name, ["queries.json"])
 
 
 def test_recorder_starts_heldout5_servers_from_the_scratch_install(start_command, tmp_path):
@@ -535,3 +549,25 @@ def test_recorder_starts_heldout11_servers_from_the_scratch_install(start_comman
     for server in ("aws-serverless", "elasticache", "aws-dataprocessing"):
         env = start_command(server)[2]
         assert env["AWS_ACCESS_KEY_ID"] == "dummy" and env["AWS_SECRET_ACCESS_KEY"] == "dummy", server
+
+
+def test_recorder_starts_heldout12_servers_from_the_scratch_install(start_command, tmp_path):
+    scratch = str(tmp_path)
+    assert start_command("codacy")[0] == npm_bin(scratch, "codacy-mcp-server")
+    assert start_command("jira")[0] == npm_bin(scratch, "mcp-atlassian-jira")
+    assert start_command("next-devtools")[0] == npm_bin(scratch, "next-devtools-mcp")
+    assert start_command("omnifocus")[0] == npm_bin(scratch, "omnifocus-mcp")
+    # Prisma's MCP server is a subcommand of its CLI.
+    assert start_command("prisma")[:2] == (npm_bin(scratch, "prisma"), ["mcp"])
+    assert start_command("ida-pro")[0] == venv_bin(scratch, "ida-pro", "ida-pro-mcp")
+    assert start_command("memgraph")[0] == venv_bin(scratch, "memgraph", "mcp-memgraph")
+    # Memgraph points at a closed local port: no database is reached.
+    assert start_command("memgraph")[2]["MEMGRAPH_URL"] == "bolt://127.0.0.1:9"
+    for server in ("appsync", "s3-tables", "appsignals", "documentdb", "timestream-influxdb"):
+        env = start_command(server)[2]
+        assert env["AWS_ACCESS_KEY_ID"] == "dummy" and env["AWS_SECRET_ACCESS_KEY"] == "dummy", server
+
+
+def test_recorder_installs_ida_pro_with_the_mcp_1_sdk():
+    # ida-pro-mcp 1.4.0 imports mcp.server.fastmcp, which mcp 2.x removed: without the pin it exits at start.
+    assert "mcp<2" in load_recorder().PYPI_EXTRA["ida-pro-mcp"]

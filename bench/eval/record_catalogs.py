@@ -14,7 +14,7 @@ catalog is written as::
     {"server": NAME, "package": "PACKAGE@VERSION", "registry": "npm" | "pypi",
      "recorded": "YYYY-MM-DD", "tools": [... verbatim from tools/list ...]}
 
-    python3 bench/eval/record_catalogs.py [--scratch DIR] [--install | --install-only] [--set heldout|heldout2|heldout3|heldout4|heldout5|heldout6|heldout7|heldout8|heldout9|heldout10|heldout11] [NAME ...]
+    python3 bench/eval/record_catalogs.py [--scratch DIR] [--install | --install-only] [--set heldout|heldout2|heldout3|heldout4|heldout5|heldout6|heldout7|heldout8|heldout9|heldout10|heldout11|heldout12] [NAME ...]
 
 ``--set heldout`` records the servers of the held-out evaluation set
 (HELDOUT_SERVERS, none of them in the development set) into
@@ -36,7 +36,8 @@ the sixth (HELDOUT6_SERVERS) into bench/heldout6/catalogs/, the same way again;
 ``--set heldout8`` the eighth (HELDOUT8_SERVERS) into bench/heldout8/catalogs/, the same way again;
 ``--set heldout9`` the ninth (HELDOUT9_SERVERS) into bench/heldout9/catalogs/, the same way again;
 ``--set heldout10`` the tenth (HELDOUT10_SERVERS) into bench/heldout10/catalogs/, the same way again;
-``--set heldout11`` the eleventh (HELDOUT11_SERVERS) into bench/heldout11/catalogs/, the same way again.
+``--set heldout11`` the eleventh (HELDOUT11_SERVERS) into bench/heldout11/catalogs/, the same way again;
+``--set heldout12`` the twelfth (HELDOUT12_SERVERS) into bench/heldout12/catalogs/, the same way again.
 
 A server that fails to install or start is reported on stderr and skipped;
 the exit status is 1 when any failed.
@@ -70,6 +71,7 @@ HELDOUT8_CATALOGS = os.path.join(ROOT, "bench", "heldout8", "catalogs")
 HELDOUT9_CATALOGS = os.path.join(ROOT, "bench", "heldout9", "catalogs")
 HELDOUT10_CATALOGS = os.path.join(ROOT, "bench", "heldout10", "catalogs")
 HELDOUT11_CATALOGS = os.path.join(ROOT, "bench", "heldout11", "catalogs")
+HELDOUT12_CATALOGS = os.path.join(ROOT, "bench", "heldout12", "catalogs")
 
 # name -> (registry, package, version, argv after the executable, env).
 # "{scratch}" in args and env is replaced by the scratch directory, "{redis}"
@@ -425,10 +427,35 @@ HELDOUT11_SERVERS = {
                "MYSQL_DATABASE": "dummy"}),
 }
 
+# The twelfth held-out set (bench/heldout12/): servers in none of the sets above,
+# built while held-out 11 became a development set, so that a fresh set is ready
+# for the next round.  Installed with --install-only and recorded with no network,
+# as held-out 2 to 11 (see bench/heldout12/README.md, which also lists the servers
+# tried and left out).
+HELDOUT12_SERVERS = {
+    "codacy": ("npm", "@codacy/codacy-mcp", "0.5.9", [], {"CODACY_ACCOUNT_TOKEN": "dummy", "HOME": "{scratch}/home"}),
+    "next-devtools": ("npm", "next-devtools-mcp", "0.4.0", [], {"HOME": "{scratch}/home"}),
+    "omnifocus": ("npm", "omnifocus-mcp", "1.16.0", [], {"HOME": "{scratch}/home"}),
+    "prisma": ("npm", "prisma", "7.10.1", ["mcp"], {"HOME": "{scratch}/home", "CHECKPOINT_DISABLE": "1"}),
+    "jira": ("npm", "@aashari/mcp-server-atlassian-jira", "3.3.0", [],
+             {"ATLASSIAN_SITE_NAME": "dummy", "ATLASSIAN_USER_EMAIL": "dummy@example.com",
+              "ATLASSIAN_API_TOKEN": "dummy", "HOME": "{scratch}/home"}),
+    "ida-pro": ("pypi", "ida-pro-mcp", "1.4.0", [], {"HOME": "{scratch}/home"}),
+    "appsync": ("pypi", "awslabs.aws-appsync-mcp-server", "0.2.1", [], dict(AWS_PLACEHOLDER_ENV)),
+    "s3-tables": ("pypi", "awslabs.s3-tables-mcp-server", "0.1.1", [], dict(AWS_PLACEHOLDER_ENV)),
+    "appsignals": ("pypi", "awslabs.cloudwatch-applicationsignals-mcp-server", "0.2.1", [], dict(AWS_PLACEHOLDER_ENV)),
+    "documentdb": ("pypi", "awslabs.documentdb-mcp-server", "2.0.1", [], dict(AWS_PLACEHOLDER_ENV)),
+    "timestream-influxdb": ("pypi", "awslabs.timestream-for-influxdb-mcp-server", "0.1.2", [],
+                            dict(AWS_PLACEHOLDER_ENV)),
+    "memgraph": ("pypi", "mcp-memgraph", "0.4.1", [],
+                 {"MEMGRAPH_URL": "bolt://127.0.0.1:9", "MEMGRAPH_USER": "dummy", "MEMGRAPH_PASSWORD": "dummy",
+                  "HOME": "{scratch}/home"}),
+}
+
 # Every server any set knows, for install/start (the names do not overlap).
 ALL_SERVERS = dict(SERVERS, **HELDOUT_SERVERS, **HELDOUT2_SERVERS, **HELDOUT3_SERVERS, **HELDOUT4_SERVERS,
                    **HELDOUT5_SERVERS, **HELDOUT6_SERVERS, **HELDOUT7_SERVERS, **HELDOUT8_SERVERS,
-                   **HELDOUT9_SERVERS, **HELDOUT10_SERVERS, **HELDOUT11_SERVERS)
+                   **HELDOUT9_SERVERS, **HELDOUT10_SERVERS, **HELDOUT11_SERVERS, **HELDOUT12_SERVERS)
 
 # --set name -> (its servers, where their catalogs are written).
 SETS = {
@@ -444,10 +471,16 @@ SETS = {
     "heldout9": (HELDOUT9_SERVERS, HELDOUT9_CATALOGS),
     "heldout10": (HELDOUT10_SERVERS, HELDOUT10_CATALOGS),
     "heldout11": (HELDOUT11_SERVERS, HELDOUT11_CATALOGS),
+    "heldout12": (HELDOUT12_SERVERS, HELDOUT12_CATALOGS),
 }
 
 # npm packages whose executable name differs from "mcp-" + the package's last path part.
 NPM_BIN = {
+    "@codacy/codacy-mcp": "codacy-mcp-server",
+    "next-devtools-mcp": "next-devtools-mcp",
+    "omnifocus-mcp": "omnifocus-mcp",
+    "prisma": "prisma",
+    "@aashari/mcp-server-atlassian-jira": "mcp-atlassian-jira",
     "@baidumap/mcp-server-baidu-map": "mcp-server-baidu-map",
     "@coding-solo/godot-mcp": "godot-mcp",
     "@llmindset/mcp-miro": "mcp-miro",
@@ -560,7 +593,8 @@ PYPI_BIN = {
 PYPI_EXTRA = {"mcp-server-sqlite": ["mcp<2"], "mcp-server-sentry": ["mcp<2"], "mcp-google-sheets": ["mcp<2"],
               "mcp-server-duckdb": ["mcp<2"], "microsoft_sql_server_mcp": ["mcp<2"],
               "office-powerpoint-mcp-server": ["mcp<2"], "mcp-server-tree-sitter": ["mcp<2"],
-              "mcp-server-reddit": ["mcp<2"], "serper-mcp-server": ["mcp<2"], "mcp-weather-server": ["mcp<2"]}
+              "mcp-server-reddit": ["mcp<2"], "serper-mcp-server": ["mcp<2"], "mcp-weather-server": ["mcp<2"],
+              "ida-pro-mcp": ["mcp<2"]}
 
 
 class FakeRedis:
@@ -732,13 +766,14 @@ def main(argv=None):
                              " heldout4: bench/heldout4/catalogs; heldout5: bench/heldout5/catalogs;"
                              " heldout6: bench/heldout6/catalogs; heldout7: bench/heldout7/catalogs;"
                              " heldout8: bench/heldout8/catalogs; heldout9: bench/heldout9/catalogs;"
-                             " heldout10: bench/heldout10/catalogs; heldout11: bench/heldout11/catalogs")
+                             " heldout10: bench/heldout10/catalogs; heldout11: bench/heldout11/catalogs;"
+                             " heldout12: bench/heldout12/catalogs")
     parser.add_argument("--scratch", default=os.path.join(tempfile.gettempdir(), "toolscript-eval-servers"),
                         help="where the servers are installed (outside the checkout)")
     parser.add_argument("--install", action="store_true", help="npm/pip install the servers into --scratch first")
     parser.add_argument("--install-only", action="store_true",
                         help="install the servers and stop, so that recording can run with no network"
-                             " (held-out 2 to 11)")
+                             " (held-out 2 to 12)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each server")
     args = parser.parse_args(argv)
     servers, catalogs = SETS[args.set]
