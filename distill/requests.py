@@ -13,8 +13,8 @@ exactly as distill.py packs them (int4, same vocabulary, same size).
 A text is pooled as toolscript.vectors.encode pools it (its tokens' rows summed, then normalised; the
 rows already carry distill.py's SIF weights), with the product's own tokenizer.  torch on one thread,
 fixed seeds, a hand-written Adam that moves only the rows a batch touches: the same inputs give the same
-bytes.  Only the sets in DEVELOPMENT_SETS are read; a fresh held-out set (bench/heldout10 and later)
-never is, so it can still judge the table.  ``--leave-out`` drops sets (and every pair whose tool is in
+bytes.  Only the sets in DEVELOPMENT_SETS are read; a set added later (bench/heldout10 on) joins them
+only after it has judged a table once, so a fresh held-out set can still judge this one.  ``--leave-out`` drops sets (and every pair whose tool is in
 their catalogs) to judge the stage on them (distill/README.md, VECTORS-V5 and V6).
 
     /work/venv-distill/bin/python distill/requests.py --start distill/embeddings-v3.bin -o toolscript/data/embeddings.bin
