@@ -417,6 +417,13 @@ def test_an_unranked_set_cannot_be_ranked_here(name):
         recall_of_set(name, ["queries.json"])
 
 
+def assert_placeholder_aws_credentials(start_command, servers):
+    """The awslabs servers get placeholder credentials, never the caller's own."""
+    for server in servers:
+        env = start_command(server)[2]
+        assert env["AWS_ACCESS_KEY_ID"] == "dummy" and env["AWS_SECRET_ACCESS_KEY"] == "dummy", server
+
+
 def test_recorder_starts_heldout5_servers_from_the_scratch_install(start_command, tmp_path):
     scratch = str(tmp_path)
     assert start_command("plane")[0] == npm_bin(scratch, "plane-mcp-server")
@@ -457,10 +464,7 @@ def test_recorder_starts_heldout7_servers_from_the_scratch_install(start_command
     assert start_command("square")[1] == ["start"]
     assert start_command("ecs")[0] == venv_bin(scratch, "ecs", "ecs-mcp-server")
     assert start_command("weather")[0] == venv_bin(scratch, "weather", "mcp_weather_server")
-    # The awslabs servers get placeholder credentials, never the caller's own.
-    for server in ("iam", "ecs", "cloudtrail"):
-        env = start_command(server)[2]
-        assert env["AWS_ACCESS_KEY_ID"] == "dummy" and env["AWS_SECRET_ACCESS_KEY"] == "dummy", server
+    assert_placeholder_aws_credentials(start_command, ("iam", "ecs", "cloudtrail"))
 
 
 def test_recorder_starts_heldout8_servers_from_the_scratch_install(start_command, tmp_path):
@@ -472,9 +476,7 @@ def test_recorder_starts_heldout8_servers_from_the_scratch_install(start_command
     # Odoo and OpenSearch point at a closed local port: no backend is reached.
     assert start_command("odoo")[2]["ODOO_URL"] == "http://127.0.0.1:9"
     assert start_command("opensearch")[2]["OPENSEARCH_URL"] == "http://127.0.0.1:9"
-    for server in ("sns-sqs", "aws-support", "redshift"):
-        env = start_command(server)[2]
-        assert env["AWS_ACCESS_KEY_ID"] == "dummy" and env["AWS_SECRET_ACCESS_KEY"] == "dummy", server
+    assert_placeholder_aws_credentials(start_command, ("sns-sqs", "aws-support", "redshift"))
 
 
 def test_recorder_starts_heldout9_servers_from_the_scratch_install(start_command, tmp_path):
@@ -488,9 +490,7 @@ def test_recorder_starts_heldout9_servers_from_the_scratch_install(start_command
     assert start_command("azure-devops")[2]["AZURE_DEVOPS_ORG_URL"].startswith("http://127.0.0.1:9/")
     assert start_command("valkey")[2]["VALKEY_PORT"] == "9"
     assert start_command("taskmanager")[2]["TASK_MANAGER_FILE_PATH"] == os.path.join(scratch, "files", "tasks.json")
-    for server in ("valkey", "aws-location"):
-        env = start_command(server)[2]
-        assert env["AWS_ACCESS_KEY_ID"] == "dummy" and env["AWS_SECRET_ACCESS_KEY"] == "dummy", server
+    assert_placeholder_aws_credentials(start_command, ("valkey", "aws-location"))
 
 
 @pytest.mark.timeout(120)
@@ -546,9 +546,7 @@ def test_recorder_starts_heldout11_servers_from_the_scratch_install(start_comman
     assert start_command("mysql")[2]["MYSQL_PORT"] == "9"
     assert start_command("es-search")[2]["ELASTICSEARCH_HOSTS"] == "http://127.0.0.1:9"
     assert start_command("astra-db")[2]["ASTRA_DB_API_ENDPOINT"] == "http://127.0.0.1:9"
-    for server in ("aws-serverless", "elasticache", "aws-dataprocessing"):
-        env = start_command(server)[2]
-        assert env["AWS_ACCESS_KEY_ID"] == "dummy" and env["AWS_SECRET_ACCESS_KEY"] == "dummy", server
+    assert_placeholder_aws_credentials(start_command, ("aws-serverless", "elasticache", "aws-dataprocessing"))
 
 
 def test_recorder_starts_heldout12_servers_from_the_scratch_install(start_command, tmp_path):
@@ -563,9 +561,7 @@ def test_recorder_starts_heldout12_servers_from_the_scratch_install(start_comman
     assert start_command("memgraph")[0] == venv_bin(scratch, "memgraph", "mcp-memgraph")
     # Memgraph points at a closed local port: no database is reached.
     assert start_command("memgraph")[2]["MEMGRAPH_URL"] == "bolt://127.0.0.1:9"
-    for server in ("appsync", "s3-tables", "appsignals", "documentdb", "timestream-influxdb"):
-        env = start_command(server)[2]
-        assert env["AWS_ACCESS_KEY_ID"] == "dummy" and env["AWS_SECRET_ACCESS_KEY"] == "dummy", server
+    assert_placeholder_aws_credentials(start_command, ("appsync", "s3-tables", "appsignals", "documentdb", "timestream-influxdb"))
 
 
 def test_recorder_installs_ida_pro_with_the_mcp_1_sdk():
