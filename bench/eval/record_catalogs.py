@@ -14,7 +14,7 @@ catalog is written as::
     {"server": NAME, "package": "PACKAGE@VERSION", "registry": "npm" | "pypi",
      "recorded": "YYYY-MM-DD", "tools": [... verbatim from tools/list ...]}
 
-    python3 bench/eval/record_catalogs.py [--scratch DIR] [--install | --install-only] [--set heldout|heldout2|heldout3|heldout4|heldout5|heldout6|heldout7|heldout8|heldout9|heldout10|heldout11|heldout12] [NAME ...]
+    python3 bench/eval/record_catalogs.py [--scratch DIR] [--install | --install-only] [--set heldout|heldout2|heldout3|heldout4|heldout5|heldout6|heldout7|heldout8|heldout9|heldout10|heldout11|heldout12|heldout13] [NAME ...]
 
 ``--set heldout`` records the servers of the held-out evaluation set
 (HELDOUT_SERVERS, none of them in the development set) into
@@ -72,6 +72,7 @@ HELDOUT9_CATALOGS = os.path.join(ROOT, "bench", "heldout9", "catalogs")
 HELDOUT10_CATALOGS = os.path.join(ROOT, "bench", "heldout10", "catalogs")
 HELDOUT11_CATALOGS = os.path.join(ROOT, "bench", "heldout11", "catalogs")
 HELDOUT12_CATALOGS = os.path.join(ROOT, "bench", "heldout12", "catalogs")
+HELDOUT13_CATALOGS = os.path.join(ROOT, "bench", "heldout13", "catalogs")
 
 # name -> (registry, package, version, argv after the executable, env).
 # "{scratch}" in args and env is replaced by the scratch directory, "{redis}"
@@ -452,10 +453,38 @@ HELDOUT12_SERVERS = {
                   "HOME": "{scratch}/home"}),
 }
 
+# The thirteenth held-out set (bench/heldout13/): servers in none of the sets above,
+# built while held-out 12 became a development set, so that a fresh set is ready
+# for the next round.  Installed with --install-only and recorded with no network,
+# as held-out 2 to 12 (see bench/heldout13/README.md, which also lists the servers
+# tried and left out).
+HELDOUT13_SERVERS = {
+    "clarity": ("npm", "@microsoft/clarity-mcp-server", "2.0.1", ["--clarity_api_token", "dummy"],
+                {"HOME": "{scratch}/home"}),
+    "kubernetes-go": ("npm", "kubernetes-mcp-server", "0.0.67", ["--kubeconfig", "{scratch}/kubeconfig"],
+                      {"HOME": "{scratch}/home"}),
+    "keyspaces": ("pypi", "awslabs.amazon-keyspaces-mcp-server", "0.0.19", [], dict(AWS_PLACEHOLDER_ENV)),
+    "neptune": ("pypi", "awslabs.amazon-neptune-mcp-server", "1.1.1", [],
+                dict(AWS_PLACEHOLDER_ENV, NEPTUNE_ENDPOINT="neptune-db://127.0.0.1")),
+    "aurora-dsql": ("pypi", "awslabs.aurora-dsql-mcp-server", "1.1.4",
+                    ["--cluster_endpoint", "127.0.0.1", "--database_user", "dummy", "--region", "us-east-1"],
+                    dict(AWS_PLACEHOLDER_ENV)),
+    "finch": ("pypi", "awslabs.finch-mcp-server", "0.2.0", [], dict(AWS_PLACEHOLDER_ENV)),
+    "memcached": ("pypi", "awslabs.memcached-mcp-server", "1.1.1", [],
+                  dict(AWS_PLACEHOLDER_ENV, MEMCACHED_HOST="127.0.0.1", MEMCACHED_PORT="9")),
+    "aurora-postgres": ("pypi", "awslabs.postgres-mcp-server", "1.2.2", [], dict(AWS_PLACEHOLDER_ENV)),
+    "playwright-ea": ("npm", "@executeautomation/playwright-mcp-server", "1.0.12", [], {"HOME": "{scratch}/home"}),
+    "postgres-henkey": ("npm", "@henkey/postgres-mcp-server", "1.0.7",
+                        ["--connection-string", "postgresql://dummy:dummy@127.0.0.1:9/dummy"], {"HOME": "{scratch}/home"}),
+    "sagemaker-ai": ("pypi", "awslabs.sagemaker-ai-mcp-server", "1.1.0", [], dict(AWS_PLACEHOLDER_ENV)),
+    "wa-security": ("pypi", "awslabs.well-architected-security-mcp-server", "0.2.0", [], dict(AWS_PLACEHOLDER_ENV)),
+}
+
 # Every server any set knows, for install/start (the names do not overlap).
 ALL_SERVERS = dict(SERVERS, **HELDOUT_SERVERS, **HELDOUT2_SERVERS, **HELDOUT3_SERVERS, **HELDOUT4_SERVERS,
                    **HELDOUT5_SERVERS, **HELDOUT6_SERVERS, **HELDOUT7_SERVERS, **HELDOUT8_SERVERS,
-                   **HELDOUT9_SERVERS, **HELDOUT10_SERVERS, **HELDOUT11_SERVERS, **HELDOUT12_SERVERS)
+                   **HELDOUT9_SERVERS, **HELDOUT10_SERVERS, **HELDOUT11_SERVERS, **HELDOUT12_SERVERS,
+                   **HELDOUT13_SERVERS)
 
 # --set name -> (its servers, where their catalogs are written).
 SETS = {
@@ -472,10 +501,15 @@ SETS = {
     "heldout10": (HELDOUT10_SERVERS, HELDOUT10_CATALOGS),
     "heldout11": (HELDOUT11_SERVERS, HELDOUT11_CATALOGS),
     "heldout12": (HELDOUT12_SERVERS, HELDOUT12_CATALOGS),
+    "heldout13": (HELDOUT13_SERVERS, HELDOUT13_CATALOGS),
 }
 
 # npm packages whose executable name differs from "mcp-" + the package's last path part.
 NPM_BIN = {
+    "@microsoft/clarity-mcp-server": "clarity-mcp-server",
+    "kubernetes-mcp-server": "kubernetes-mcp-server",
+    "@executeautomation/playwright-mcp-server": "playwright-mcp-server",
+    "@henkey/postgres-mcp-server": "postgres-mcp",
     "@codacy/codacy-mcp": "codacy-mcp-server",
     "next-devtools-mcp": "next-devtools-mcp",
     "omnifocus-mcp": "omnifocus-mcp",
@@ -767,13 +801,13 @@ def main(argv=None):
                              " heldout6: bench/heldout6/catalogs; heldout7: bench/heldout7/catalogs;"
                              " heldout8: bench/heldout8/catalogs; heldout9: bench/heldout9/catalogs;"
                              " heldout10: bench/heldout10/catalogs; heldout11: bench/heldout11/catalogs;"
-                             " heldout12: bench/heldout12/catalogs")
+                             " heldout12: bench/heldout12/catalogs; heldout13: bench/heldout13/catalogs")
     parser.add_argument("--scratch", default=os.path.join(tempfile.gettempdir(), "toolscript-eval-servers"),
                         help="where the servers are installed (outside the checkout)")
     parser.add_argument("--install", action="store_true", help="npm/pip install the servers into --scratch first")
     parser.add_argument("--install-only", action="store_true",
                         help="install the servers and stop, so that recording can run with no network"
-                             " (held-out 2 to 12)")
+                             " (held-out 2 to 13)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each server")
     args = parser.parse_args(argv)
     servers, catalogs = SETS[args.set]
