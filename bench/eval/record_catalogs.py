@@ -37,7 +37,8 @@ the sixth (HELDOUT6_SERVERS) into bench/heldout6/catalogs/, the same way again;
 ``--set heldout9`` the ninth (HELDOUT9_SERVERS) into bench/heldout9/catalogs/, the same way again;
 ``--set heldout10`` the tenth (HELDOUT10_SERVERS) into bench/heldout10/catalogs/, the same way again;
 ``--set heldout11`` the eleventh (HELDOUT11_SERVERS) into bench/heldout11/catalogs/, the same way again;
-``--set heldout12`` the twelfth (HELDOUT12_SERVERS) into bench/heldout12/catalogs/, the same way again.
+``--set heldout12`` the twelfth (HELDOUT12_SERVERS) into bench/heldout12/catalogs/, the same way again;
+``--set heldout13`` the thirteenth (HELDOUT13_SERVERS) into bench/heldout13/catalogs/, the same way again.
 
 A server that fails to install or start is reported on stderr and skipped;
 the exit status is 1 when any failed.
