@@ -48,7 +48,7 @@ and prints one JSON document:
     python3 bench/search.py [--repeat 5] [--misses] [--dev-only] [--tune | --tune-similar | --tune-server]
 
 ``--dev-only`` leaves out everything that touches the held-out sets (what
-tuning runs). ``--only heldout2`` .. ``--only heldout11`` prints that set's
+tuning runs). ``--only heldout2`` .. ``--only heldout12`` prints that set's
 figures alone (log every run of a set that is still held out in its README;
 a fresh set joins LATER_SETS only for its one run).
 ``--tune`` prints instead the grids the fusion's and the tool vectors'
@@ -101,6 +101,7 @@ HELDOUT8 = os.path.join(ROOT, "bench", "heldout8")
 HELDOUT9 = os.path.join(ROOT, "bench", "heldout9")
 HELDOUT10 = os.path.join(ROOT, "bench", "heldout10")
 HELDOUT11 = os.path.join(ROOT, "bench", "heldout11")
+HELDOUT12 = os.path.join(ROOT, "bench", "heldout12")
 LATER_SETS = {"heldout2": (HELDOUT2, [HELDOUT]), "heldout3": (HELDOUT3, [HELDOUT2, HELDOUT]),
               "heldout4": (HELDOUT4, [HELDOUT3, HELDOUT2, HELDOUT]),
               "heldout5": (HELDOUT5, [HELDOUT4, HELDOUT3, HELDOUT2, HELDOUT]),
@@ -110,7 +111,9 @@ LATER_SETS = {"heldout2": (HELDOUT2, [HELDOUT]), "heldout3": (HELDOUT3, [HELDOUT
               "heldout9": (HELDOUT9, [HELDOUT8, HELDOUT7, HELDOUT6, HELDOUT5, HELDOUT4, HELDOUT3, HELDOUT2, HELDOUT]),
               "heldout10": (HELDOUT10, [HELDOUT9, HELDOUT8, HELDOUT7, HELDOUT6, HELDOUT5, HELDOUT4, HELDOUT3, HELDOUT2, HELDOUT]),
               "heldout11": (HELDOUT11, [HELDOUT10, HELDOUT9, HELDOUT8, HELDOUT7, HELDOUT6, HELDOUT5, HELDOUT4, HELDOUT3, HELDOUT2,
-                                        HELDOUT])}
+                                        HELDOUT]),
+              "heldout12": (HELDOUT12, [HELDOUT11, HELDOUT10, HELDOUT9, HELDOUT8, HELDOUT7, HELDOUT6, HELDOUT5, HELDOUT4, HELDOUT3,
+                                        HELDOUT2, HELDOUT])}
 KINDS = ("direct", "paraphrase", "task", "typo", "param", "multi")
 DEPTH = 10  # ranks looked at for MRR
 
@@ -1142,6 +1145,7 @@ def main(argv=None):
         "heldout9": None if args.dev_only else later_set_report("heldout9", tools),
         "heldout10": None if args.dev_only else later_set_report("heldout10", tools),
         "heldout11": None if args.dev_only else later_set_report("heldout11", tools),
+        "heldout12": None if args.dev_only else later_set_report("heldout12", tools),
         "scale": {
             "tools": len(big),
             "build_ms": big_build,

@@ -1,4 +1,4 @@
-"""Tune the word-vector table on real tool requests: a contrastive stage after distill/distill.py (VECTORS-V6).
+"""Tune the word-vector table on real tool requests: a contrastive stage after distill/distill.py (VECTORS-V7).
 
 distill.py makes a table whose sentence vectors mimic the teacher's; nothing in it is trained for
 retrieval.  This stage takes that table (``--start``, V3 as distill.py writes it) and moves its rows so
@@ -13,9 +13,9 @@ exactly as distill.py packs them (int4, same vocabulary, same size).
 A text is pooled as toolscript.vectors.encode pools it (its tokens' rows summed, then normalised; the
 rows already carry distill.py's SIF weights), with the product's own tokenizer.  torch on one thread,
 fixed seeds, a hand-written Adam that moves only the rows a batch touches: the same inputs give the same
-bytes.  Only the sets in DEVELOPMENT_SETS are read; a set added later (bench/heldout10 on) joins them
+bytes.  Only the sets in DEVELOPMENT_SETS are read; a set added later (bench/heldout12 on) joins them
 only after it has judged a table once, so a fresh held-out set can still judge this one.  ``--leave-out`` drops sets (and every pair whose tool is in
-their catalogs) to judge the stage on them (distill/README.md, VECTORS-V5 and V6).
+their catalogs) to judge the stage on them (distill/README.md, VECTORS-V5 to V7).
 
     /work/venv-distill/bin/python distill/requests.py --start distill/embeddings-v3.bin -o toolscript/data/embeddings.bin
 """
@@ -38,7 +38,7 @@ import distill  # noqa: E402  (distill/distill.py: pack, write_table, _torch)
 
 # The sets whose queries train the table, by bench/search.py's names ("eval" is bench/eval, "heldout" set 1).
 DEVELOPMENT_SETS = ("eval", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8",
-                    "heldout9")
+                    "heldout9", "heldout10", "heldout11")
 START = os.path.join(HERE, "embeddings-v3.bin")
 OUTPUT = os.path.join(ROOT, "toolscript", "data", "embeddings.bin")
 TAU = 0.05  # softmax temperature of the contrastive loss
