@@ -48,7 +48,7 @@ and prints one JSON document:
     python3 bench/search.py [--repeat 5] [--misses] [--dev-only] [--tune | --tune-similar | --tune-server]
 
 ``--dev-only`` leaves out everything that touches the held-out sets (what
-tuning runs). ``--only heldout2`` .. ``--only heldout12`` prints that set's
+tuning runs). ``--only heldout2`` .. ``--only heldout13`` prints that set's
 figures alone (log every run of a set that is still held out in its README;
 a fresh set joins LATER_SETS only for its one run).
 ``--tune`` prints instead the grids the fusion's and the tool vectors'
@@ -90,30 +90,10 @@ from toolscript.search import SearchIndex  # noqa: E402
 
 EVAL = os.path.join(ROOT, "bench", "eval")
 HELDOUT = os.path.join(ROOT, "bench", "heldout")
-HELDOUT2 = os.path.join(ROOT, "bench", "heldout2")
-HELDOUT3 = os.path.join(ROOT, "bench", "heldout3")
-# Each later held-out set's labels assume an index of its catalogs and every earlier set's.
-HELDOUT4 = os.path.join(ROOT, "bench", "heldout4")
-HELDOUT5 = os.path.join(ROOT, "bench", "heldout5")
-HELDOUT6 = os.path.join(ROOT, "bench", "heldout6")
-HELDOUT7 = os.path.join(ROOT, "bench", "heldout7")
-HELDOUT8 = os.path.join(ROOT, "bench", "heldout8")
-HELDOUT9 = os.path.join(ROOT, "bench", "heldout9")
-HELDOUT10 = os.path.join(ROOT, "bench", "heldout10")
-HELDOUT11 = os.path.join(ROOT, "bench", "heldout11")
-HELDOUT12 = os.path.join(ROOT, "bench", "heldout12")
-LATER_SETS = {"heldout2": (HELDOUT2, [HELDOUT]), "heldout3": (HELDOUT3, [HELDOUT2, HELDOUT]),
-              "heldout4": (HELDOUT4, [HELDOUT3, HELDOUT2, HELDOUT]),
-              "heldout5": (HELDOUT5, [HELDOUT4, HELDOUT3, HELDOUT2, HELDOUT]),
-              "heldout6": (HELDOUT6, [HELDOUT5, HELDOUT4, HELDOUT3, HELDOUT2, HELDOUT]),
-              "heldout7": (HELDOUT7, [HELDOUT6, HELDOUT5, HELDOUT4, HELDOUT3, HELDOUT2, HELDOUT]),
-              "heldout8": (HELDOUT8, [HELDOUT7, HELDOUT6, HELDOUT5, HELDOUT4, HELDOUT3, HELDOUT2, HELDOUT]),
-              "heldout9": (HELDOUT9, [HELDOUT8, HELDOUT7, HELDOUT6, HELDOUT5, HELDOUT4, HELDOUT3, HELDOUT2, HELDOUT]),
-              "heldout10": (HELDOUT10, [HELDOUT9, HELDOUT8, HELDOUT7, HELDOUT6, HELDOUT5, HELDOUT4, HELDOUT3, HELDOUT2, HELDOUT]),
-              "heldout11": (HELDOUT11, [HELDOUT10, HELDOUT9, HELDOUT8, HELDOUT7, HELDOUT6, HELDOUT5, HELDOUT4, HELDOUT3, HELDOUT2,
-                                        HELDOUT]),
-              "heldout12": (HELDOUT12, [HELDOUT11, HELDOUT10, HELDOUT9, HELDOUT8, HELDOUT7, HELDOUT6, HELDOUT5, HELDOUT4, HELDOUT3,
-                                        HELDOUT2, HELDOUT])}
+# Held-out sets 2 .. 13 after set 1, in the order they were built: each one's labels assume an index of its own
+# catalogs and every earlier set's (listed latest first).  A fresh set joins only for its one run (see above).
+_BUILT = [HELDOUT] + [os.path.join(ROOT, "bench", f"heldout{n}") for n in range(2, 14)]
+LATER_SETS = {f"heldout{n}": (_BUILT[n - 1], _BUILT[n - 2::-1]) for n in range(2, len(_BUILT) + 1)}
 KINDS = ("direct", "paraphrase", "task", "typo", "param", "multi")
 DEPTH = 10  # ranks looked at for MRR
 
@@ -1135,17 +1115,7 @@ def main(argv=None):
         "ablations": ablations(tools, queries),
         "rankers": {"development": ranker_rows(tools, queries)},
         "heldout": None if args.dev_only else heldout_report(tools, queries),
-        "heldout2": None if args.dev_only else later_set_report("heldout2", tools),
-        "heldout3": None if args.dev_only else later_set_report("heldout3", tools),
-        "heldout4": None if args.dev_only else later_set_report("heldout4", tools),
-        "heldout5": None if args.dev_only else later_set_report("heldout5", tools),
-        "heldout6": None if args.dev_only else later_set_report("heldout6", tools),
-        "heldout7": None if args.dev_only else later_set_report("heldout7", tools),
-        "heldout8": None if args.dev_only else later_set_report("heldout8", tools),
-        "heldout9": None if args.dev_only else later_set_report("heldout9", tools),
-        "heldout10": None if args.dev_only else later_set_report("heldout10", tools),
-        "heldout11": None if args.dev_only else later_set_report("heldout11", tools),
-        "heldout12": None if args.dev_only else later_set_report("heldout12", tools),
+        **{name: None if args.dev_only else later_set_report(name, tools) for name in LATER_SETS},
         "scale": {
             "tools": len(big),
             "build_ms": big_build,
