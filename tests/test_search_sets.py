@@ -30,6 +30,8 @@ The sets, in the order they were made (each set's README logs its runs):
   this one).
 - bench/heldout13/ (dev-n from then on): built while held-out 12 became a development set, from servers in none
   of the sets above, run once at 18:14 UTC on 2026-11-24 with VECTORS-V7 unchanged (a second judge of it).
+- bench/heldout14/: built while held-out 13 waited for its run, from servers in none of the sets above (13 npm
+  servers, none on AWS); unranked (no run yet).
 A set marked ``unranked`` (the fresh one, before its run) gets format checks
 only: no floor, and nothing here builds a SearchIndex on it.
 The floors are the hybrid's measured recall@3 minus ~0.02, rounded down;
@@ -59,6 +61,7 @@ HELDOUT10_DIR = os.path.join(BENCH, "heldout10")
 HELDOUT11_DIR = os.path.join(BENCH, "heldout11")
 HELDOUT12_DIR = os.path.join(BENCH, "heldout12")
 HELDOUT13_DIR = os.path.join(BENCH, "heldout13")
+HELDOUT14_DIR = os.path.join(BENCH, "heldout14")
 
 # Per set: its directory; the sets before it (its servers are in none of them,
 # and its labels may name their tools); the pin tables of
@@ -157,11 +160,23 @@ SETS = {
         # 133 tools: below the 150 the earlier sets reached (see its README's "Known biases").
         "min_servers": 12, "tool_bounds": (120, 250), "outsider": "ida-pro", "own": ("memcached", "kubernetes-go"),
     },
+    "heldout14": {
+        "dir": HELDOUT14_DIR,
+        "earlier": [EVAL_DIR, HELDOUT_DIR, HELDOUT2_DIR, HELDOUT3_DIR, HELDOUT4_DIR, HELDOUT5_DIR, HELDOUT6_DIR,
+                    HELDOUT7_DIR, HELDOUT8_DIR, HELDOUT9_DIR, HELDOUT10_DIR, HELDOUT11_DIR, HELDOUT12_DIR,
+                    HELDOUT13_DIR],
+        "earlier_pins": ["SERVERS", "HELDOUT_SERVERS", "HELDOUT2_SERVERS", "HELDOUT3_SERVERS", "HELDOUT4_SERVERS",
+                         "HELDOUT5_SERVERS", "HELDOUT6_SERVERS", "HELDOUT7_SERVERS", "HELDOUT8_SERVERS",
+                         "HELDOUT9_SERVERS", "HELDOUT10_SERVERS", "HELDOUT11_SERVERS", "HELDOUT12_SERVERS",
+                         "HELDOUT13_SERVERS"],
+        "min_servers": 12, "tool_bounds": (150, 250), "outsider": "memcached", "own": ("azure", "xcodebuild"),
+        "unranked": True,
+    },
 }
 # The sets recorded with bench/eval/record_catalogs.py --set and checked alike
 # (README kind table, noise, pins); held-out set 1 predates that format.
 LATER_SETS = ["heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8", "heldout9",
-              "heldout10", "heldout11", "heldout12", "heldout13"]
+              "heldout10", "heldout11", "heldout12", "heldout13", "heldout14"]
 
 
 def load_set(name):
@@ -604,3 +619,19 @@ def test_recorder_starts_heldout13_servers_from_the_scratch_install(start_comman
     assert start_command("memcached")[2]["MEMCACHED_PORT"] == "9"
     assert_placeholder_aws_credentials(start_command, ("keyspaces", "neptune", "aurora-dsql", "finch", "memcached",
                                                        "aurora-postgres", "sagemaker-ai", "wa-security"))
+
+
+def test_recorder_starts_heldout14_servers_from_the_scratch_install(start_command, tmp_path):
+    scratch = str(tmp_path)
+    # Three servers are a subcommand of a bigger CLI: without it they print help or start something else.
+    assert start_command("azure")[:2] == (npm_bin(scratch, "azmcp"), ["server", "start"])
+    assert start_command("convex")[:2] == (npm_bin(scratch, "convex"), ["mcp", "start"])
+    assert start_command("xcodebuild")[:2] == (npm_bin(scratch, "xcodebuildmcp"), ["mcp"])
+    # .bin/mcp is a name many packages take: ESLint's server is started by its own path.
+    assert start_command("eslint")[0] == npm_bin(scratch, "../@eslint/mcp/src/mcp-cli.js")
+    assert start_command("pdf")[:2] == (npm_bin(scratch, "mcp-pdf-server"), ["--stdio"])
+    # Opik points at a closed local port and Search Console at the placeholder service account: no backend.
+    assert start_command("opik")[2]["OPIK_API_BASE_URL"] == "http://127.0.0.1:9/api"
+    env = start_command("search-console")[2]
+    assert env["GOOGLE_APPLICATION_CREDENTIALS"] == os.path.join(scratch, "service-account.json")
+    assert start_command("shrimp-tasks")[2]["DATA_DIR"] == os.path.join(scratch, "shrimp-data")
