@@ -47,136 +47,68 @@ import pytest
 
 from search_sets import BENCH, KINDS, load_catalogs, load_recorder, readme_kind_counts, recall_by_kind, tool_ids
 
-EVAL_DIR = os.path.join(BENCH, "eval")
-HELDOUT_DIR = os.path.join(BENCH, "heldout")
-HELDOUT2_DIR = os.path.join(BENCH, "heldout2")
-HELDOUT3_DIR = os.path.join(BENCH, "heldout3")
-HELDOUT4_DIR = os.path.join(BENCH, "heldout4")
-HELDOUT5_DIR = os.path.join(BENCH, "heldout5")
-HELDOUT6_DIR = os.path.join(BENCH, "heldout6")
-HELDOUT7_DIR = os.path.join(BENCH, "heldout7")
-HELDOUT8_DIR = os.path.join(BENCH, "heldout8")
-HELDOUT9_DIR = os.path.join(BENCH, "heldout9")
-HELDOUT10_DIR = os.path.join(BENCH, "heldout10")
-HELDOUT11_DIR = os.path.join(BENCH, "heldout11")
-HELDOUT12_DIR = os.path.join(BENCH, "heldout12")
-HELDOUT13_DIR = os.path.join(BENCH, "heldout13")
-HELDOUT14_DIR = os.path.join(BENCH, "heldout14")
-
-# Per set: its directory; the sets before it (its servers are in none of them,
-# and its labels may name their tools); the pin tables of
-# bench/eval/record_catalogs.py for those earlier sets; the fewest servers;
-# the bounds on its tool count (None: not bounded); a server of an earlier set
-# the recorder must reject for it, and two of its own the rejection lists;
-# unranked: a set nothing may build a SearchIndex on yet.
+# Per set, in the order the sets were built: the fewest servers; the bounds on
+# its tool count (None: not bounded); a server of an earlier set the recorder
+# must reject for it, and two of its own the rejection lists; unranked: a set
+# nothing may build a SearchIndex on yet.  Derived below from that order: its
+# directory; the sets before it (its servers are in none of them, and its
+# labels may name their tools); the pin tables of bench/eval/record_catalogs.py
+# for those earlier sets.
 SETS = {
     "heldout": {
-        "dir": HELDOUT_DIR, "earlier": [EVAL_DIR], "earlier_pins": ["SERVERS"],
         "min_servers": 10, "tool_bounds": None,
     },
     "heldout2": {
-        "dir": HELDOUT2_DIR, "earlier": [EVAL_DIR, HELDOUT_DIR], "earlier_pins": ["SERVERS", "HELDOUT_SERVERS"],
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "github", "own": ("mongodb", "datadog"),
     },
     "heldout3": {
-        "dir": HELDOUT3_DIR, "earlier": [EVAL_DIR, HELDOUT_DIR, HELDOUT2_DIR],
-        "earlier_pins": ["SERVERS", "HELDOUT_SERVERS", "HELDOUT2_SERVERS"],
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "datadog", "own": ("asana", "cloudwatch"),
     },
     "heldout4": {
-        "dir": HELDOUT4_DIR, "earlier": [EVAL_DIR, HELDOUT_DIR, HELDOUT2_DIR, HELDOUT3_DIR],
-        "earlier_pins": ["SERVERS", "HELDOUT_SERVERS", "HELDOUT2_SERVERS", "HELDOUT3_SERVERS"],
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "asana", "own": ("jenkins", "mapbox"),
     },
     "heldout5": {
-        "dir": HELDOUT5_DIR, "earlier": [EVAL_DIR, HELDOUT_DIR, HELDOUT2_DIR, HELDOUT3_DIR, HELDOUT4_DIR],
-        "earlier_pins": ["SERVERS", "HELDOUT_SERVERS", "HELDOUT2_SERVERS", "HELDOUT3_SERVERS", "HELDOUT4_SERVERS"],
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "jenkins", "own": ("plane", "sonarqube"),
     },
     "heldout6": {
-        "dir": HELDOUT6_DIR,
-        "earlier": [EVAL_DIR, HELDOUT_DIR, HELDOUT2_DIR, HELDOUT3_DIR, HELDOUT4_DIR, HELDOUT5_DIR],
-        "earlier_pins": ["SERVERS", "HELDOUT_SERVERS", "HELDOUT2_SERVERS", "HELDOUT3_SERVERS", "HELDOUT4_SERVERS",
-                         "HELDOUT5_SERVERS"],
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "plane", "own": ("paddle", "lara"),
     },
     "heldout7": {
-        "dir": HELDOUT7_DIR,
-        "earlier": [EVAL_DIR, HELDOUT_DIR, HELDOUT2_DIR, HELDOUT3_DIR, HELDOUT4_DIR, HELDOUT5_DIR, HELDOUT6_DIR],
-        "earlier_pins": ["SERVERS", "HELDOUT_SERVERS", "HELDOUT2_SERVERS", "HELDOUT3_SERVERS", "HELDOUT4_SERVERS",
-                         "HELDOUT5_SERVERS", "HELDOUT6_SERVERS"],
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "paddle", "own": ("iam", "serper"),
     },
     "heldout8": {
-        "dir": HELDOUT8_DIR,
-        "earlier": [EVAL_DIR, HELDOUT_DIR, HELDOUT2_DIR, HELDOUT3_DIR, HELDOUT4_DIR, HELDOUT5_DIR, HELDOUT6_DIR,
-                    HELDOUT7_DIR],
-        "earlier_pins": ["SERVERS", "HELDOUT_SERVERS", "HELDOUT2_SERVERS", "HELDOUT3_SERVERS", "HELDOUT4_SERVERS",
-                         "HELDOUT5_SERVERS", "HELDOUT6_SERVERS", "HELDOUT7_SERVERS"],
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "iam", "own": ("sns-sqs", "pubmed"),
     },
     "heldout9": {
-        "dir": HELDOUT9_DIR,
-        "earlier": [EVAL_DIR, HELDOUT_DIR, HELDOUT2_DIR, HELDOUT3_DIR, HELDOUT4_DIR, HELDOUT5_DIR, HELDOUT6_DIR,
-                    HELDOUT7_DIR, HELDOUT8_DIR],
-        "earlier_pins": ["SERVERS", "HELDOUT_SERVERS", "HELDOUT2_SERVERS", "HELDOUT3_SERVERS", "HELDOUT4_SERVERS",
-                         "HELDOUT5_SERVERS", "HELDOUT6_SERVERS", "HELDOUT7_SERVERS", "HELDOUT8_SERVERS"],
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "sns-sqs", "own": ("azure-devops", "biomcp"),
     },
     "heldout10": {
-        "dir": HELDOUT10_DIR,
-        "earlier": [EVAL_DIR, HELDOUT_DIR, HELDOUT2_DIR, HELDOUT3_DIR, HELDOUT4_DIR, HELDOUT5_DIR, HELDOUT6_DIR,
-                    HELDOUT7_DIR, HELDOUT8_DIR, HELDOUT9_DIR],
-        "earlier_pins": ["SERVERS", "HELDOUT_SERVERS", "HELDOUT2_SERVERS", "HELDOUT3_SERVERS", "HELDOUT4_SERVERS",
-                         "HELDOUT5_SERVERS", "HELDOUT6_SERVERS", "HELDOUT7_SERVERS", "HELDOUT8_SERVERS",
-                         "HELDOUT9_SERVERS"],
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "azure-devops", "own": ("airflow", "meilisearch"),
     },
     "heldout11": {
-        "dir": HELDOUT11_DIR,
-        "earlier": [EVAL_DIR, HELDOUT_DIR, HELDOUT2_DIR, HELDOUT3_DIR, HELDOUT4_DIR, HELDOUT5_DIR, HELDOUT6_DIR,
-                    HELDOUT7_DIR, HELDOUT8_DIR, HELDOUT9_DIR, HELDOUT10_DIR],
-        "earlier_pins": ["SERVERS", "HELDOUT_SERVERS", "HELDOUT2_SERVERS", "HELDOUT3_SERVERS", "HELDOUT4_SERVERS",
-                         "HELDOUT5_SERVERS", "HELDOUT6_SERVERS", "HELDOUT7_SERVERS", "HELDOUT8_SERVERS",
-                         "HELDOUT9_SERVERS", "HELDOUT10_SERVERS"],
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "airflow", "own": ("elasticache", "strava"),
     },
     "heldout12": {
-        "dir": HELDOUT12_DIR,
-        "earlier": [EVAL_DIR, HELDOUT_DIR, HELDOUT2_DIR, HELDOUT3_DIR, HELDOUT4_DIR, HELDOUT5_DIR, HELDOUT6_DIR,
-                    HELDOUT7_DIR, HELDOUT8_DIR, HELDOUT9_DIR, HELDOUT10_DIR, HELDOUT11_DIR],
-        "earlier_pins": ["SERVERS", "HELDOUT_SERVERS", "HELDOUT2_SERVERS", "HELDOUT3_SERVERS", "HELDOUT4_SERVERS",
-                         "HELDOUT5_SERVERS", "HELDOUT6_SERVERS", "HELDOUT7_SERVERS", "HELDOUT8_SERVERS",
-                         "HELDOUT9_SERVERS", "HELDOUT10_SERVERS", "HELDOUT11_SERVERS"],
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "elasticache", "own": ("ida-pro", "appsignals"),
     },
     "heldout13": {
-        "dir": HELDOUT13_DIR,
-        "earlier": [EVAL_DIR, HELDOUT_DIR, HELDOUT2_DIR, HELDOUT3_DIR, HELDOUT4_DIR, HELDOUT5_DIR, HELDOUT6_DIR,
-                    HELDOUT7_DIR, HELDOUT8_DIR, HELDOUT9_DIR, HELDOUT10_DIR, HELDOUT11_DIR, HELDOUT12_DIR],
-        "earlier_pins": ["SERVERS", "HELDOUT_SERVERS", "HELDOUT2_SERVERS", "HELDOUT3_SERVERS", "HELDOUT4_SERVERS",
-                         "HELDOUT5_SERVERS", "HELDOUT6_SERVERS", "HELDOUT7_SERVERS", "HELDOUT8_SERVERS",
-                         "HELDOUT9_SERVERS", "HELDOUT10_SERVERS", "HELDOUT11_SERVERS", "HELDOUT12_SERVERS"],
         # 133 tools: below the 150 the earlier sets reached (see its README's "Known biases").
         "min_servers": 12, "tool_bounds": (120, 250), "outsider": "ida-pro", "own": ("memcached", "kubernetes-go"),
     },
     "heldout14": {
-        "dir": HELDOUT14_DIR,
-        "earlier": [EVAL_DIR, HELDOUT_DIR, HELDOUT2_DIR, HELDOUT3_DIR, HELDOUT4_DIR, HELDOUT5_DIR, HELDOUT6_DIR,
-                    HELDOUT7_DIR, HELDOUT8_DIR, HELDOUT9_DIR, HELDOUT10_DIR, HELDOUT11_DIR, HELDOUT12_DIR,
-                    HELDOUT13_DIR],
-        "earlier_pins": ["SERVERS", "HELDOUT_SERVERS", "HELDOUT2_SERVERS", "HELDOUT3_SERVERS", "HELDOUT4_SERVERS",
-                         "HELDOUT5_SERVERS", "HELDOUT6_SERVERS", "HELDOUT7_SERVERS", "HELDOUT8_SERVERS",
-                         "HELDOUT9_SERVERS", "HELDOUT10_SERVERS", "HELDOUT11_SERVERS", "HELDOUT12_SERVERS",
-                         "HELDOUT13_SERVERS"],
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "memcached", "own": ("azure", "xcodebuild"),
         "unranked": True,
     },
 }
+_ORDER = ["eval"] + list(SETS)
+for _n, _name in enumerate(_ORDER[1:], start=1):
+    SETS[_name]["dir"] = os.path.join(BENCH, _name)
+    SETS[_name]["earlier"] = [os.path.join(BENCH, e) for e in _ORDER[:_n]]
+    SETS[_name]["earlier_pins"] = ["SERVERS"] + [f"{e.upper()}_SERVERS" for e in _ORDER[1:_n]]
+
 # The sets recorded with bench/eval/record_catalogs.py --set and checked alike
 # (README kind table, noise, pins); held-out set 1 predates that format.
-LATER_SETS = ["heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8", "heldout9",
-              "heldout10", "heldout11", "heldout12", "heldout13", "heldout14"]
+LATER_SETS = list(SETS)[1:]
 
 
 def load_set(name):
