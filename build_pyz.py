@@ -31,7 +31,7 @@ SHEBANG = b"#!/usr/bin/env python3\n"
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 # Files besides modules the package reads with pkgutil.get_data (the TypeScript runtime the gateway
 # serves, the embedding table toolscript/vectors.py loads).
-PACKAGE_DATA = (".ts", ".bin")
+PACKAGE_DATA = (".ts", ".bin", ".tsv")
 MAIN = b'''\
 # Entry point of toolscript.pyz (written by build_pyz.py).
 from toolscript.__main__ import main

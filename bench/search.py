@@ -984,6 +984,7 @@ def ablations(tools, queries):
     mod = toolscript.search
     switches = {
         "no_synonyms": ("_SYNONYMS", {}),
+        "no_thesaurus": ("_thesaurus", lambda: {}),
         "no_typo_correction": ("_max_typos", lambda word: 0),
         "no_field_weights": ("_FIELDS", {f: (1.0, b) for f, (_, b) in mod._FIELDS.items()}),
         "no_similar_words": ("_SIMILAR_TOP", 0),

@@ -94,7 +94,9 @@ def tools_shown(queries: Sequence[str], floor: float, index: Optional[SearchInde
     query's hits scoring under that share of its best; 0 keeps its top 5.
     """
     index = index or tool_index()
-    per_query = [index.search(query, limit=TOP_TOOLS, threshold=floor) for query in list(queries)[:MAX_ITEMS]]
+    # semantic=False as the hook asks the gateway: its floor was set on the words' scores (no thesaurus either).
+    per_query = [index.search(query, limit=TOP_TOOLS, threshold=floor, semantic=False)
+                 for query in list(queries)[:MAX_ITEMS]]
     cut = suggest.RELATIVE_CUT if relative is None else relative
     return [hit["id"] for hit in suggest.merge_hits(per_query, TOP_TOOLS, relative=cut)]
 

@@ -161,6 +161,19 @@ VECTORS_V3 = os.path.join(REPO_ROOT, "distill", "embeddings-v3.bin")
 
 
 @pytest.fixture
+def no_thesaurus(monkeypatch):
+    """Search without its thesaurus for one test.
+
+    The mechanism tests of the vectors and similar words were written before the thesaurus: each needs a request
+    whose words reach no tool, and the thesaurus now reaches some ("changed lately" -> the commit log).  That says
+    nothing about the mechanism under test; tests/test_thesaurus.py tests the thesaurus itself.
+    """
+    import toolscript.search
+
+    monkeypatch.setattr(toolscript.search, "_thesaurus", lambda: {})
+
+
+@pytest.fixture
 def vectors_v3():
     """VECTORS-V3 in place of the shipped table for one test, then the shipped one again.
 

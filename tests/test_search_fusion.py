@@ -30,8 +30,9 @@ from conftest import load_script
 from search_sets import tool
 
 needs_vectors = pytest.mark.skipif(not vectors.available(), reason="no vectors data in this checkout")
-# The cases here were written against VECTORS-V3's cosines (see conftest.vectors_v3).
-pytestmark = pytest.mark.usefixtures("vectors_v3")
+# The cases here were written against VECTORS-V3's cosines and before the thesaurus (see conftest.vectors_v3 and
+# conftest.no_thesaurus).
+pytestmark = pytest.mark.usefixtures("vectors_v3", "no_thesaurus")
 
 
 CATALOG = [

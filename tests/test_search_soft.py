@@ -24,7 +24,10 @@ from toolscript.search import SearchIndex
 from search_sets import load_catalogs, tool, tools_of
 
 vectors = pytest.importorskip("toolscript.vectors")
-pytestmark = pytest.mark.skipif(not vectors.available(), reason="no vectors data in this checkout")
+# The cases here were written before the thesaurus, which reaches some of their words itself (see
+# conftest.no_thesaurus).
+pytestmark = [pytest.mark.skipif(not vectors.available(), reason="no vectors data in this checkout"),
+              pytest.mark.usefixtures("no_thesaurus")]
 
 
 MAPS = [

@@ -17,6 +17,11 @@ long description.  On top of that:
 * a short table of developer shorthand (``repo``, ``PR``, ``mkdir``) and
   related words (``remove`` / ``delete``, ``folder`` / ``directory``) adds
   lookups, also at a discount, so a literal match always counts more;
+* a thesaurus (toolscript/data/thesaurus.tsv, read on first use): for ~6,000
+  words of real tool catalogs, the words a request may say instead
+  ("bastion" for a jump host, "nickname" for an alias, "response time" for
+  latency); a query word, or two adjacent ones, found there also looks up
+  the catalog words it stands for, at half a literal word's weight;
 * a query that *is* a tool's name (``search_issues``, ``search issues``,
   ``github__search_issues``) ranks that tool first with score 1;
 * meaning, when the package has its vectors data (toolscript/vectors.py, a
@@ -72,6 +77,7 @@ ordered by the uncapped score, then by id, so the order is deterministic.
 """
 
 import math
+import pkgutil
 import re
 import struct
 import sys
@@ -255,6 +261,32 @@ def _build_synonyms() -> Dict[str, Dict[str, float]]:
 
 
 _SYNONYMS = _build_synonyms()
+
+# The thesaurus: for ~6,000 words of real tool catalogs, the words a request
+# may use instead ("bastion" for a jump host, "nickname" for an alias), written
+# for the purpose (distill/thesaurus.tsv) and compiled to index terms by
+# distill/thesaurus.py.  A query term (or two adjacent ones, joined) found
+# there also looks up the catalog words it stands for, at _THESAURUS_WEIGHT
+# (0.2 .. 0.8 measured on held-out sets 10-13 with a table that never trained
+# on them: 0.4 .. 0.6 alike, best; distill/README.md "The thesaurus").  Read
+# on first use, so --version and import stay as fast.
+THESAURUS = "data/thesaurus.tsv"
+_THESAURUS_WEIGHT = 0.5
+
+
+@lru_cache(maxsize=1)
+def _thesaurus() -> Dict[str, Tuple[str, ...]]:
+    """term -> the catalog terms it may stand for; empty if the data file is missing or damaged."""
+    try:
+        text = (pkgutil.get_data("toolscript", THESAURUS) or b"").decode("utf-8")
+    except Exception:  # a missing or damaged file means search without it, never a crash
+        return {}
+    table: Dict[str, Tuple[str, ...]] = {}
+    for line in text.splitlines():
+        key, tab, targets = line.partition("\t")
+        if tab and not key.startswith("#"):
+            table[key] = tuple(targets.split())
+    return table
 
 # -- fields ------------------------------------------------------------------
 
@@ -465,8 +497,9 @@ class SearchIndex:
         adds ``"signals"``: each signal's contribution to the score
         (see :data:`SIGNALS`), unrounded; they add up to the score before
         it is capped at 1 and rounded.  ``semantic=False`` ranks and scores
-        by the words alone, as an index without vectors does (for callers
-        whose thresholds were calibrated on word scores).
+        by the words as written alone, without the vectors, similar words or
+        the thesaurus (for callers whose thresholds were calibrated on those
+        word scores); an index built without vectors still uses the thesaurus.
         """
         if not isinstance(query, str) or not query.strip() or limit <= 0:
             return []
@@ -744,6 +777,9 @@ class SearchIndex:
         words = [w for w in tokenize(query) if len(w) > 1 and w not in _STOPWORDS]
         stems = [stem(w) for w in words]
         similar_words = self._similar if similar else None
+        # Scores a caller calibrated on the words alone (semantic=False: the suggestion hook's floor) stay as
+        # they were: the thesaurus lifts loosely related tools' scores too.
+        thesaurus = _thesaurus() if similar else {}
         rare: List[Tuple[int, int, str]] = []  # (tools that have it, position, query word) to look for similar words of
 
         def add(term: str, weight: float, signal: str) -> bool:
@@ -767,6 +803,8 @@ class SearchIndex:
                 ideal += (self._idf[corrections[0][0]] if corrections else self._unknown_idf) ** idf_power * gain
             for synonym, weight in _SYNONYMS.get(term, {}).items():
                 add(synonym, weight, "synonym")
+            for synonym in thesaurus.get(term, ()):
+                add(synonym, _THESAURUS_WEIGHT, "synonym")
             # A word within an edit or two of a catalog word is a misspelling
             # of it; its vector would be the vector of its broken wordpieces.
             # A word many tools have is matched already; its neighbours in
@@ -783,6 +821,8 @@ class SearchIndex:
                     origins[found] = (word, catalog_word, cosine)
         for a, b in zip(stems, stems[1:]):
             extra[a + b] = (1.0, "joined_words")  # "web search" meets the joined name part "websearch"
+            for synonym in thesaurus.get(a + b, ()):  # "response time" stands for "latency"
+                add(synonym, _THESAURUS_WEIGHT, "synonym")
         lookups = {t: w for t, w in extra.items() if t in self._postings and t not in literal}
         lookups.update((t, (w, "bm25")) for t, w in literal.items())
         return lookups, ideal, origins
