@@ -35,6 +35,8 @@ The sets, in the order they were made (each set's README logs its runs):
   (neither had seen it).
 - bench/heldout15/: built while held-out 14 waited for its run, from servers in none of the sets above (12 npm
   servers, none on AWS); unranked (no run yet).
+- bench/heldout16/: built while held-out 15 waited for its run, from servers in none of the sets above (12 npm
+  servers, none on AWS); unranked (no run yet).
 A set marked ``unranked`` (the fresh one, before its run) gets format checks
 only: no floor, and nothing here builds a SearchIndex on it.
 The floors are the hybrid's measured recall@3 minus ~0.02, rounded down;
@@ -104,6 +106,10 @@ SETS = {
     "heldout15": {
         # 143 tools: below the 150 most earlier sets reached (see its README's "Known biases").
         "min_servers": 12, "tool_bounds": (120, 250), "outsider": "opik", "own": ("gcs", "qase"),
+        "unranked": True,
+    },
+    "heldout16": {
+        "min_servers": 12, "tool_bounds": (150, 250), "outsider": "qase", "own": ("chatwork", "vonage"),
         "unranked": True,
     },
 }
