@@ -36,6 +36,8 @@ The sets, in the order they were made (each set's README logs its runs):
 - bench/heldout15/ (dev-p from then on): built while held-out 14 waited for its run, from servers in none of the
   sets above (12 npm servers, none on AWS), run once at 20:01 UTC on 2026-11-24 with VECTORS-V9 and the thesaurus
   (a second judge of the thesaurus; neither had seen it).
+- bench/heldout16/: built while held-out 15 waited for its run, from servers in none of the sets above (12 npm
+  servers, none on AWS); unranked (no run yet).
 A set marked ``unranked`` (the fresh one, before its run) gets format checks
 only: no floor, and nothing here builds a SearchIndex on it.
 The floors are the hybrid's measured recall@3 minus ~0.02, rounded down;
@@ -105,6 +107,10 @@ SETS = {
     "heldout15": {
         # 143 tools: below the 150 most earlier sets reached (see its README's "Known biases").
         "min_servers": 12, "tool_bounds": (120, 250), "outsider": "opik", "own": ("gcs", "qase"),
+    },
+    "heldout16": {
+        "min_servers": 12, "tool_bounds": (150, 250), "outsider": "qase", "own": ("chatwork", "vonage"),
+        "unranked": True,
     },
 }
 _ORDER = ["eval"] + list(SETS)
@@ -580,3 +586,20 @@ def test_recorder_starts_heldout14_servers_from_the_scratch_install(start_comman
     env = start_command("search-console")[2]
     assert env["GOOGLE_APPLICATION_CREDENTIALS"] == os.path.join(scratch, "service-account.json")
     assert start_command("shrimp-tasks")[2]["DATA_DIR"] == os.path.join(scratch, "shrimp-data")
+
+
+def test_recorder_starts_heldout16_servers_from_the_scratch_install(start_command, tmp_path):
+    scratch = str(tmp_path)
+    # Claude Code's MCP server is a subcommand of its CLI: without it the CLI starts an interactive session.
+    assert start_command("claude-code")[:2] == (npm_bin(scratch, "claude"), ["mcp", "serve"])
+    # .bin/mcp-server and .bin/redis are names other packages take: these start by their own paths.
+    assert start_command("chatwork")[0] == npm_bin(scratch, "../@chatwork/mcp-server/dist/index.js")
+    assert start_command("redis-gongrzhe")[0] == npm_bin(scratch, "../@gongrzhe/server-redis-mcp/build/index.js")
+    assert start_command("mysql-f4")[0] == npm_bin(scratch, "../@f4ww4z/mcp-mysql-server/build/index.js")
+    # MySQL points at a closed local port and Redis at the recorder's stand-in: no backend is reached.
+    env = start_command("mysql-f4")[2]
+    assert (env["MYSQL_HOST"], env["MYSQL_PORT"]) == ("127.0.0.1", "9")
+    assert start_command("redis-gongrzhe")[1] == ["redis://127.0.0.1:1"]
+    # freee and Contentful exit at start without credentials: placeholders, never the caller's own.
+    assert start_command("freee")[2]["FREEE_CLIENT_SECRET"] == "dummy"
+    assert start_command("contentful")[2]["CONTENTFUL_MANAGEMENT_ACCESS_TOKEN"] == "dummy"

@@ -14,7 +14,7 @@ catalog is written as::
     {"server": NAME, "package": "PACKAGE@VERSION", "registry": "npm" | "pypi",
      "recorded": "YYYY-MM-DD", "tools": [... verbatim from tools/list ...]}
 
-    python3 bench/eval/record_catalogs.py [--scratch DIR] [--install | --install-only] [--set heldout|heldout2|heldout3|heldout4|heldout5|heldout6|heldout7|heldout8|heldout9|heldout10|heldout11|heldout12|heldout13|heldout14|heldout15] [NAME ...]
+    python3 bench/eval/record_catalogs.py [--scratch DIR] [--install | --install-only] [--set heldout|heldout2|heldout3|heldout4|heldout5|heldout6|heldout7|heldout8|heldout9|heldout10|heldout11|heldout12|heldout13|heldout14|heldout15|heldout16] [NAME ...]
 
 ``--set heldout`` records the servers of the held-out evaluation set
 (HELDOUT_SERVERS, none of them in the development set) into
@@ -40,7 +40,8 @@ the sixth (HELDOUT6_SERVERS) into bench/heldout6/catalogs/, the same way again;
 ``--set heldout12`` the twelfth (HELDOUT12_SERVERS) into bench/heldout12/catalogs/, the same way again;
 ``--set heldout13`` the thirteenth (HELDOUT13_SERVERS) into bench/heldout13/catalogs/, the same way again;
 ``--set heldout14`` the fourteenth (HELDOUT14_SERVERS) into bench/heldout14/catalogs/, the same way again;
-``--set heldout15`` the fifteenth (HELDOUT15_SERVERS) into bench/heldout15/catalogs/, the same way again.
+``--set heldout15`` the fifteenth (HELDOUT15_SERVERS) into bench/heldout15/catalogs/, the same way again;
+``--set heldout16`` the sixteenth (HELDOUT16_SERVERS) into bench/heldout16/catalogs/, the same way again.
 
 A server that fails to install or start is reported on stderr and skipped;
 the exit status is 1 when any failed.
@@ -78,6 +79,7 @@ HELDOUT12_CATALOGS = os.path.join(ROOT, "bench", "heldout12", "catalogs")
 HELDOUT13_CATALOGS = os.path.join(ROOT, "bench", "heldout13", "catalogs")
 HELDOUT14_CATALOGS = os.path.join(ROOT, "bench", "heldout14", "catalogs")
 HELDOUT15_CATALOGS = os.path.join(ROOT, "bench", "heldout15", "catalogs")
+HELDOUT16_CATALOGS = os.path.join(ROOT, "bench", "heldout16", "catalogs")
 
 # name -> (registry, package, version, argv after the executable, env).
 # "{scratch}" in args and env is replaced by the scratch directory, "{redis}"
@@ -539,11 +541,37 @@ HELDOUT15_SERVERS = {
                       "REFRESH_TOKEN": "dummy"}),
 }
 
+# The sixteenth held-out set (bench/heldout16/): in none of the sets above, outside
+# AWS, all from npm (this machine's PyPI holds no unused MCP server package).
+# Installed with --install-only and recorded with no network, as held-out 2 to 15
+# (see bench/heldout16/README.md, which lists the servers tried and left out).
+HELDOUT16_SERVERS = {
+    "vonage": ("npm", "@vonage/vonage-mcp-server-api-bindings", "1.4.0", [],
+               {"HOME": "{scratch}/home", "VONAGE_API_KEY": "dummy", "VONAGE_API_SECRET": "dummy",
+                "VONAGE_APPLICATION_ID": "dummy"}),
+    "contentful": ("npm", "@ivotoby/contentful-management-mcp-server", "1.21.0", [],
+                   {"HOME": "{scratch}/home", "CONTENTFUL_MANAGEMENT_ACCESS_TOKEN": "dummy"}),
+    "chatwork": ("npm", "@chatwork/mcp-server", "0.0.4", [], {"HOME": "{scratch}/home", "CHATWORK_API_TOKEN": "dummy"}),
+    "freee": ("npm", "freee-mcp", "0.35.2", [],
+              {"HOME": "{scratch}/home", "FREEE_CLIENT_ID": "dummy", "FREEE_CLIENT_SECRET": "dummy"}),
+    "claude-code-runner": ("npm", "@steipete/claude-code-mcp", "1.10.12", [], {"HOME": "{scratch}/home"}),
+    "claude-code": ("npm", "@anthropic-ai/claude-code", "2.1.331", ["mcp", "serve"], {"HOME": "{scratch}/home"}),
+    "leetcode": ("npm", "@jinzcdev/leetcode-mcp-server", "1.4.0", [], {"HOME": "{scratch}/home"}),
+    "screenshot": ("npm", "@kazuph/mcp-screenshot", "1.0.4", [], {"HOME": "{scratch}/home"}),
+    "figma-rest": ("npm", "mcp-figma", "0.1.1", [], {"HOME": "{scratch}/home", "FIGMA_API_KEY": "dummy"}),
+    "mysql-f4": ("npm", "@f4ww4z/mcp-mysql-server", "0.1.0", [],
+                 {"HOME": "{scratch}/home", "MYSQL_HOST": "127.0.0.1", "MYSQL_PORT": "9", "MYSQL_USER": "dummy",
+                  "MYSQL_PASSWORD": "dummy", "MYSQL_DATABASE": "dummy"}),
+    "redis-gongrzhe": ("npm", "@gongrzhe/server-redis-mcp", "1.0.0", ["redis://{redis}"], {"HOME": "{scratch}/home"}),
+    "maps-code-assist": ("npm", "@googlemaps/code-assist-mcp", "0.2.1", [], {"HOME": "{scratch}/home"}),
+}
+
 # Every server any set knows, for install/start (the names do not overlap).
 ALL_SERVERS = dict(SERVERS, **HELDOUT_SERVERS, **HELDOUT2_SERVERS, **HELDOUT3_SERVERS, **HELDOUT4_SERVERS,
                    **HELDOUT5_SERVERS, **HELDOUT6_SERVERS, **HELDOUT7_SERVERS, **HELDOUT8_SERVERS,
                    **HELDOUT9_SERVERS, **HELDOUT10_SERVERS, **HELDOUT11_SERVERS, **HELDOUT12_SERVERS,
-                   **HELDOUT13_SERVERS, **HELDOUT14_SERVERS, **HELDOUT15_SERVERS)
+                   **HELDOUT13_SERVERS, **HELDOUT14_SERVERS, **HELDOUT15_SERVERS,
+                   **HELDOUT16_SERVERS)
 
 # --set name -> (its servers, where their catalogs are written).
 SETS = {
@@ -563,10 +591,23 @@ SETS = {
     "heldout13": (HELDOUT13_SERVERS, HELDOUT13_CATALOGS),
     "heldout14": (HELDOUT14_SERVERS, HELDOUT14_CATALOGS),
     "heldout15": (HELDOUT15_SERVERS, HELDOUT15_CATALOGS),
+    "heldout16": (HELDOUT16_SERVERS, HELDOUT16_CATALOGS),
 }
 
 # npm packages whose executable name differs from "mcp-" + the package's last path part.
 NPM_BIN = {
+    "@vonage/vonage-mcp-server-api-bindings": "vonage-mcp-server-api-bindings",
+    "@ivotoby/contentful-management-mcp-server": "contentful-mcp",
+    "@chatwork/mcp-server": "../@chatwork/mcp-server/dist/index.js",
+    "freee-mcp": "freee-mcp",
+    "@steipete/claude-code-mcp": "claude-code-mcp",
+    "@anthropic-ai/claude-code": "claude",
+    "@jinzcdev/leetcode-mcp-server": "leetcode-mcp-server",
+    "@f4ww4z/mcp-mysql-server": "../@f4ww4z/mcp-mysql-server/build/index.js",
+    "@gongrzhe/server-redis-mcp": "../@gongrzhe/server-redis-mcp/build/index.js",
+    "@googlemaps/code-assist-mcp": "code-assist-mcp",
+    "@kazuph/mcp-screenshot": "mcp-screenshot",
+    "mcp-figma": "mcp-figma",
     "@angular/cli": "ng",
     "@google-cloud/gcloud-mcp": "gcloud-mcp",
     "@google-cloud/storage-mcp": "storage-mcp",
@@ -888,13 +929,14 @@ def main(argv=None):
                              " heldout8: bench/heldout8/catalogs; heldout9: bench/heldout9/catalogs;"
                              " heldout10: bench/heldout10/catalogs; heldout11: bench/heldout11/catalogs;"
                              " heldout12: bench/heldout12/catalogs; heldout13: bench/heldout13/catalogs;"
-                             " heldout14: bench/heldout14/catalogs; heldout15: bench/heldout15/catalogs")
+                             " heldout14: bench/heldout14/catalogs; heldout15: bench/heldout15/catalogs;"
+                             " heldout16: bench/heldout16/catalogs")
     parser.add_argument("--scratch", default=os.path.join(tempfile.gettempdir(), "toolscript-eval-servers"),
                         help="where the servers are installed (outside the checkout)")
     parser.add_argument("--install", action="store_true", help="npm/pip install the servers into --scratch first")
     parser.add_argument("--install-only", action="store_true",
                         help="install the servers and stop, so that recording can run with no network"
-                             " (held-out 2 to 15)")
+                             " (held-out 2 to 16)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each server")
     args = parser.parse_args(argv)
     servers, catalogs = SETS[args.set]
