@@ -22,6 +22,7 @@ them, and toolscript's own rankers (bench/search.py's ``ranker_rows``), on the s
 - ``heldout13``: the same for bench/heldout13 (index: all fourteen sets, 2,722 tools), run once in session 22.
 - ``heldout14``: the same for bench/heldout14 (index: all fifteen sets, 2,922 tools), run once in session 23.
 - ``heldout15``: the same for bench/heldout15 (index: all sixteen sets, 3,065 tools), run once in session 23.
+- ``heldout16``: the same for bench/heldout16 (index: all seventeen sets, 3,227 tools), run once in session 23.
   Nothing of ours is tuned here by this script: these are figures, not a grid.
 
 Rankers, each graded by bench/search.py's ``graded`` (recall@1/3/5, MRR@10, nDCG@10 per kind):
