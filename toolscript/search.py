@@ -17,9 +17,9 @@ long description.  On top of that:
 * a short table of developer shorthand (``repo``, ``PR``, ``mkdir``) and
   related words (``remove`` / ``delete``, ``folder`` / ``directory``) adds
   lookups, also at a discount, so a literal match always counts more;
-* a thesaurus (toolscript/data/thesaurus.tsv, read on first use): for ~6,000
+* a thesaurus (toolscript/data/thesaurus.tsv, read on first use): for ~3,600
   words of real tool catalogs, the words a request may say instead
-  ("bastion" for a jump host, "nickname" for an alias, "response time" for
+  ("octets" for bytes, "nickname" for an alias, "response time" for
   latency); a query word, or two adjacent ones, found there also looks up
   the catalog words it stands for, at half a literal word's weight;
 * a query that *is* a tool's name (``search_issues``, ``search issues``,
@@ -262,8 +262,8 @@ def _build_synonyms() -> Dict[str, Dict[str, float]]:
 
 _SYNONYMS = _build_synonyms()
 
-# The thesaurus: for ~6,000 words of real tool catalogs, the words a request
-# may use instead ("bastion" for a jump host, "nickname" for an alias), written
+# The thesaurus: for ~3,600 words of real tool catalogs, the words a request
+# may use instead ("octets" for bytes, "nickname" for an alias), written
 # for the purpose (distill/thesaurus.tsv) and compiled to index terms by
 # distill/thesaurus.py.  A query term (or two adjacent ones, joined) found
 # there also looks up the catalog words it stands for, at _THESAURUS_WEIGHT
