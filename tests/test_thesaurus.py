@@ -139,15 +139,25 @@ def test_the_shipped_thesaurus_is_read_on_first_use():
 
 
 def test_a_missing_or_damaged_file_means_search_without_it(monkeypatch):
+    real = search.pkgutil.get_data
+
+    def thesaurus_only(replacement):
+        # Only the thesaurus's read is replaced: the vectors table, read the same way, must stay readable
+        # (its loader remembers a failed read for the whole process).
+        def get_data(package, name):
+            if name != search.THESAURUS:
+                return real(package, name)
+            if isinstance(replacement, Exception):
+                raise replacement
+            return replacement
+        return get_data
+
     for data in (None, b"\xff\xfe not utf-8"):
-        monkeypatch.setattr(search.pkgutil, "get_data", lambda package, name, data=data: data)
+        monkeypatch.setattr(search.pkgutil, "get_data", thesaurus_only(data))
         search._thesaurus.cache_clear()
         assert search._thesaurus() == {}
         assert SearchIndex(TOOLS).search("size of a stored object in bytes", limit=1)[0]["name"] == "get_object_size"
-
-    def unreadable(package, name):
-        raise OSError("gone")
-    monkeypatch.setattr(search.pkgutil, "get_data", unreadable)
+    monkeypatch.setattr(search.pkgutil, "get_data", thesaurus_only(OSError("gone")))
     search._thesaurus.cache_clear()
     assert search._thesaurus() == {}
     monkeypatch.undo()
