@@ -60,13 +60,21 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="only say whether the data file is up to date")
     args = parser.parse_args(argv)
-    with open(SOURCE, encoding="utf-8") as f:
-        compiled = compile_source(f.read())
+    try:
+        with open(SOURCE, encoding="utf-8") as f:
+            compiled = compile_source(f.read())
+    except ValueError as exc:  # a malformed line: say which, nothing written
+        print(f"{exc}; fix that line and run python3 distill/thesaurus.py again", file=sys.stderr)
+        return 2
     if args.check:
-        with open(OUTPUT, encoding="utf-8") as f:
-            if f.read() != compiled:
-                print(f"{OUTPUT} is out of date: run python3 distill/thesaurus.py", file=sys.stderr)
-                return 1
+        try:
+            with open(OUTPUT, encoding="utf-8") as f:
+                current = f.read()
+        except FileNotFoundError:
+            current = None
+        if current != compiled:
+            print(f"{OUTPUT} is out of date: run python3 distill/thesaurus.py", file=sys.stderr)
+            return 1
         return 0
     tmp = OUTPUT + ".tmp"
     with open(tmp, "w", encoding="utf-8", newline="\n") as f:

@@ -70,6 +70,19 @@ def test_an_alternative_becomes_the_term_a_query_yields():
     assert lines[2:] == ["delay\tlatency", "remov\tdelet", "responstim\tlatency"]
 
 
+def test_a_missing_data_file_is_out_of_date_and_a_bad_source_line_is_named(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(compiler, "OUTPUT", str(tmp_path / "absent.tsv"))
+    assert compiler.main(["--check"]) == 1
+    assert "is out of date: run python3 distill/thesaurus.py" in capsys.readouterr().err
+    source = tmp_path / "thesaurus.tsv"
+    source.write_text("latency\tdelay\nbroken line\n", encoding="utf-8")
+    monkeypatch.setattr(compiler, "SOURCE", str(source))
+    assert compiler.main([]) == 2
+    err = capsys.readouterr().err
+    assert ":2: expected 'word<TAB>alternative|...'" in err and "fix that line" in err and "Traceback" not in err
+    assert not (tmp_path / "absent.tsv").exists()  # nothing written
+
+
 def test_a_line_without_a_tab_is_named():
     with pytest.raises(ValueError, match=r"thesaurus.tsv:2: expected 'word<TAB>alternative\|\.\.\.'"):
         compiler.compile_source("latency\tdelay\nbroken line\n")
