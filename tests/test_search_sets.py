@@ -42,6 +42,8 @@ The sets, in the order they were made (each set's README logs its runs):
 - bench/heldout17/ (dev-r from then on): built after held-out 16's run, from servers in none of the sets above
   (10 PyPI and 2 npm servers, none on AWS), run once at 21:41 UTC on 2026-11-24 with VECTORS-V11 and the
   thesaurus (neither had seen it).
+- bench/heldout18/: built after held-out 17, from servers in none of the sets above (12 PyPI servers,
+  none on AWS); unranked.
 A set marked ``unranked`` (the fresh one, before its run) gets format checks
 only: no floor, and nothing here builds a SearchIndex on it.
 The floors are the hybrid's measured recall@3 minus ~0.02, rounded down;
@@ -118,6 +120,10 @@ SETS = {
     "heldout17": {
         # 122 tools: below the 150 most earlier sets reached (see its README's "Known biases").
         "min_servers": 12, "tool_bounds": (120, 250), "outsider": "chatwork", "own": ("infisical", "meta-ads"),
+    },
+    "heldout18": {
+        "min_servers": 12, "tool_bounds": (150, 250), "outsider": "infisical", "own": ("proxmox", "word"),
+        "unranked": True,
     },
 }
 _ORDER = ["eval"] + list(SETS)
@@ -636,3 +642,35 @@ def test_recorder_starts_heldout17_servers_from_the_scratch_install(start_comman
     for package in ("mcp-text-editor", "mcp-server-pacman", "skydeckai-code", "mcp-scholarly"):
         assert "mcp<2" in extra[package], package
     assert "bibtexparser<2" in extra["mcp-scholarly"]
+
+
+def test_recorder_starts_heldout18_servers_from_the_scratch_install(start_command, tmp_path):
+    scratch = str(tmp_path)
+    # Office-Word's executable is not its package name; Basic Memory's MCP server is a subcommand of its CLI.
+    assert start_command("word")[0] == venv_bin(scratch, "word", "word_mcp_server")
+    assert start_command("basic-memory")[:2] == (venv_bin(scratch, "basic-memory", "basic-memory"), ["mcp"])
+    # Proxmox, Redmine and GreptimeDB point at closed local ports: no backend is reached.
+    assert start_command("proxmox")[2]["PROXMOX_HOST"] == "127.0.0.1" and start_command("proxmox")[2]["PROXMOX_PORT"] == "9"
+    # proxmox-mcp-plus refuses to start with verify_ssl off ("Insecure TLS configuration blocked").
+    assert start_command("proxmox")[2]["PROXMOX_VERIFY_SSL"] == "true"
+    assert start_command("redmine")[2]["REDMINE_URL"] == "http://127.0.0.1:9"
+    assert start_command("greptime")[2]["GREPTIMEDB_PORT"] == "9"
+    # These exit at start with the MCP 2 SDK: the recorder installs the older one.
+    extra = load_recorder().PYPI_EXTRA
+    for package in ("uv-mcp", "mcp-hn", "mcp-simple-pubmed"):
+        assert "mcp<2" in extra[package], package
+    assert "pydantic-settings" in extra["mcp-simple-pubmed"]
+
+
+def test_recorder_makes_the_venv_of_a_python_3_12_server_with_that_python(tmp_path, monkeypatch):
+    # kagimcp, mcp-hn and basic-memory publish no release for Python < 3.12: pip on the recorder's
+    # own Python finds none, so their venv is made with the interpreter PYPI_PYTHON names.
+    recorder = load_recorder()
+    calls = []
+    monkeypatch.setattr(recorder.subprocess, "run", lambda cmd, **kw: calls.append(cmd))
+    recorder.install(str(tmp_path), ["kagi", "uv"])
+    venvs = {cmd[-1]: cmd[0] for cmd in calls if cmd[1:3] == ["-m", "venv"]}
+    assert venvs[os.path.join(str(tmp_path), "venv-kagi")] == "python3.12"
+    assert venvs[os.path.join(str(tmp_path), "venv-uv")] == recorder.sys.executable
+    assert [os.path.join(str(tmp_path), "venv-kagi", "bin", "python"), "-m", "pip", "install", "--quiet",
+            "--disable-pip-version-check", "kagimcp==1.0.2"] in calls

@@ -14,7 +14,7 @@ catalog is written as::
     {"server": NAME, "package": "PACKAGE@VERSION", "registry": "npm" | "pypi",
      "recorded": "YYYY-MM-DD", "tools": [... verbatim from tools/list ...]}
 
-    python3 bench/eval/record_catalogs.py [--scratch DIR] [--install | --install-only] [--set heldout|heldout2|heldout3|heldout4|heldout5|heldout6|heldout7|heldout8|heldout9|heldout10|heldout11|heldout12|heldout13|heldout14|heldout15|heldout16|heldout17] [NAME ...]
+    python3 bench/eval/record_catalogs.py [--scratch DIR] [--install | --install-only] [--set heldout|heldout2|heldout3|heldout4|heldout5|heldout6|heldout7|heldout8|heldout9|heldout10|heldout11|heldout12|heldout13|heldout14|heldout15|heldout16|heldout17|heldout18] [NAME ...]
 
 ``--set heldout`` records the servers of the held-out evaluation set
 (HELDOUT_SERVERS, none of them in the development set) into
@@ -42,7 +42,8 @@ the sixth (HELDOUT6_SERVERS) into bench/heldout6/catalogs/, the same way again;
 ``--set heldout14`` the fourteenth (HELDOUT14_SERVERS) into bench/heldout14/catalogs/, the same way again;
 ``--set heldout15`` the fifteenth (HELDOUT15_SERVERS) into bench/heldout15/catalogs/, the same way again;
 ``--set heldout16`` the sixteenth (HELDOUT16_SERVERS) into bench/heldout16/catalogs/, the same way again;
-``--set heldout17`` the seventeenth (HELDOUT17_SERVERS) into bench/heldout17/catalogs/, the same way again.
+``--set heldout17`` the seventeenth (HELDOUT17_SERVERS) into bench/heldout17/catalogs/, the same way again;
+``--set heldout18`` the eighteenth (HELDOUT18_SERVERS) into bench/heldout18/catalogs/, the same way again.
 
 A server that fails to install or start is reported on stderr and skipped;
 the exit status is 1 when any failed.
@@ -82,6 +83,7 @@ HELDOUT14_CATALOGS = os.path.join(ROOT, "bench", "heldout14", "catalogs")
 HELDOUT15_CATALOGS = os.path.join(ROOT, "bench", "heldout15", "catalogs")
 HELDOUT16_CATALOGS = os.path.join(ROOT, "bench", "heldout16", "catalogs")
 HELDOUT17_CATALOGS = os.path.join(ROOT, "bench", "heldout17", "catalogs")
+HELDOUT18_CATALOGS = os.path.join(ROOT, "bench", "heldout18", "catalogs")
 
 # name -> (registry, package, version, argv after the executable, env).
 # "{scratch}" in args and env is replaced by the scratch directory, "{redis}"
@@ -592,12 +594,37 @@ HELDOUT17_SERVERS = {
     "magicui": ("npm", "@magicuidesign/mcp", "2.0.0", [], {"HOME": "{scratch}/home"}),
 }
 
+# The eighteenth held-out set (bench/heldout18/): in none of the sets above, outside
+# AWS, mostly from PyPI (pip's default index, as held-out 17). Installed with
+# --install-only and recorded with no network, as held-out 2 to 17 (see
+# bench/heldout18/README.md, which lists the servers tried and left out).
+HELDOUT18_SERVERS = {
+    "proxmox": ("pypi", "proxmox-mcp-plus", "0.6.7", [],
+                {"HOME": "{scratch}/home", "PROXMOX_HOST": "127.0.0.1", "PROXMOX_PORT": "9", "PROXMOX_USER": "root@pam",
+                 "PROXMOX_TOKEN_NAME": "dummy", "PROXMOX_TOKEN_VALUE": "dummy", "PROXMOX_VERIFY_SSL": "true"}),
+    "x": ("pypi", "mcp-server-x", "0.3.0", [], {"HOME": "{scratch}/home"}),
+    "uv": ("pypi", "uv-mcp", "0.3.0", [], {"HOME": "{scratch}/home"}),
+    "redmine": ("pypi", "mcp-redmine", "2026.10.15.204909", [],
+                {"HOME": "{scratch}/home", "REDMINE_URL": "http://127.0.0.1:9", "REDMINE_API_KEY": "dummy"}),
+    "word": ("pypi", "office-word-mcp-server", "1.1.11", [], {"HOME": "{scratch}/home"}),
+    "sec-edgar": ("pypi", "sec-edgar-mcp", "1.1.0", [],
+                  {"HOME": "{scratch}/home", "SEC_EDGAR_USER_AGENT": "dummy dummy@example.com"}),
+    "greptime": ("pypi", "greptimedb-mcp-server", "0.6.1", [],
+                 {"HOME": "{scratch}/home", "GREPTIMEDB_HOST": "127.0.0.1", "GREPTIMEDB_PORT": "9",
+                  "GREPTIMEDB_USER": "dummy", "GREPTIMEDB_PASSWORD": "dummy", "GREPTIMEDB_DATABASE": "public"}),
+    "pypi-query": ("pypi", "pypi-query-mcp-server", "0.6.5", [], {"HOME": "{scratch}/home"}),
+    "pubmed-simple": ("pypi", "mcp-simple-pubmed", "0.1.16", [], {"HOME": "{scratch}/home", "PUBMED_EMAIL": "dummy@example.com"}),
+    "hn": ("pypi", "mcp-hn", "0.1.0", [], {"HOME": "{scratch}/home"}),
+    "kagi": ("pypi", "kagimcp", "1.0.2", [], {"HOME": "{scratch}/home", "KAGI_API_KEY": "dummy"}),
+    "basic-memory": ("pypi", "basic-memory", "0.24.1", ["mcp"], {"HOME": "{scratch}/home"}),
+}
+
 # Every server any set knows, for install/start (the names do not overlap).
 ALL_SERVERS = dict(SERVERS, **HELDOUT_SERVERS, **HELDOUT2_SERVERS, **HELDOUT3_SERVERS, **HELDOUT4_SERVERS,
                    **HELDOUT5_SERVERS, **HELDOUT6_SERVERS, **HELDOUT7_SERVERS, **HELDOUT8_SERVERS,
                    **HELDOUT9_SERVERS, **HELDOUT10_SERVERS, **HELDOUT11_SERVERS, **HELDOUT12_SERVERS,
                    **HELDOUT13_SERVERS, **HELDOUT14_SERVERS, **HELDOUT15_SERVERS,
-                   **HELDOUT16_SERVERS, **HELDOUT17_SERVERS)
+                   **HELDOUT16_SERVERS, **HELDOUT17_SERVERS, **HELDOUT18_SERVERS)
 
 # --set name -> (its servers, where their catalogs are written).
 SETS = {
@@ -619,6 +646,7 @@ SETS = {
     "heldout15": (HELDOUT15_SERVERS, HELDOUT15_CATALOGS),
     "heldout16": (HELDOUT16_SERVERS, HELDOUT16_CATALOGS),
     "heldout17": (HELDOUT17_SERVERS, HELDOUT17_CATALOGS),
+    "heldout18": (HELDOUT18_SERVERS, HELDOUT18_CATALOGS),
 }
 
 # npm packages whose executable name differs from "mcp-" + the package's last path part.
@@ -778,16 +806,22 @@ PYPI_BIN = {
     "biomcp-python": "biomcp",
     "meilisearch-mcp": "meilisearch-mcp",
     "minimax-mcp": "minimax-mcp",
+    "office-word-mcp-server": "word_mcp_server",
+    "greptimedb-mcp-server": "greptimedb-mcp-server",
 }
 
 # Extra requirements of PyPI servers published before MCP SDK 2.0 changed the
 # API they use (each PyPI server gets a venv of its own, so pins don't clash).
-PYPI_EXTRA = {"mcp-text-editor": ["mcp<2"], "mcp-server-pacman": ["mcp<2"], "skydeckai-code": ["mcp<2"],
+PYPI_EXTRA = {"uv-mcp": ["mcp<2"], "mcp-hn": ["mcp<2"], "mcp-simple-pubmed": ["pydantic-settings", "mcp<2"], "mcp-text-editor": ["mcp<2"], "mcp-server-pacman": ["mcp<2"], "skydeckai-code": ["mcp<2"],
               "mcp-scholarly": ["bibtexparser<2", "mcp<2"], "mcp-server-sqlite": ["mcp<2"], "mcp-server-sentry": ["mcp<2"], "mcp-google-sheets": ["mcp<2"],
               "mcp-server-duckdb": ["mcp<2"], "microsoft_sql_server_mcp": ["mcp<2"],
               "office-powerpoint-mcp-server": ["mcp<2"], "mcp-server-tree-sitter": ["mcp<2"],
               "mcp-server-reddit": ["mcp<2"], "serper-mcp-server": ["mcp<2"], "mcp-weather-server": ["mcp<2"],
               "ida-pro-mcp": ["mcp<2"]}
+
+# PyPI servers that require a newer Python than the one running the recorder: their
+# venv is made with this interpreter instead (pyenv's, on this machine).
+PYPI_PYTHON = {"mcp-hn": "python3.12", "kagimcp": "python3.12", "basic-memory": "python3.12"}
 
 
 class FakeRedis:
@@ -870,7 +904,7 @@ def install(scratch, names):
             continue
         venv = os.path.join(scratch, "venv-" + name)
         if not os.path.exists(os.path.join(venv, "bin", "python")):
-            subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+            subprocess.run([PYPI_PYTHON.get(package, sys.executable), "-m", "venv", venv], check=True)
         subprocess.run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet",
                         "--disable-pip-version-check", f"{package}=={version}"] + PYPI_EXTRA.get(package, []),
                        check=True)
@@ -962,13 +996,14 @@ def main(argv=None):
                              " heldout10: bench/heldout10/catalogs; heldout11: bench/heldout11/catalogs;"
                              " heldout12: bench/heldout12/catalogs; heldout13: bench/heldout13/catalogs;"
                              " heldout14: bench/heldout14/catalogs; heldout15: bench/heldout15/catalogs;"
-                             " heldout16: bench/heldout16/catalogs; heldout17: bench/heldout17/catalogs")
+                             " heldout16: bench/heldout16/catalogs; heldout17: bench/heldout17/catalogs;"
+                             " heldout18: bench/heldout18/catalogs")
     parser.add_argument("--scratch", default=os.path.join(tempfile.gettempdir(), "toolscript-eval-servers"),
                         help="where the servers are installed (outside the checkout)")
     parser.add_argument("--install", action="store_true", help="npm/pip install the servers into --scratch first")
     parser.add_argument("--install-only", action="store_true",
                         help="install the servers and stop, so that recording can run with no network"
-                             " (held-out 2 to 17)")
+                             " (held-out 2 to 18)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each server")
     args = parser.parse_args(argv)
     servers, catalogs = SETS[args.set]
