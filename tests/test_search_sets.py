@@ -44,6 +44,8 @@ The sets, in the order they were made (each set's README logs its runs):
   thesaurus (neither had seen it).
 - bench/heldout18/: built after held-out 17, from servers in none of the sets above (12 PyPI servers,
   none on AWS); unranked.
+- bench/heldout19/: built after held-out 18, from servers in none of the sets above (12 PyPI servers,
+  none on AWS); unranked.
 A set marked ``unranked`` (the fresh one, before its run) gets format checks
 only: no floor, and nothing here builds a SearchIndex on it.
 The floors are the hybrid's measured recall@3 minus ~0.02, rounded down;
@@ -123,6 +125,10 @@ SETS = {
     },
     "heldout18": {
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "infisical", "own": ("proxmox", "word"),
+        "unranked": True,
+    },
+    "heldout19": {
+        "min_servers": 12, "tool_bounds": (150, 250), "outsider": "proxmox", "own": ("databricks", "mlflow"),
         "unranked": True,
     },
 }
