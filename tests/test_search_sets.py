@@ -45,6 +45,8 @@ The sets, in the order they were made (each set's README logs its runs):
 - bench/heldout18/ (dev-s from then on): built after held-out 17, from servers in none of the sets above
   (12 PyPI servers, none on AWS), run once at 22:09 UTC on 2026-11-24 with VECTORS-V12 and the thesaurus
   (neither had seen it).
+- bench/heldout19/: built after held-out 18, from servers in none of the sets above (12 PyPI servers,
+  none on AWS); unranked.
 A set marked ``unranked`` (the fresh one, before its run) gets format checks
 only: no floor, and nothing here builds a SearchIndex on it.
 The floors are the hybrid's measured recall@3 minus ~0.02, rounded down;
@@ -124,6 +126,10 @@ SETS = {
     },
     "heldout18": {
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "infisical", "own": ("proxmox", "word"),
+    },
+    "heldout19": {
+        "min_servers": 12, "tool_bounds": (150, 250), "outsider": "proxmox", "own": ("databricks", "mlflow"),
+        "unranked": True,
     },
 }
 _ORDER = ["eval"] + list(SETS)
@@ -677,3 +683,22 @@ def test_recorder_makes_the_venv_of_a_python_3_12_server_with_that_python(tmp_pa
     assert venvs[os.path.join(str(tmp_path), "venv-uv")] == recorder.sys.executable
     assert [os.path.join(str(tmp_path), "venv-kagi", "bin", "python"), "-m", "pip", "install", "--quiet",
             "--disable-pip-version-check", "kagimcp==1.0.2"] in calls
+
+
+def test_recorder_starts_heldout19_servers_from_the_scratch_install(start_command, tmp_path):
+    scratch = str(tmp_path)
+    # The ServiceNow fork's executable is not its package name; Ansible's MCP server is a subcommand.
+    assert start_command("servicenow")[0] == venv_bin(scratch, "servicenow", "mcp-server-servicenow")
+    assert start_command("ansible")[:2] == (venv_bin(scratch, "ansible", "ansible-mcp"), ["serve", "--stdio"])
+    # Backends are a closed local port: no server reaches a real one.
+    assert start_command("databricks")[2]["DATABRICKS_HOST"] == "http://127.0.0.1:9"
+    assert start_command("mlflow")[2]["MLFLOW_TRACKING_URI"] == "http://127.0.0.1:9"
+    assert start_command("gitea")[2]["GITEA_URL"] == "http://127.0.0.1:9"
+    assert start_command("couchbase-guru")[2]["CB_AGENT_BASE_URL"] == "http://127.0.0.1:9"
+    recorder = load_recorder()
+    # These exit at start with the MCP 2 SDK: the recorder installs the older one.
+    for package in ("databricks-mcp-server", "mcp-ollama", "toggl-mcp", "iflow-mcp_mcp-server-servicenow", "ansible-mcp"):
+        assert "mcp<2" in recorder.PYPI_EXTRA[package], package
+    # Mattermost's server needs its [mcp] extra (fastmcp); FreeCAD's and Ansible's need Python 3.12.
+    assert "mattermost-mcp[mcp]" in recorder.PYPI_EXTRA["mattermost-mcp"]
+    assert recorder.PYPI_PYTHON["freecad-mcp"] == recorder.PYPI_PYTHON["ansible-mcp"] == "python3.12"
