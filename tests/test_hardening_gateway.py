@@ -278,6 +278,22 @@ def test_a_list_changed_burst_is_one_refresh_on_the_upstream_worker(gateway):
 
 
 @pytest.mark.timeout(60)
+def test_a_server_is_settled_only_once_its_tools_are_in_the_catalog(gateway, monkeypatch):
+    # wait_for_servers used to return between "ready" and the catalog's rebuild, so a call right after it could
+    # fail with "fixture has: no tools" (seen under load in the burst test above).  A slow rebuild widens that gap.
+    original = Catalog.rebuild
+
+    def slow_rebuild(self):
+        time.sleep(0.3)
+        return original(self)
+
+    monkeypatch.setattr(Catalog, "rebuild", slow_rebuild)
+    gw, _url = gateway(fixture_server())
+    assert gw.wait_for_servers() == []
+    assert gw.catalog.get("fixture__change_tools") is not None
+
+
+@pytest.mark.timeout(60)
 def test_a_servers_log_messages_go_only_to_the_call_they_belong_to(gateway):
     from mcp_servers.launch import start_fixture
 

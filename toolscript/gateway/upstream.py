@@ -382,11 +382,15 @@ class Upstream:
             self.state = state
             self.error = error
             self._changed.notify_all()
-        if state != "connecting":
-            self.settled.set()
         if error:
             logger.warning("%s: %s", self.name, error)
-        self._on_change(self)
+        # The catalog first: whoever waits for the server to settle (wait_for_servers, then a call) must find
+        # its tools there, not a window where it is "ready" with none listed.
+        try:
+            self._on_change(self)
+        finally:
+            if state != "connecting":
+                self.settled.set()
 
     # -- calls -------------------------------------------------------------------
 
