@@ -122,7 +122,14 @@ _QUERY_DROP = frozenset(
 # Names of particular things say nothing about which tool: quoted text (a
 # message to post), paths and owner/repo pairs.  A "#name" is a channel.
 _QUOTED = re.compile(r"`[^`\n]*`|\"[^\"\n]*\"|(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])")
-_PATH = re.compile(r"[\w.@~-]*/[\w./@~-]*")
+# Each starts only where its run of characters starts (the lookbehinds): a
+# match inside a run would have started at the run's first character, and
+# without them a long run with no match is tried from each of its
+# characters to its end -- quadratic (4,000 spaces took 0.35 s).  A
+# whitespace run of many newlines is still tried from each line's start
+# (a newline can end a match): the prompt's 4,000-character cap bounds
+# that at ~0.2 s.
+_PATH = re.compile(r"(?<![\w.@~-])[\w.@~-]*/[\w./@~-]*")
 _CHANNEL = re.compile(r"(?<![\w&])#[A-Za-z][\w-]*")
 # "PRs" splits into "p" + "rs" as an identifier; read it as the words first.
 _PULL_REQUESTS = re.compile(r"\bPRs?\b")
@@ -131,7 +138,8 @@ _URL = re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+", re.IGNORECASE)
 # A line that looks like pasted code: indented, or mostly punctuation.
 _CODE_LINE = re.compile(r"^(?:\s{4}|\t)|[{}();=<>]{2}|^\s*(?:def|class|import|from|return|if|for|SELECT|select)\b")
 # Clause boundaries: sentence ends (not the dots of "p5.js" or "1.5.0"), commas, "and", "then".
-_CLAUSE = re.compile(r"[.;!?]+(?=\s|$)|[;!?\n]+|,\s+|\s+(?:and then|and|then|but|also)\s+", re.IGNORECASE)
+_CLAUSE = re.compile(r"(?<!\.)[.;!?]+(?=\s|$)|[;!?\n]+|,\s+|(?<![^\S\n])\s+(?:and then|and|then|but|also)\s+",
+                     re.IGNORECASE)
 
 
 def _clean(prompt: str) -> str:

@@ -258,7 +258,9 @@ class _Item(object):
 
 
 # Durations and decimals differ between runs of the same command ("12 passed in 0.31s").
-_VOLATILE_NUMBERS = re.compile(r"\d+(?:\.\d+)?\s*(?:ms|s|sec|seconds)\b|\d+\.\d+")
+# Only from a number's first digit (the lookbehind): from every digit of a long
+# number it was quadratic (4,000 digits took 1 s).
+_VOLATILE_NUMBERS = re.compile(r"(?<!\d)\d+(?:\.\d+)?\s*(?:ms|s|sec|seconds)\b|(?<!\d)\d+\.\d+")
 
 
 def _fold_key(memory: "Memory") -> Tuple[Any, ...]:

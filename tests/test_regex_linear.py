@@ -1,0 +1,46 @@
+"""The patterns that read prompts, memories and queries stay linear on long runs of one kind of character.
+
+Each of these was quadratic: a run with no match was tried from each of its
+characters to its end (4,000 spaces in a prompt took 0.35 s in the
+suggestion hook, 4,000 digits in a memory 1 s, 20,000 letters in a search
+query 2.6 s).  The timeouts below are many times what the linear patterns
+take (milliseconds) and far below what the quadratic ones would (hours).
+The matches themselves are the old patterns' (the cases below, and the
+suggestion and memory tests that use them).
+"""
+
+import pytest
+
+from toolscript.memory import context
+from toolscript import search, suggest_local
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("text", [" " * 400_000, "\t" * 400_000, "." * 400_000, "x" * 400_000])
+def test_clause_split_is_linear(text):
+    assert suggest_local._CLAUSE.split("read it" + text + "then post it")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("text", ["a_" * 200_000, "x" * 400_000, "~." * 200_000])
+def test_path_pattern_is_linear(text):
+    assert suggest_local._PATH.findall(text) == []
+
+
+@pytest.mark.timeout(60)
+def test_volatile_numbers_pattern_is_linear():
+    assert context._VOLATILE_NUMBERS.sub("#", "1" * 400_000 + " passed") == "1" * 400_000 + " passed"
+
+
+@pytest.mark.timeout(60)
+def test_identifier_search_is_linear():
+    assert search._identifiers("x" * 400_000 + " calendarId") == ["calendarId"]
+
+
+def test_the_patterns_still_match_what_they_did():
+    assert suggest_local._CLAUSE.split("read #incidents on slack and then write a postmortem. Done") == [
+        "read #incidents on slack", "write a postmortem", " Done"]
+    assert suggest_local._CLAUSE.split("x;\n and y") == ["x", "", "", "y"]  # a newline's end may start " and "
+    assert suggest_local._CLAUSE.split("p5.js 1.5.0!? ok") == ["p5.js 1.5.0", " ok"]
+    assert suggest_local._PATH.findall("see src/app.py and owner/repo, not this") == ["src/app.py", "owner/repo"]
+    assert context._VOLATILE_NUMBERS.sub("#", "12 passed in 0.31s, 3.5 ms, v1.2.3s") == "12 passed in #, #, v#.#"
