@@ -131,6 +131,10 @@ SETS = {
     "heldout19": {
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "proxmox", "own": ("databricks", "mlflow"),
     },
+    "heldout20": {
+        "min_servers": 12, "tool_bounds": (150, 250), "outsider": "databricks", "own": ("langfuse", "paper-search"),
+        "unranked": True,
+    },
 }
 _ORDER = ["eval"] + list(SETS)
 for _n, _name in enumerate(_ORDER[1:], start=1):
