@@ -131,6 +131,10 @@ SETS = {
     "heldout19": {
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "proxmox", "own": ("databricks", "mlflow"),
     },
+    "heldout20": {
+        "min_servers": 12, "tool_bounds": (150, 250), "outsider": "databricks", "own": ("langfuse", "paper-search"),
+        "unranked": True,
+    },
 }
 _ORDER = ["eval"] + list(SETS)
 for _n, _name in enumerate(_ORDER[1:], start=1):
@@ -719,3 +723,34 @@ def test_recorder_starts_heldout19_servers_from_the_scratch_install(start_comman
     # Mattermost's server needs its [mcp] extra (fastmcp); FreeCAD's and Ansible's need Python 3.12.
     assert "mattermost-mcp[mcp]" in recorder.PYPI_EXTRA["mattermost-mcp"]
     assert recorder.PYPI_PYTHON["freecad-mcp"] == recorder.PYPI_PYTHON["ansible-mcp"] == "python3.12"
+
+
+def test_recorder_starts_heldout20_servers_from_the_scratch_install(start_command, tmp_path):
+    scratch = str(tmp_path)
+    # excel-mcp-server serves stdio only when asked; mcp-gsuite reads the files prepare() writes.
+    assert start_command("excel-py")[:2] == (venv_bin(scratch, "excel-py", "excel-mcp-server"), ["stdio"])
+    exe, args, _ = start_command("gsuite")
+    assert exe == venv_bin(scratch, "gsuite", "mcp-gsuite")
+    assert args == ["--gauth-file", os.path.join(scratch, "gauth.json"), "--accounts-file",
+                    os.path.join(scratch, "accounts.json"), "--credentials-dir", os.path.join(scratch, "files")]
+    # Backends are a closed local port: no server reaches a real one.
+    assert start_command("langfuse")[2]["LANGFUSE_HOST"] == "http://127.0.0.1:9"
+    assert start_command("timeplus")[2]["TIMEPLUS_PORT"] == "9"
+    assert start_command("cli")[2]["ALLOWED_DIR"] == os.path.join(scratch, "repo")
+    recorder = load_recorder()
+    # These exit at start with the MCP 2 SDK: the recorder installs the older one.
+    for package in ("mcp-gsuite", "mcp-timeplus", "paper-search-mcp", "cli-mcp-server"):
+        assert "mcp<2" in recorder.PYPI_EXTRA[package], package
+    # mcp-gsuite and mcp-timeplus publish no release for Python < 3.13.
+    assert recorder.PYPI_PYTHON["mcp-gsuite"] == recorder.PYPI_PYTHON["mcp-timeplus"] == "python3.13"
+
+
+def test_recorder_prepares_the_oauth_files_gsuite_reads_at_start(tmp_path):
+    # mcp-gsuite exits at start-up without its OAuth client file and account list; it only uses them on a call.
+    recorder = load_recorder()
+    recorder.prepare(str(tmp_path))
+    client = json.loads((tmp_path / "gauth.json").read_text())
+    assert client["web"]["client_id"] == "dummy"
+    assert client["web"]["token_uri"].startswith("http://127.0.0.1:9")
+    accounts = json.loads((tmp_path / "accounts.json").read_text())
+    assert accounts["accounts"][0]["email"] == "dummy@example.com"

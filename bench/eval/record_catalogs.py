@@ -45,6 +45,7 @@ the sixth (HELDOUT6_SERVERS) into bench/heldout6/catalogs/, the same way again;
 ``--set heldout17`` the seventeenth (HELDOUT17_SERVERS) into bench/heldout17/catalogs/, the same way again;
 ``--set heldout18`` the eighteenth (HELDOUT18_SERVERS) into bench/heldout18/catalogs/, the same way again;
 ``--set heldout19`` the nineteenth (HELDOUT19_SERVERS) into bench/heldout19/catalogs/, the same way again.
+``--set heldout20`` the twentieth (HELDOUT20_SERVERS) into bench/heldout20/catalogs/, the same way again.
 
 A server that fails to install or start is reported on stderr and skipped;
 the exit status is 1 when any failed.
@@ -86,6 +87,7 @@ HELDOUT16_CATALOGS = os.path.join(ROOT, "bench", "heldout16", "catalogs")
 HELDOUT17_CATALOGS = os.path.join(ROOT, "bench", "heldout17", "catalogs")
 HELDOUT18_CATALOGS = os.path.join(ROOT, "bench", "heldout18", "catalogs")
 HELDOUT19_CATALOGS = os.path.join(ROOT, "bench", "heldout19", "catalogs")
+HELDOUT20_CATALOGS = os.path.join(ROOT, "bench", "heldout20", "catalogs")
 
 # name -> (registry, package, version, argv after the executable, env).
 # "{scratch}" in args and env is replaced by the scratch directory, "{redis}"
@@ -647,13 +649,41 @@ HELDOUT19_SERVERS = {
     "couchbase-guru": ("pypi", "couchbase-guru", "0.1.0", [], {"HOME": "{scratch}/home", "CB_AGENT_BASE_URL": "http://127.0.0.1:9"}),
 }
 
+# The twentieth held-out set (bench/heldout20/): in none of the sets above, outside
+# AWS, all from PyPI (pip's default index, as held-out 17 to 19). Installed with
+# --install-only and recorded with no network, as held-out 2 to 19 (see
+# bench/heldout20/README.md, which lists the servers tried and left out).
+HELDOUT20_SERVERS = {
+    "excel-py": ("pypi", "excel-mcp-server", "2.2.2", ["stdio"], {"HOME": "{scratch}/home"}),
+    "langfuse": ("pypi", "langfuse-mcp", "0.14.0", [],
+                 {"HOME": "{scratch}/home", "LANGFUSE_PUBLIC_KEY": "pk-dummy", "LANGFUSE_SECRET_KEY": "sk-dummy",
+                  "LANGFUSE_HOST": "http://127.0.0.1:9"}),
+    "gsuite": ("pypi", "mcp-gsuite", "0.4.1",
+               ["--gauth-file", "{scratch}/gauth.json", "--accounts-file", "{scratch}/accounts.json",
+                "--credentials-dir", "{scratch}/files"], {"HOME": "{scratch}/home"}),
+    "neo4j-aura": ("pypi", "mcp-neo4j-aura-manager", "0.4.8", [],
+                   {"HOME": "{scratch}/home", "NEO4J_AURA_CLIENT_ID": "dummy", "NEO4J_AURA_CLIENT_SECRET": "dummy"}),
+    "markitdown": ("pypi", "markitdown-mcp", "0.0.1a8", [], {"HOME": "{scratch}/home"}),
+    "timeplus": ("pypi", "mcp-timeplus", "0.1.6", [],
+                 {"HOME": "{scratch}/home", "TIMEPLUS_HOST": "127.0.0.1", "TIMEPLUS_PORT": "9", "TIMEPLUS_USER": "dummy",
+                  "TIMEPLUS_PASSWORD": "dummy"}),
+    "paper-search": ("pypi", "paper-search-mcp", "0.1.4", [], {"HOME": "{scratch}/home"}),
+    "code-index": ("pypi", "code-index-mcp", "2.17.1", [], {"HOME": "{scratch}/home"}),
+    "simple-time": ("pypi", "mcp-simple-timeserver", "3.3.2", [], {"HOME": "{scratch}/home"}),
+    "openai-assistant": ("pypi", "mcp-simple-openai-assistant", "0.4.1", [], {"HOME": "{scratch}/home", "OPENAI_API_KEY": "sk-dummy"}),
+    "cli": ("pypi", "cli-mcp-server", "0.2.5", [],
+            {"HOME": "{scratch}/home", "ALLOWED_DIR": "{scratch}/repo", "ALLOWED_COMMANDS": "ls,cat,pwd",
+             "ALLOWED_FLAGS": "-l,-a"}),
+    "simple-arxiv": ("pypi", "mcp-simple-arxiv", "0.6.0", [], {"HOME": "{scratch}/home"}),
+}
+
 # Every server any set knows, for install/start (the names do not overlap).
 ALL_SERVERS = dict(SERVERS, **HELDOUT_SERVERS, **HELDOUT2_SERVERS, **HELDOUT3_SERVERS, **HELDOUT4_SERVERS,
                    **HELDOUT5_SERVERS, **HELDOUT6_SERVERS, **HELDOUT7_SERVERS, **HELDOUT8_SERVERS,
                    **HELDOUT9_SERVERS, **HELDOUT10_SERVERS, **HELDOUT11_SERVERS, **HELDOUT12_SERVERS,
                    **HELDOUT13_SERVERS, **HELDOUT14_SERVERS, **HELDOUT15_SERVERS,
                    **HELDOUT16_SERVERS, **HELDOUT17_SERVERS, **HELDOUT18_SERVERS,
-                   **HELDOUT19_SERVERS)
+                   **HELDOUT19_SERVERS, **HELDOUT20_SERVERS)
 
 # --set name -> (its servers, where their catalogs are written).
 SETS = {
@@ -677,6 +707,7 @@ SETS = {
     "heldout17": (HELDOUT17_SERVERS, HELDOUT17_CATALOGS),
     "heldout18": (HELDOUT18_SERVERS, HELDOUT18_CATALOGS),
     "heldout19": (HELDOUT19_SERVERS, HELDOUT19_CATALOGS),
+    "heldout20": (HELDOUT20_SERVERS, HELDOUT20_CATALOGS),
 }
 
 # npm packages whose executable name differs from "mcp-" + the package's last path part.
@@ -850,12 +881,17 @@ PYPI_EXTRA = {"uv-mcp": ["mcp<2"], "mcp-hn": ["mcp<2"], "mcp-simple-pubmed": ["p
               "mcp-server-reddit": ["mcp<2"], "serper-mcp-server": ["mcp<2"], "mcp-weather-server": ["mcp<2"],
               "ida-pro-mcp": ["mcp<2"], "databricks-mcp-server": ["mcp<2"], "mcp-ollama": ["mcp<2"],
               "toggl-mcp": ["mcp<2"], "mattermost-mcp": ["mattermost-mcp[mcp]"],
-              "iflow-mcp_mcp-server-servicenow": ["mcp<2"], "ansible-mcp": ["mcp<2"]}
+              "iflow-mcp_mcp-server-servicenow": ["mcp<2"], "ansible-mcp": ["mcp<2"],
+              "mcp-gsuite": ["mcp<2"], "mcp-timeplus": ["mcp<2"], "paper-search-mcp": ["mcp<2"], "cli-mcp-server": ["mcp<2"]}
 
 # PyPI servers that require a newer Python than the one running the recorder: their
 # venv is made with this interpreter instead (pyenv's, on this machine).
 PYPI_PYTHON = {"mcp-hn": "python3.12", "kagimcp": "python3.12", "basic-memory": "python3.12", "freecad-mcp": "python3.12",
-               "ansible-mcp": "python3.12"}
+               "ansible-mcp": "python3.12", "mcp-gsuite": "python3.13", "mcp-timeplus": "python3.13",
+               "excel-mcp-server": "python3.12", "langfuse-mcp": "python3.12", "mcp-neo4j-aura-manager": "python3.12",
+               "markitdown-mcp": "python3.12", "paper-search-mcp": "python3.12", "code-index-mcp": "python3.12",
+               "mcp-simple-timeserver": "python3.12", "mcp-simple-openai-assistant": "python3.12",
+               "cli-mcp-server": "python3.12", "mcp-simple-arxiv": "python3.12"}
 
 
 class FakeRedis:
@@ -972,6 +1008,12 @@ def prepare(scratch):
     for path in (os.path.join(home, ".gmail-mcp", "gcp-oauth.keys.json"), os.path.join(home, "gcp-oauth.keys.json")):
         with open(path, "w") as f:
             json.dump(oauth_client, f)
+    # mcp-gsuite reads its OAuth client file and account list at start-up and only uses them on a call.
+    with open(os.path.join(scratch, "gauth.json"), "w") as f:
+        json.dump({"web": {"client_id": "dummy", "client_secret": "dummy", "redirect_uris": ["http://127.0.0.1:9/code"],
+                           "auth_uri": "http://127.0.0.1:9/auth", "token_uri": "http://127.0.0.1:9/token"}}, f)
+    with open(os.path.join(scratch, "accounts.json"), "w") as f:
+        json.dump({"accounts": [{"email": "dummy@example.com", "account_type": "personal", "extra_info": "dummy"}]}, f)
     # The SNS/SQS server opens the AWS profile "default" at start-up; this one holds only a region.
     with open(os.path.join(scratch, "aws-config"), "w") as f:
         f.write("[default]\nregion = us-east-1\n")
