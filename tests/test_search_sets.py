@@ -48,6 +48,8 @@ The sets, in the order they were made (each set's README logs its runs):
 - bench/heldout19/ (dev-t from then on): built after held-out 18, from servers in none of the sets above
   (12 PyPI servers, none on AWS), run once at 22:42 UTC on 2026-11-24 with VECTORS-V13 and the thesaurus
   (neither had seen it).
+- bench/heldout20/: built after held-out 19's run, from servers in none of the sets above (12 PyPI servers,
+  none on AWS); unranked.
 A set marked ``unranked`` (the fresh one, before its run) gets format checks
 only: no floor, and nothing here builds a SearchIndex on it.
 The floors are the hybrid's measured recall@3 minus ~0.02, rounded down;
