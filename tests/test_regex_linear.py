@@ -2,8 +2,8 @@
 
 Each of these was quadratic: a run with no match was tried from each of its
 characters to its end (4,000 spaces in a prompt took 0.35 s in the
-suggestion hook, 4,000 digits in a memory 1 s, 20,000 letters in a search
-query 2.6 s).  The timeouts below are many times what the linear patterns
+suggestion hook, 4,000 digits in a memory 1 s, 100,000 spaces in an answer
+10 s of the Stop hook, 20,000 letters in a search query 2.6 s).  The timeouts below are many times what the linear patterns
 take (milliseconds) and far below what the quadratic ones would (hours).
 The matches themselves are the old patterns' (the cases below, and the
 suggestion and memory tests that use them).
@@ -11,7 +11,7 @@ suggestion and memory tests that use them).
 
 import pytest
 
-from toolscript.memory import context
+from toolscript.memory import capture, context
 from toolscript import search, suggest_local
 
 
@@ -33,6 +33,11 @@ def test_volatile_numbers_pattern_is_linear():
 
 
 @pytest.mark.timeout(60)
+def test_trailing_blanks_pattern_is_linear():
+    assert capture._TRAILING_BLANKS.sub("\n", " " * 400_000 + "x") == " " * 400_000 + "x"
+
+
+@pytest.mark.timeout(60)
 def test_identifier_search_is_linear():
     assert search._identifiers("x" * 400_000 + " calendarId") == ["calendarId"]
 
@@ -44,3 +49,4 @@ def test_the_patterns_still_match_what_they_did():
     assert suggest_local._CLAUSE.split("p5.js 1.5.0!? ok") == ["p5.js 1.5.0", " ok"]
     assert suggest_local._PATH.findall("see src/app.py and owner/repo, not this") == ["src/app.py", "owner/repo"]
     assert context._VOLATILE_NUMBERS.sub("#", "12 passed in 0.31s, 3.5 ms, v1.2.3s") == "12 passed in #, #, v#.#"
+    assert capture._TRAILING_BLANKS.sub("\n", "a  \t\nb \n\n c\t") == "a\nb\n\n c\t"
