@@ -6,13 +6,14 @@ suggestion hook, 4,000 digits in a memory 1 s, 100,000 spaces in an answer
 10 s of the Stop hook, 20,000 letters in a search query 2.6 s).  The timeouts below are many times what the linear patterns
 take (milliseconds) and far below what the quadratic ones would (hours).
 The matches themselves are the old patterns' (the cases below, and the
-suggestion and memory tests that use them).
+suggestion and memory tests that use them).  Search's identifier pattern is
+tested through search itself, in test_search.py.
 """
 
 import pytest
 
 from toolscript.memory import capture, context
-from toolscript import search, suggest_local
+from toolscript import suggest_local
 
 
 @pytest.mark.timeout(60)
@@ -35,11 +36,6 @@ def test_volatile_numbers_pattern_is_linear():
 @pytest.mark.timeout(60)
 def test_trailing_blanks_pattern_is_linear():
     assert capture._TRAILING_BLANKS.sub("\n", " " * 400_000 + "x") == " " * 400_000 + "x"
-
-
-@pytest.mark.timeout(60)
-def test_identifier_search_is_linear():
-    assert search._identifiers("x" * 400_000 + " calendarId") == ["calendarId"]
 
 
 def test_the_patterns_still_match_what_they_did():
