@@ -5,7 +5,8 @@ instead (``latency<TAB>delay|lag|response time``).  Search looks words up by ind
 or two adjacent ones joined), so this script turns each alternative into the term a query would produce
 and writes ``term<TAB>catalog term ...``, sorted: loading it at run time is a split per line, with no
 stemming.  An alternative of more than two words (after stopwords), or one that is the word itself once
-stemmed, or one with digits, is left out.  Same source and same toolscript.search, same bytes; tests/test_thesaurus.py checks
+stemmed, or one with digits other than a single run of letters and digits ("k8s", read whole as search
+reads it), is left out.  Same source and same toolscript.search, same bytes; tests/test_thesaurus.py checks
 that the committed file is what this script makes of the committed source.
 
     python3 distill/thesaurus.py            # rewrite toolscript/data/thesaurus.tsv
@@ -20,7 +21,7 @@ from typing import Dict, List, Optional, Set
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from toolscript.search import THESAURUS, _STOPWORDS, stem, tokenize  # noqa: E402
+from toolscript.search import _CHUNK, THESAURUS, _STOPWORDS, stem, tokenize  # noqa: E402
 
 SOURCE = os.path.join(ROOT, "distill", "thesaurus.tsv")
 OUTPUT = os.path.join(ROOT, "toolscript", *THESAURUS.split("/"))
@@ -30,6 +31,8 @@ HEADER = ("# toolscript search's thesaurus: query term<TAB>the catalog terms it 
 
 def term(phrase: str) -> Optional[str]:
     """The index term a query yields for ``phrase``: its one word stemmed, or two adjacent ones joined."""
+    if _CHUNK.fullmatch(phrase) and not phrase.isalpha() and not phrase.isdigit():
+        return phrase.lower()  # "k8s", "s3": search reads a run of letters and digits whole (its terms)
     words = [w for w in tokenize(phrase) if len(w) > 1 and w not in _STOPWORDS]
     if not words or len(words) > 2 or not all(w.isalpha() for w in words):  # "l10n" is no "10"
         return None

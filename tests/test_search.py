@@ -109,6 +109,29 @@ def test_stemming_matches_other_forms(index):
     assert ids(index.search("listing directories"))[0] == "filesystem__list_directory"
 
 
+def test_runs_of_letters_and_digits_are_words_whole():
+    # "k8s" and "s3" split into single characters that count for nothing; before session 25 a request saying
+    # only them matched nothing by its words.
+    catalog = [
+        tool("aws", "list_s3_buckets", "List the S3 buckets of the account"),
+        tool("gcs", "list_buckets", "List the buckets of a Cloud Storage project"),
+        tool("eks", "list_k8s_resources", "List resources in the cluster"),
+        tool("eks", "list_node_groups", "List node groups in the cluster"),
+    ]
+    index = SearchIndex(catalog)
+    for semantic in (False, True):
+        assert ids(index.search("s3 buckets", semantic=semantic))[0] == "aws__list_s3_buckets"
+        assert ids(index.search("what is in k8s", semantic=semantic))[:1] == ["eks__list_k8s_resources"]
+
+
+def test_an_id_no_tool_has_is_not_read_as_a_misspelling(index):
+    # "a1b2c3" is nobody's word: the rest of the request decides its words' scores, as if it were not there
+    # (read as a misspelling it would count in the ideal score, lowering every score).
+    plain = index.search("screenshot of the page", semantic=False)
+    with_id = index.search("screenshot of the page a1b2c3", semantic=False)
+    assert [(r["id"], r["score"]) for r in with_id] == [(r["id"], r["score"]) for r in plain]
+
+
 def test_synonyms_and_abbreviations(index):
     assert ids(index.search("ls a folder"))[0] == "filesystem__list_directory"
     assert ids(index.search("new branch in my gitlab repo"))[0] == "gitlab__create_branch"

@@ -63,11 +63,13 @@ def test_an_alternative_becomes_the_term_a_query_yields():
         "# a comment\n"
         "latency\tdelay|response time|time it takes to answer|latencies|l10n lag\n"
         "acme\t\n"
-        "Deleted\tRemoved\n")
+        "Deleted\tRemoved\n"
+        "kubernetes\tK8s|kube\n")
     lines = compiled.splitlines()
     assert lines[:2] == compiler.HEADER.splitlines()
-    # One word stemmed, two joined (stopwords aside); three, the word itself once stemmed, digits and no alternatives: left out.
-    assert lines[2:] == ["delay\tlatency", "remov\tdelet", "responstim\tlatency"]
+    # One word stemmed, two joined (stopwords aside), one run of letters and digits whole; three, the word
+    # itself once stemmed, digits among words and no alternatives: left out.
+    assert lines[2:] == ["delay\tlatency", "k8s\tkubernet", "kub\tkubernet", "remov\tdelet", "responstim\tlatency"]
 
 
 def test_a_missing_data_file_is_out_of_date_and_a_bad_source_line_is_named(tmp_path, monkeypatch, capsys):
