@@ -50,6 +50,8 @@ The sets, in the order they were made (each set's README logs its runs):
   (neither had seen it).
 - bench/heldout20/: built after held-out 19's run, from servers in none of the sets above (12 PyPI servers,
   none on AWS); unranked.
+- bench/heldout21/: built after held-out 20, from servers in none of the sets above (12 PyPI servers, none on
+  AWS); unranked.
 A set marked ``unranked`` (the fresh one, before its run) gets format checks
 only: no floor, and nothing here builds a SearchIndex on it.
 The floors are the hybrid's measured recall@3 minus ~0.02, rounded down;
@@ -135,6 +137,10 @@ SETS = {
     },
     "heldout20": {
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "databricks", "own": ("langfuse", "paper-search"),
+        "unranked": True,
+    },
+    "heldout21": {
+        "min_servers": 12, "tool_bounds": (150, 250), "outsider": "langfuse", "own": ("hetzner", "ynab"),
         "unranked": True,
     },
 }
@@ -756,3 +762,22 @@ def test_recorder_prepares_the_oauth_files_gsuite_reads_at_start(tmp_path):
     assert client["web"]["token_uri"].startswith("http://127.0.0.1:9")
     accounts = json.loads((tmp_path / "accounts.json").read_text())
     assert accounts["accounts"][0]["email"] == "dummy@example.com"
+
+
+def test_recorder_starts_heldout21_servers_from_the_scratch_install(start_command, tmp_path):
+    scratch = str(tmp_path)
+    # The Pi-hole fork's executable is not its package name; Vectara serves SSE unless told stdio;
+    # the Zotero API server's MCP server is a subcommand.
+    assert start_command("pihole")[0] == venv_bin(scratch, "pihole", "pihole-mcp-server")
+    assert start_command("vectara")[:2] == (venv_bin(scratch, "vectara", "vectara-mcp"), ["--transport", "stdio"])
+    assert start_command("zotero-api")[:2] == (venv_bin(scratch, "zotero-api", "zotero-api-mcp"), ["serve"])
+    # Backends are a closed local port: no server reaches a real one.
+    assert start_command("canvas")[2]["CANVAS_BASE_URL"] == "http://127.0.0.1:9"
+    assert start_command("adx")[2]["ADX_CLUSTER_URL"] == "http://127.0.0.1:9"
+    assert start_command("pihole")[2]["PIHOLE_URL"] == "http://127.0.0.1:9/"
+    recorder = load_recorder()
+    # These exit at start with the MCP 2 SDK: the recorder installs the older one.
+    for package in ("vectara-mcp", "mcp-hetzner", "iflow-mcp_sbarbett-pihole-mcp-server", "mcp-chess", "fda-mcp"):
+        assert "mcp<2" in recorder.PYPI_EXTRA[package], package
+    # The Pi-hole fork publishes no release for Python < 3.13.
+    assert recorder.PYPI_PYTHON["iflow-mcp_sbarbett-pihole-mcp-server"] == "python3.13"

@@ -14,7 +14,7 @@ catalog is written as::
     {"server": NAME, "package": "PACKAGE@VERSION", "registry": "npm" | "pypi",
      "recorded": "YYYY-MM-DD", "tools": [... verbatim from tools/list ...]}
 
-    python3 bench/eval/record_catalogs.py [--scratch DIR] [--install | --install-only] [--set heldout|heldout2|heldout3|heldout4|heldout5|heldout6|heldout7|heldout8|heldout9|heldout10|heldout11|heldout12|heldout13|heldout14|heldout15|heldout16|heldout17|heldout18|heldout19] [NAME ...]
+    python3 bench/eval/record_catalogs.py [--scratch DIR] [--install | --install-only] [--set heldout|heldout2|heldout3|heldout4|heldout5|heldout6|heldout7|heldout8|heldout9|heldout10|heldout11|heldout12|heldout13|heldout14|heldout15|heldout16|heldout17|heldout18|heldout19|heldout20|heldout21] [NAME ...]
 
 ``--set heldout`` records the servers of the held-out evaluation set
 (HELDOUT_SERVERS, none of them in the development set) into
@@ -46,6 +46,7 @@ the sixth (HELDOUT6_SERVERS) into bench/heldout6/catalogs/, the same way again;
 ``--set heldout18`` the eighteenth (HELDOUT18_SERVERS) into bench/heldout18/catalogs/, the same way again;
 ``--set heldout19`` the nineteenth (HELDOUT19_SERVERS) into bench/heldout19/catalogs/, the same way again.
 ``--set heldout20`` the twentieth (HELDOUT20_SERVERS) into bench/heldout20/catalogs/, the same way again.
+``--set heldout21`` the twenty-first (HELDOUT21_SERVERS) into bench/heldout21/catalogs/, the same way again.
 
 A server that fails to install or start is reported on stderr and skipped;
 the exit status is 1 when any failed.
@@ -88,6 +89,7 @@ HELDOUT17_CATALOGS = os.path.join(ROOT, "bench", "heldout17", "catalogs")
 HELDOUT18_CATALOGS = os.path.join(ROOT, "bench", "heldout18", "catalogs")
 HELDOUT19_CATALOGS = os.path.join(ROOT, "bench", "heldout19", "catalogs")
 HELDOUT20_CATALOGS = os.path.join(ROOT, "bench", "heldout20", "catalogs")
+HELDOUT21_CATALOGS = os.path.join(ROOT, "bench", "heldout21", "catalogs")
 
 # name -> (registry, package, version, argv after the executable, env).
 # "{scratch}" in args and env is replaced by the scratch directory, "{redis}"
@@ -677,13 +679,39 @@ HELDOUT20_SERVERS = {
     "simple-arxiv": ("pypi", "mcp-simple-arxiv", "0.6.0", [], {"HOME": "{scratch}/home"}),
 }
 
+# The twenty-first held-out set (bench/heldout21/): in none of the sets above, outside
+# AWS, all from PyPI (pip's default index, as held-out 17 to 20). Installed with
+# --install-only and recorded with no network, as held-out 2 to 20 (see
+# bench/heldout21/README.md, which lists the servers tried and left out).
+HELDOUT21_SERVERS = {
+    "canvas": ("pypi", "canvas-local-mcp", "0.1.3", [],
+               {"HOME": "{scratch}/home", "CANVAS_TOKEN": "dummy", "CANVAS_BASE_URL": "http://127.0.0.1:9"}),
+    "adx": ("pypi", "adx-mcp-server", "1.1.0", [],
+            {"HOME": "{scratch}/home", "ADX_CLUSTER_URL": "http://127.0.0.1:9", "ADX_DATABASE": "dummy",
+             "AZURE_TENANT_ID": "dummy", "AZURE_CLIENT_ID": "dummy", "AZURE_CLIENT_SECRET": "dummy"}),
+    "things": ("pypi", "things-mcp", "0.8.2", [], {"HOME": "{scratch}/home"}),
+    "zotero-api": ("pypi", "zotero-api-mcp", "0.0.4", ["serve"],
+                   {"HOME": "{scratch}/home", "ZOTERO_API_KEY": "dummy", "ZOTERO_LIBRARY_ID": "1",
+                    "ZOTERO_LIBRARY_TYPE": "user"}),
+    "vectara": ("pypi", "vectara-mcp", "0.2.1", ["--transport", "stdio"], {"HOME": "{scratch}/home", "VECTARA_API_KEY": "dummy"}),
+    "kanbantool": ("pypi", "kanbantool-mcp", "0.8.3", [],
+                   {"HOME": "{scratch}/home", "KANBANTOOL_DOMAIN": "dummy", "KANBANTOOL_API_TOKEN": "dummy"}),
+    "ynab": ("pypi", "py-ynab-mcp", "0.3.0", [], {"HOME": "{scratch}/home", "YNAB_ACCESS_TOKEN": "dummy"}),
+    "pihole": ("pypi", "iflow-mcp_sbarbett-pihole-mcp-server", "0.2.4", [],
+               {"HOME": "{scratch}/home", "PIHOLE_URL": "http://127.0.0.1:9/", "PIHOLE_PASSWORD": "dummy"}),
+    "nativ": ("pypi", "nativ-mcp", "0.5.0", [], {"HOME": "{scratch}/home", "NATIV_API_KEY": "dummy"}),
+    "hetzner": ("pypi", "mcp-hetzner", "0.3.0", [], {"HOME": "{scratch}/home", "HCLOUD_TOKEN": "dummy"}),
+    "chess": ("pypi", "mcp-chess", "0.1.9", [], {"HOME": "{scratch}/home"}),
+    "fda": ("pypi", "fda-mcp", "0.2.2", [], {"HOME": "{scratch}/home"}),
+}
+
 # Every server any set knows, for install/start (the names do not overlap).
 ALL_SERVERS = dict(SERVERS, **HELDOUT_SERVERS, **HELDOUT2_SERVERS, **HELDOUT3_SERVERS, **HELDOUT4_SERVERS,
                    **HELDOUT5_SERVERS, **HELDOUT6_SERVERS, **HELDOUT7_SERVERS, **HELDOUT8_SERVERS,
                    **HELDOUT9_SERVERS, **HELDOUT10_SERVERS, **HELDOUT11_SERVERS, **HELDOUT12_SERVERS,
                    **HELDOUT13_SERVERS, **HELDOUT14_SERVERS, **HELDOUT15_SERVERS,
                    **HELDOUT16_SERVERS, **HELDOUT17_SERVERS, **HELDOUT18_SERVERS,
-                   **HELDOUT19_SERVERS, **HELDOUT20_SERVERS)
+                   **HELDOUT19_SERVERS, **HELDOUT20_SERVERS, **HELDOUT21_SERVERS)
 
 # --set name -> (its servers, where their catalogs are written).
 SETS = {
@@ -708,6 +736,7 @@ SETS = {
     "heldout18": (HELDOUT18_SERVERS, HELDOUT18_CATALOGS),
     "heldout19": (HELDOUT19_SERVERS, HELDOUT19_CATALOGS),
     "heldout20": (HELDOUT20_SERVERS, HELDOUT20_CATALOGS),
+    "heldout21": (HELDOUT21_SERVERS, HELDOUT21_CATALOGS),
 }
 
 # npm packages whose executable name differs from "mcp-" + the package's last path part.
@@ -870,6 +899,7 @@ PYPI_BIN = {
     "office-word-mcp-server": "word_mcp_server",
     "greptimedb-mcp-server": "greptimedb-mcp-server",
     "iflow-mcp_mcp-server-servicenow": "mcp-server-servicenow",
+    "iflow-mcp_sbarbett-pihole-mcp-server": "pihole-mcp-server",
 }
 
 # Extra requirements of PyPI servers published before MCP SDK 2.0 changed the
@@ -882,7 +912,9 @@ PYPI_EXTRA = {"uv-mcp": ["mcp<2"], "mcp-hn": ["mcp<2"], "mcp-simple-pubmed": ["p
               "ida-pro-mcp": ["mcp<2"], "databricks-mcp-server": ["mcp<2"], "mcp-ollama": ["mcp<2"],
               "toggl-mcp": ["mcp<2"], "mattermost-mcp": ["mattermost-mcp[mcp]"],
               "iflow-mcp_mcp-server-servicenow": ["mcp<2"], "ansible-mcp": ["mcp<2"],
-              "mcp-gsuite": ["mcp<2"], "mcp-timeplus": ["mcp<2"], "paper-search-mcp": ["mcp<2"], "cli-mcp-server": ["mcp<2"]}
+              "mcp-gsuite": ["mcp<2"], "mcp-timeplus": ["mcp<2"], "paper-search-mcp": ["mcp<2"], "cli-mcp-server": ["mcp<2"],
+              "vectara-mcp": ["mcp<2"], "mcp-hetzner": ["mcp<2"], "iflow-mcp_sbarbett-pihole-mcp-server": ["mcp<2"],
+              "mcp-chess": ["mcp<2"], "fda-mcp": ["mcp<2"]}
 
 # PyPI servers that require a newer Python than the one running the recorder: their
 # venv is made with this interpreter instead (pyenv's, on this machine).
@@ -891,7 +923,12 @@ PYPI_PYTHON = {"mcp-hn": "python3.12", "kagimcp": "python3.12", "basic-memory": 
                "excel-mcp-server": "python3.12", "langfuse-mcp": "python3.12", "mcp-neo4j-aura-manager": "python3.12",
                "markitdown-mcp": "python3.12", "paper-search-mcp": "python3.12", "code-index-mcp": "python3.12",
                "mcp-simple-timeserver": "python3.12", "mcp-simple-openai-assistant": "python3.12",
-               "cli-mcp-server": "python3.12", "mcp-simple-arxiv": "python3.12"}
+               "cli-mcp-server": "python3.12", "mcp-simple-arxiv": "python3.12",
+               "canvas-local-mcp": "python3.12", "adx-mcp-server": "python3.12", "things-mcp": "python3.12",
+               "zotero-api-mcp": "python3.12", "vectara-mcp": "python3.12", "kanbantool-mcp": "python3.12",
+               "py-ynab-mcp": "python3.12", "iflow-mcp_sbarbett-pihole-mcp-server": "python3.13",
+               "nativ-mcp": "python3.12", "mcp-hetzner": "python3.12", "mcp-chess": "python3.12",
+               "fda-mcp": "python3.12"}
 
 
 class FakeRedis:
