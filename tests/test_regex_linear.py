@@ -3,7 +3,7 @@
 Each of these was quadratic: a run with no match was tried from each of its
 characters to its end (4,000 spaces in a prompt took 0.35 s in the
 suggestion hook, 4,000 digits in a memory 1 s, 100,000 spaces in an answer
-10 s of the Stop hook, 20,000 letters in a search query 2.6 s).  The timeouts below are many times what the linear patterns
+10 s of the Stop hook, 4,000 characters of blank lines in a prompt 0.2 s, 20,000 letters in a search query 2.6 s).  The timeouts below are many times what the linear patterns
 take (milliseconds) and far below what the quadratic ones would (hours).
 The matches themselves are the old patterns' (the cases below, and the
 suggestion and memory tests that use them).  Search's identifier pattern is
@@ -20,6 +20,12 @@ from toolscript import suggest_local
 @pytest.mark.parametrize("text", [" " * 400_000, "\t" * 400_000, "." * 400_000, "x" * 400_000])
 def test_clause_split_is_linear(text):
     assert suggest_local._CLAUSE.split("read it" + text + "then post it")
+
+
+@pytest.mark.timeout(60)
+def test_clause_split_is_linear_on_blank_lines_that_lead_nowhere():
+    # A blank stretch of newlines and spaces with no conjunction after it (0.2 s at the 4,000-character prompt cap).
+    assert suggest_local._CLAUSE.split("read it" + "\n " * 200_000)[:1] == ["read it"]
 
 
 @pytest.mark.timeout(60)

@@ -138,7 +138,10 @@ _URL = re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+", re.IGNORECASE)
 # A line that looks like pasted code: indented, or mostly punctuation.
 _CODE_LINE = re.compile(r"^(?:\s{4}|\t)|[{}();=<>]{2}|^\s*(?:def|class|import|from|return|if|for|SELECT|select)\b")
 # Clause boundaries: sentence ends (not the dots of "p5.js" or "1.5.0"), commas, "and", "then".
-_CLAUSE = re.compile(r"(?<!\.)[.;!?]+(?=\s|$)|[;!?\n]+|,\s+|(?<![^\S\n])\s+(?:and then|and|then|but|also)\s+",
+# The blank before a conjunction is a line's own ([^\S\n]+, not \s+): a newline is a boundary already, and
+# \s+ could start after each newline of a long blank stretch and run to its end (4,000 characters of
+# "\n \n \n ..." took 0.2 s; now linear).
+_CLAUSE = re.compile(r"(?<!\.)[.;!?]+(?=\s|$)|[;!?\n]+|,\s+|(?<![^\S\n])[^\S\n]+(?:and then|and|then|but|also)\s+",
                      re.IGNORECASE)
 
 
