@@ -48,8 +48,9 @@ The sets, in the order they were made (each set's README logs its runs):
 - bench/heldout19/ (dev-t from then on): built after held-out 18, from servers in none of the sets above
   (12 PyPI servers, none on AWS), run once at 22:42 UTC on 2026-11-24 with VECTORS-V13 and the thesaurus
   (neither had seen it).
-- bench/heldout20/: built after held-out 19's run, from servers in none of the sets above (12 PyPI servers,
-  none on AWS); unranked.
+- bench/heldout20/ (dev-u from then on): built after held-out 19's run, from servers in none of the sets above
+  (12 PyPI servers, none on AWS), run once at 00:23 UTC on 2026-11-25 with VECTORS-V14 and the thesaurus
+  (neither had seen it).
 - bench/heldout21/: built after held-out 20, from servers in none of the sets above (12 PyPI servers, none on
   AWS); unranked.
 A set marked ``unranked`` (the fresh one, before its run) gets format checks
@@ -137,7 +138,6 @@ SETS = {
     },
     "heldout20": {
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "databricks", "own": ("langfuse", "paper-search"),
-        "unranked": True,
     },
     "heldout21": {
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "langfuse", "own": ("hetzner", "ynab"),
@@ -441,6 +441,9 @@ LATER_FLOORS = {
     # 536 distinct queries, 3,821-tool index.  Run 1 (VECTORS-V13 and the thesaurus): all 0.776, direct 1.0,
     # typo 1.0, param 0.904, paraphrase 0.575, task 0.822, multi 0.913.
     "heldout19": {"all": 0.74, "direct": 0.97, "typo": 0.97, "param": 0.87, "paraphrase": 0.54, "task": 0.79},
+    # 569 distinct queries, 4,040-tool index.  Run 1 (VECTORS-V14 and the thesaurus): all 0.830, direct 0.990,
+    # typo 0.949, param 0.980, paraphrase 0.712, task 0.792, multi 0.923.
+    "heldout20": {"all": 0.79, "direct": 0.95, "typo": 0.91, "param": 0.94, "paraphrase": 0.68, "task": 0.76},
 }
 
 
