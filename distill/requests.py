@@ -39,7 +39,7 @@ import distill  # noqa: E402  (distill/distill.py: pack, write_table, _torch)
 # The sets whose queries train the table, by bench/search.py's names ("eval" is bench/eval, "heldout" set 1).
 DEVELOPMENT_SETS = ("eval", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8",
                     "heldout9", "heldout10", "heldout11", "heldout12", "heldout13", "heldout14", "heldout15", "heldout16",
-                    "heldout17", "heldout18", "heldout19")
+                    "heldout17", "heldout18", "heldout19", "heldout20")
 START = os.path.join(HERE, "embeddings-v3.bin")
 OUTPUT = os.path.join(ROOT, "toolscript", "data", "embeddings.bin")
 TAU = 0.05  # softmax temperature of the contrastive loss
