@@ -53,6 +53,8 @@ The sets, in the order they were made (each set's README logs its runs):
   (neither had seen it).
 - bench/heldout21/: built after held-out 20, from servers in none of the sets above (12 PyPI servers, none on
   AWS); unranked.
+- bench/heldout22/: built after held-out 21, from servers in none of the sets above (12 PyPI servers, none on
+  AWS); unranked.
 A set marked ``unranked`` (the fresh one, before its run) gets format checks
 only: no floor, and nothing here builds a SearchIndex on it.
 The floors are the hybrid's measured recall@3 minus ~0.02, rounded down;
@@ -141,6 +143,10 @@ SETS = {
     },
     "heldout21": {
         "min_servers": 12, "tool_bounds": (150, 250), "outsider": "langfuse", "own": ("hetzner", "ynab"),
+        "unranked": True,
+    },
+    "heldout22": {
+        "min_servers": 12, "tool_bounds": (150, 250), "outsider": "hetzner", "own": ("paperless", "woocommerce"),
         "unranked": True,
     },
 }

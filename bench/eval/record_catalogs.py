@@ -14,7 +14,7 @@ catalog is written as::
     {"server": NAME, "package": "PACKAGE@VERSION", "registry": "npm" | "pypi",
      "recorded": "YYYY-MM-DD", "tools": [... verbatim from tools/list ...]}
 
-    python3 bench/eval/record_catalogs.py [--scratch DIR] [--install | --install-only] [--set heldout|heldout2|heldout3|heldout4|heldout5|heldout6|heldout7|heldout8|heldout9|heldout10|heldout11|heldout12|heldout13|heldout14|heldout15|heldout16|heldout17|heldout18|heldout19|heldout20|heldout21] [NAME ...]
+    python3 bench/eval/record_catalogs.py [--scratch DIR] [--install | --install-only] [--set heldout|heldout2|heldout3|heldout4|heldout5|heldout6|heldout7|heldout8|heldout9|heldout10|heldout11|heldout12|heldout13|heldout14|heldout15|heldout16|heldout17|heldout18|heldout19|heldout20|heldout21|heldout22] [NAME ...]
 
 ``--set heldout`` records the servers of the held-out evaluation set
 (HELDOUT_SERVERS, none of them in the development set) into
@@ -47,6 +47,7 @@ the sixth (HELDOUT6_SERVERS) into bench/heldout6/catalogs/, the same way again;
 ``--set heldout19`` the nineteenth (HELDOUT19_SERVERS) into bench/heldout19/catalogs/, the same way again.
 ``--set heldout20`` the twentieth (HELDOUT20_SERVERS) into bench/heldout20/catalogs/, the same way again.
 ``--set heldout21`` the twenty-first (HELDOUT21_SERVERS) into bench/heldout21/catalogs/, the same way again.
+``--set heldout22`` the twenty-second (HELDOUT22_SERVERS) into bench/heldout22/catalogs/, the same way again.
 
 A server that fails to install or start is reported on stderr and skipped;
 the exit status is 1 when any failed.
@@ -90,6 +91,7 @@ HELDOUT18_CATALOGS = os.path.join(ROOT, "bench", "heldout18", "catalogs")
 HELDOUT19_CATALOGS = os.path.join(ROOT, "bench", "heldout19", "catalogs")
 HELDOUT20_CATALOGS = os.path.join(ROOT, "bench", "heldout20", "catalogs")
 HELDOUT21_CATALOGS = os.path.join(ROOT, "bench", "heldout21", "catalogs")
+HELDOUT22_CATALOGS = os.path.join(ROOT, "bench", "heldout22", "catalogs")
 
 # name -> (registry, package, version, argv after the executable, env).
 # "{scratch}" in args and env is replaced by the scratch directory, "{redis}"
@@ -705,13 +707,49 @@ HELDOUT21_SERVERS = {
     "fda": ("pypi", "fda-mcp", "0.2.2", [], {"HOME": "{scratch}/home"}),
 }
 
+# The twenty-second held-out set (bench/heldout22/): in none of the sets above, outside
+# AWS, all from PyPI (pip's default index, as held-out 17 to 21). Installed with
+# --install-only and recorded with no network, as held-out 2 to 21 (see
+# bench/heldout22/README.md, which lists the servers tried and left out).
+HELDOUT22_SERVERS = {
+    "ghost": ("pypi", "ghost-cms-mcp", "0.1.1", [],
+              {"HOME": "{scratch}/home", "GHOST_URL": "http://127.0.0.1:9",
+               "GHOST_ADMIN_KEY": "0123456789abcdef01234567:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}),
+    "oura": ("pypi", "oura-mcp", "0.1.0", [], {"HOME": "{scratch}/home", "OURA_ACCESS_TOKEN": "dummy"}),
+    "garmin": ("pypi", "mcp-garmin-connect", "0.2.0", ["serve"],
+               {"HOME": "{scratch}/home", "GARMIN_EMAIL": "dummy@example.com", "GARMIN_PASSWORD": "dummy"}),
+    "vikunja": ("pypi", "vikunja-python", "0.1.2", [],
+                {"HOME": "{scratch}/home", "VIKUNJA_URL": "http://127.0.0.1:9/api/v1", "VIKUNJA_API_TOKEN": "dummy"}),
+    "hue": ("pypi", "hue-go-mcp", "0.3.1", [],
+            {"HOME": "{scratch}/home", "MQTT_HOST": "127.0.0.1", "MQTT_PORT": "9", "Z2M_DEVICE": "hue_go"}),
+    "mqtt": ("pypi", "mqtt-mcp-server", "1.0.7", ["-m", "mqtt_mcp.server"],
+             {"HOME": "{scratch}/home", "MQTT_HOST": "127.0.0.1", "MQTT_PORT": "9", "MQTT_USERNAME": "dummy",
+              "MQTT_PASSWORD": "dummy"}),
+    "paperless": ("pypi", "pvliesdonk-paperless-mcp", "3.0.0", ["serve"],
+                  {"HOME": "{scratch}/home", "PAPERLESS_MCP_PAPERLESS_URL": "http://127.0.0.1:9",
+                   "PAPERLESS_MCP_API_TOKEN": "dummy"}),
+    "yfinance": ("pypi", "yfinance-market-mcp", "0.3.3", [], {"HOME": "{scratch}/home"}),
+    "woocommerce": ("pypi", "mcp-woocommerce", "0.1.0", [],
+                    {"HOME": "{scratch}/home", "WOOCOMMERCE_URL": "http://127.0.0.1:9", "WOOCOMMERCE_KEY": "ck_dummy",
+                     "WOOCOMMERCE_SECRET": "cs_dummy"}),
+    "uptime-kuma": ("pypi", "uptime-kuma-mcp-server", "0.1.15", [],
+                    {"HOME": "{scratch}/home", "KUMA_URL": "http://127.0.0.1:9", "KUMA_USERNAME": "dummy",
+                     "KUMA_PASSWORD": "dummy"}),
+    "plausible": ("pypi", "plausible-mcp", "0.1.2", [],
+                  {"HOME": "{scratch}/home", "PLAUSIBLE_API_KEY": "dummy", "PLAUSIBLE_BASE_URL": "http://127.0.0.1:9",
+                   "DO_NOT_TRACK": "1"}),
+    "matomo": ("pypi", "matomo-mcp", "1.0.0a1", ["-m", "matomo_mcp"],
+               {"HOME": "{scratch}/home", "MATOMO_URL": "http://127.0.0.1:9", "MATOMO_TOKEN": "dummy"}),
+}
+
 # Every server any set knows, for install/start (the names do not overlap).
 ALL_SERVERS = dict(SERVERS, **HELDOUT_SERVERS, **HELDOUT2_SERVERS, **HELDOUT3_SERVERS, **HELDOUT4_SERVERS,
                    **HELDOUT5_SERVERS, **HELDOUT6_SERVERS, **HELDOUT7_SERVERS, **HELDOUT8_SERVERS,
                    **HELDOUT9_SERVERS, **HELDOUT10_SERVERS, **HELDOUT11_SERVERS, **HELDOUT12_SERVERS,
                    **HELDOUT13_SERVERS, **HELDOUT14_SERVERS, **HELDOUT15_SERVERS,
                    **HELDOUT16_SERVERS, **HELDOUT17_SERVERS, **HELDOUT18_SERVERS,
-                   **HELDOUT19_SERVERS, **HELDOUT20_SERVERS, **HELDOUT21_SERVERS)
+                   **HELDOUT19_SERVERS, **HELDOUT20_SERVERS, **HELDOUT21_SERVERS,
+                   **HELDOUT22_SERVERS)
 
 # --set name -> (its servers, where their catalogs are written).
 SETS = {
@@ -737,6 +775,7 @@ SETS = {
     "heldout19": (HELDOUT19_SERVERS, HELDOUT19_CATALOGS),
     "heldout20": (HELDOUT20_SERVERS, HELDOUT20_CATALOGS),
     "heldout21": (HELDOUT21_SERVERS, HELDOUT21_CATALOGS),
+    "heldout22": (HELDOUT22_SERVERS, HELDOUT22_CATALOGS),
 }
 
 # npm packages whose executable name differs from "mcp-" + the package's last path part.
@@ -900,6 +939,12 @@ PYPI_BIN = {
     "greptimedb-mcp-server": "greptimedb-mcp-server",
     "iflow-mcp_mcp-server-servicenow": "mcp-server-servicenow",
     "iflow-mcp_sbarbett-pihole-mcp-server": "pihole-mcp-server",
+    "vikunja-python": "vikunja-mcp",
+    "pvliesdonk-paperless-mcp": "paperless-mcp",
+    # Their console scripts do not start the server (mqtt-mcp-server's never awaits
+    # its main coroutine; matomo-mcp has none): started as modules of their venv's Python.
+    "mqtt-mcp-server": "python",
+    "matomo-mcp": "python",
 }
 
 # Extra requirements of PyPI servers published before MCP SDK 2.0 changed the
@@ -914,7 +959,9 @@ PYPI_EXTRA = {"uv-mcp": ["mcp<2"], "mcp-hn": ["mcp<2"], "mcp-simple-pubmed": ["p
               "iflow-mcp_mcp-server-servicenow": ["mcp<2"], "ansible-mcp": ["mcp<2"],
               "mcp-gsuite": ["mcp<2"], "mcp-timeplus": ["mcp<2"], "paper-search-mcp": ["mcp<2"], "cli-mcp-server": ["mcp<2"],
               "vectara-mcp": ["mcp<2"], "mcp-hetzner": ["mcp<2"], "iflow-mcp_sbarbett-pihole-mcp-server": ["mcp<2"],
-              "mcp-chess": ["mcp<2"], "fda-mcp": ["mcp<2"]}
+              "mcp-chess": ["mcp<2"], "fda-mcp": ["mcp<2"], "ghost-cms-mcp": ["mcp<2"], "oura-mcp": ["mcp<2"],
+              "vikunja-python": ["mcp<2"], "mqtt-mcp-server": ["mcp<2"], "yfinance-market-mcp": ["mcp<2"],
+              "mcp-woocommerce": ["mcp<2"], "uptime-kuma-mcp-server": ["mcp<2"], "matomo-mcp": ["mcp<2"]}
 
 # PyPI servers that require a newer Python than the one running the recorder: their
 # venv is made with this interpreter instead (pyenv's, on this machine).
@@ -928,7 +975,11 @@ PYPI_PYTHON = {"mcp-hn": "python3.12", "kagimcp": "python3.12", "basic-memory": 
                "zotero-api-mcp": "python3.12", "vectara-mcp": "python3.12", "kanbantool-mcp": "python3.12",
                "py-ynab-mcp": "python3.12", "iflow-mcp_sbarbett-pihole-mcp-server": "python3.13",
                "nativ-mcp": "python3.12", "mcp-hetzner": "python3.12", "mcp-chess": "python3.12",
-               "fda-mcp": "python3.12"}
+               "fda-mcp": "python3.12", "ghost-cms-mcp": "python3.12", "oura-mcp": "python3.12",
+               "mcp-garmin-connect": "python3.12", "vikunja-python": "python3.13", "hue-go-mcp": "python3.12",
+               "mqtt-mcp-server": "python3.12", "pvliesdonk-paperless-mcp": "python3.12",
+               "yfinance-market-mcp": "python3.12", "mcp-woocommerce": "python3.12",
+               "uptime-kuma-mcp-server": "python3.12", "plausible-mcp": "python3.12", "matomo-mcp": "python3.12"}
 
 
 class FakeRedis:
@@ -1110,7 +1161,8 @@ def main(argv=None):
                              " heldout12: bench/heldout12/catalogs; heldout13: bench/heldout13/catalogs;"
                              " heldout14: bench/heldout14/catalogs; heldout15: bench/heldout15/catalogs;"
                              " heldout16: bench/heldout16/catalogs; heldout17: bench/heldout17/catalogs;"
-                             " heldout18: bench/heldout18/catalogs; heldout19: bench/heldout19/catalogs")
+                             " heldout18: bench/heldout18/catalogs; heldout19: bench/heldout19/catalogs;"
+                             " heldout20 to heldout22: bench/heldout20/catalogs to bench/heldout22/catalogs")
     parser.add_argument("--scratch", default=os.path.join(tempfile.gettempdir(), "toolscript-eval-servers"),
                         help="where the servers are installed (outside the checkout)")
     parser.add_argument("--install", action="store_true", help="npm/pip install the servers into --scratch first")
