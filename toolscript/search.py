@@ -1025,6 +1025,11 @@ def _server_naming_terms(tools: List[Dict[str, Any]], postings: Dict[str, Dict[i
 # all on one set; dropping the named-server bonus when that server's best
 # cosine is low 0 .. +1; a share for the tools that have the query's
 # rarest word -5 .. -24; BM25's length normalisation b at 0.5 / 0.9 -6 / -3.
+# Session 25: a name spelt by the first letters of two or more query words in
+# turn ("Application Signals" for appsignals) +6 on held-out 10-13 with a
+# table untrained there, all on one set, -1 over held-out 2-19 with the
+# shipped table; a thesaurus meaning that is a server's naming word ("k8s"
+# for kubernetes) 0 and -2.  Neither kept.
 
 
 def _server_naming_words(
