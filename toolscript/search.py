@@ -244,7 +244,7 @@ def _chunk_terms(chunk: str) -> Tuple[Tuple[str, str], ...]:
     return tuple((w, stem(w)) for w in words if len(w) > 1 and w not in _STOPWORDS)
 
 
-def _query_words(query: str) -> Tuple[List[str], Set[str]]:
+def _words_with_wholes(query: str) -> Tuple[List[str], Set[str]]:
     """tokenize's words of ``query`` with each run of letters and digits also whole ("k8s"); and those wholes."""
     words: List[str] = []
     wholes: Set[str] = set()
@@ -795,7 +795,7 @@ class SearchIndex:
         # nothing: on held-out 10-13 with a table that had not learnt them from requests, reading them whole
         # (here, in the catalog's terms and in the thesaurus) took recall@3 hits 1,754 -> 1,765 (paraphrase
         # +9, task +2, direct, typo and noise unchanged).
-        query_words, wholes = _query_words(query)
+        query_words, wholes = _words_with_wholes(query)
         words = [w for w in query_words if len(w) > 1 and w not in _STOPWORDS]
         stems = [stem(w) for w in words]
         similar_words = self._similar if similar else None
