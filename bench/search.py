@@ -48,7 +48,7 @@ and prints one JSON document:
     python3 bench/search.py [--repeat 5] [--misses] [--dev-only] [--tune | --tune-similar | --tune-server]
 
 ``--dev-only`` leaves out everything that touches the held-out sets (what
-tuning runs). ``--only heldout2`` .. ``--only heldout20`` prints that set's
+tuning runs). ``--only heldout2`` .. ``--only heldout21`` prints that set's
 figures alone (log every run of a set that is still held out in its README;
 a fresh set joins LATER_SETS only for its one run).
 ``--tune`` prints instead the grids the fusion's and the tool vectors'
@@ -92,7 +92,7 @@ EVAL = os.path.join(ROOT, "bench", "eval")
 HELDOUT = os.path.join(ROOT, "bench", "heldout")
 # Held-out sets 2 .. 13 after set 1, in the order they were built: each one's labels assume an index of its own
 # catalogs and every earlier set's (listed latest first).  A fresh set joins only for its one run (see above).
-_BUILT = [HELDOUT] + [os.path.join(ROOT, "bench", f"heldout{n}") for n in range(2, 21)]
+_BUILT = [HELDOUT] + [os.path.join(ROOT, "bench", f"heldout{n}") for n in range(2, 22)]
 LATER_SETS = {f"heldout{n}": (_BUILT[n - 1], _BUILT[n - 2::-1]) for n in range(2, len(_BUILT) + 1)}
 KINDS = ("direct", "paraphrase", "task", "typo", "param", "multi")
 DEPTH = 10  # ranks looked at for MRR

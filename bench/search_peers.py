@@ -27,6 +27,7 @@ them, and toolscript's own rankers (bench/search.py's ``ranker_rows``), on the s
 - ``heldout18``: the same for bench/heldout18 (index: all nineteen sets, 3,577 tools), run once in session 24.
 - ``heldout19``: the same for bench/heldout19 (index: all twenty sets, 3,821 tools), run once in session 24.
 - ``heldout20``: the same for bench/heldout20 (index: all twenty-one sets, 4,040 tools), run once in session 25.
+- ``heldout21``: the same for bench/heldout21 (index: all twenty-two sets, 4,283 tools), run once in session 25.
   Nothing of ours is tuned here by this script: these are figures, not a grid.
 
 Rankers, each graded by bench/search.py's ``graded`` (recall@1/3/5, MRR@10, nDCG@10 per kind):
