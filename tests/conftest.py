@@ -11,6 +11,7 @@ Stdlib only (plus pytest) and Python 3.9 compatible, like everything in tests/.
 * ``wait_for(predicate, timeout)``: poll until true.
 * ``clean_env``: an environment with ``HOME`` set to an empty temp dir and none of the
   variables that change toolscript's behaviour (``TOOLSCRIPT_CONFIG``, ``DEBUG``).
+* ``trust_project_file(path, env)``: approve a project's ``.toolscript.json`` (``toolscript trust --yes``).
 
 Every subprocess call here has a timeout.  On top of that each test has a hard
 limit (SIGALRM, where available): ``TOOLSCRIPT_TEST_TIMEOUT`` seconds (default
@@ -263,6 +264,18 @@ def workdir(tmp_path) -> str:
     work = tmp_path / "work"
     work.mkdir()
     return str(work)
+
+
+def trust_project_file(path: Any, env: Mapping[str, str]) -> None:
+    """Approve a project's ``.toolscript.json`` as the user's ``toolscript trust --yes`` would.
+
+    A project file counts only once approved; tests whose subject is what such a file
+    configures approve it first, in the state directory ``env`` names.
+    """
+    from toolscript import trust
+
+    with open(path, "rb") as f:
+        trust.approve(str(path), f.read(), environ=env)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ subprocess from an empty directory with an empty ``HOME``.
 
 import argparse
 import json
+import os
 import pathlib
 import re
 import shutil
@@ -16,7 +17,7 @@ from typing import Dict, List
 import pytest
 
 import toolscript.cli
-from conftest import DEFAULT_TIMEOUT, REPO_ROOT, find_python39
+from conftest import DEFAULT_TIMEOUT, REPO_ROOT, find_python39, trust_project_file
 
 COMMAND_NAMES = list(toolscript.cli.COMMANDS)
 # A server that dies at once with a message on stderr, like one missing its API key.
@@ -153,10 +154,14 @@ def one_server_config(tmp_path, clean_env, workdir):
     return write_config(tmp_path / "that.json", {"solo": {"command": "python3", "args": ["-c", "pass"]}})
 
 
-def test_default_files_are_read_without_config_option(cli, one_server_config):
-    """Control for the two tests below: without --config both default files count."""
+def test_default_files_are_read_without_config_option(cli, one_server_config, clean_env, workdir):
+    """Control for the two tests below: without --config both default files count (the project's once approved)."""
     proc = cli("config", "show", "--json")
     assert proc.returncode == 0, proc.stderr
+    assert list(json.loads(proc.stdout)["servers"]) == ["from_home"]
+    assert [file["servers"] for file in json.loads(proc.stdout)["untrusted"]] == [["from_cwd"]]
+    trust_project_file(os.path.join(workdir, ".toolscript.json"), clean_env)
+    proc = cli("config", "show", "--json")
     assert list(json.loads(proc.stdout)["servers"]) == ["from_home", "from_cwd"]
 
 

@@ -6,6 +6,7 @@ import tempfile
 
 import pytest
 
+from conftest import trust_project_file
 from toolscript.config import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_CONNECT_TIMEOUT,
@@ -101,7 +102,9 @@ def test_load_defaults_later_file_wins_in_place(tmp_path):
         {"mcpServers": {"a": {"command": "home-a"}, "b": {"command": "home-b", "args": ["x"]}, "c": {"command": "c"}}},
     )
     proj_file = write(proj / ".toolscript.json", {"mcpServers": {"d": {"url": "http://d"}, "b": {"url": "http://b"}}})
-    config = load_config(cwd=str(proj), environ={"HOME": str(home)})
+    environ = {"HOME": str(home)}
+    trust_project_file(proj_file, environ)
+    config = load_config(cwd=str(proj), environ=environ)
     assert config.files == [home_file, proj_file]
     # b is replaced wholesale (no args carried over) but keeps its first position.
     assert list(config.servers) == ["a", "b", "c", "d"]
@@ -588,6 +591,7 @@ def test_masked_view_masks_literals_and_shows_templates():
             },
             "tmpl": {"type": "http", "url": "https://h/mcp?x=${SECRET}", "source": SRC},
         },
+        "untrusted": [],
     }
     dumped = json.dumps(view)
     for secret in ("real-key", "real-k", "real-token", "real-s", "s3cret", "sk-live", "abc123", ":pw@"):

@@ -37,7 +37,7 @@ from typing import Any, Dict, Iterator, List
 import pytest
 
 import peers
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, trust_project_file
 
 FIXTURE = os.path.join(REPO_ROOT, "tests", "mcp_servers", "conformance_fixture.py")
 
@@ -150,6 +150,7 @@ def gateway(conformance, tmp_path_factory) -> Iterator[RunningGateway]:
     (work / ".toolscript.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k not in _ENV_DROP}
     env.update(PYTHONPATH=REPO_ROOT, HOME=str(home), TOOLSCRIPT_STATE_DIR=str(state))
+    trust_project_file(work / ".toolscript.json", env)
     log_path = str(root / "gateway.log")
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(

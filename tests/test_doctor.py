@@ -12,7 +12,7 @@ import time
 import pytest
 
 import peers
-from conftest import as_unprivileged_user, wait_for
+from conftest import as_unprivileged_user, trust_project_file, wait_for
 from mcp_servers.launch import FIXTURE
 from toolscript import __version__, doctor
 from toolscript.config import ServerConfig
@@ -71,8 +71,12 @@ def by_check(data):
     return {item["check"]: item for item in data}
 
 
-def write_config(scratch, servers):
-    (scratch.cwd / ".toolscript.json").write_text(json.dumps({"mcpServers": servers}))
+def write_config(scratch, servers, trusted=True):
+    """The project's .toolscript.json, approved by the user unless ``trusted=False``."""
+    path = scratch.cwd / ".toolscript.json"
+    path.write_text(json.dumps({"mcpServers": servers}))
+    if trusted:
+        trust_project_file(path, scratch.env)
 
 
 def fixture_entry():
@@ -122,7 +126,7 @@ def test_healthy_setup_is_all_ok(run_cli, scratch, gateway):
     write_config(scratch, {"fixture": fixture_entry()})
     fake_claude(scratch)
     write_plugins(scratch.tmp / "home" / ".claude", {"version": 2, "plugins": {"toolscript@toolscript": [v2_entry()]}})
-    os.mkdir(scratch.env["TOOLSCRIPT_STATE_DIR"], 0o700)
+    assert os.stat(scratch.env["TOOLSCRIPT_STATE_DIR"]).st_mode & 0o777 == 0o700  # made by the approval
     gw, url = gateway(ServerConfig(name="fixture", type="stdio", source="test", command=sys.executable, args=[FIXTURE, "stdio"]))
     assert wait_for(lambda: gw.upstreams["fixture"].state == "ready")
     proc = run_doctor(run_cli, scratch, "--gateway-url", url)

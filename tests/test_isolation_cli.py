@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, trust_project_file
 from toolscript import cli, config as configuration, doctor
 from toolscript.codemode import macos, sandbox
 from toolscript.commands import exec as exec_command
@@ -80,9 +80,11 @@ def test_exec_reads_require_isolation_as_the_config_loader_does(tmp_path, files,
     """exec reads the one key itself (importing the config module costs ~10 ms): same files, same answer."""
     for name in ("home", "work"):
         (tmp_path / name).mkdir()
-    for name, document in files.items():
-        write(tmp_path / name, document)
     environ = {"HOME": str(tmp_path / "home")}
+    for name, document in files.items():
+        written = write(tmp_path / name, document)
+        if name == "work/.toolscript.json":
+            trust_project_file(written, environ)  # the case below shows an unapproved one counts for neither
     if toolscript_config:
         environ["TOOLSCRIPT_CONFIG"] = toolscript_config
     cwd = str(tmp_path / "work")
@@ -92,6 +94,21 @@ def test_exec_reads_require_isolation_as_the_config_loader_does(tmp_path, files,
         assert configuration.load_config(named, cwd=cwd, environ=environ).require_isolation is expected
     else:
         assert configuration.load_config(None, cwd=cwd, environ=environ).require_isolation is expected
+
+
+def test_an_unapproved_project_file_cannot_turn_require_isolation_off(tmp_path):
+    for name in ("home", "work"):
+        (tmp_path / name).mkdir()
+    write(tmp_path / "home" / ".toolscript.json", {"requireIsolation": True})
+    project = write(tmp_path / "work" / ".toolscript.json", {"requireIsolation": False})
+    environ, cwd = {"HOME": str(tmp_path / "home")}, str(tmp_path / "work")
+    assert exec_command._config_requires_isolation(None, cwd, environ) is True
+    assert configuration.load_config(None, cwd=cwd, environ=environ).require_isolation is True
+    trust_project_file(project, environ)
+    assert exec_command._config_requires_isolation(None, cwd, environ) is False
+    with open(project, "a") as f:
+        f.write("\n")  # changed content: approval needed again
+    assert exec_command._config_requires_isolation(None, cwd, environ) is True
 
 
 def test_exec_refuses_a_config_whose_require_isolation_it_cannot_read(tmp_path, env):
@@ -191,7 +208,7 @@ def test_require_isolation_refuses_when_only_the_guard_is_available(tmp_path, en
     proc = run_cli("exec", "--require-isolation", "print('ran')", env=forced, cwd=tmp_path / "work")
     assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
     assert len(proc.stderr.splitlines()) == 1 and "guard" in proc.stderr and "Landlock" in proc.stderr
-    write(tmp_path / "work" / ".toolscript.json", {"requireIsolation": True})
+    trust_project_file(write(tmp_path / "work" / ".toolscript.json", {"requireIsolation": True}), forced)
     proc = run_cli("exec", "print('ran')", env=forced, cwd=tmp_path / "work")
     assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
     # Without the requirement the same layer runs the script.

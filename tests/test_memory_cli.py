@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import REPO_ROOT, wait_for
+from conftest import REPO_ROOT, trust_project_file, wait_for
 from toolscript import cli
 
 try:
@@ -144,6 +144,7 @@ def test_one_json_object_carries_memory_and_suggestions(world):
 def test_memory_off_records_nothing(world):
     world.hook("post-tool-use", BASH, env={"TOOLSCRIPT_MEMORY": "0"})
     (world.project / ".toolscript.json").write_text(json.dumps({"memory": {"enabled": False}}))
+    trust_project_file(world.project / ".toolscript.json", world.env)
     world.hook("post-tool-use", BASH)
     assert not (world.data / "memory.db").exists() or world.memories() == []
 
@@ -232,6 +233,7 @@ def test_concurrent_hooks_lose_nothing(world):
 
 def test_an_optional_model_summary_replaces_the_extractive_one_and_falls_back(world):
     (world.project / ".toolscript.json").write_text(json.dumps({"memory": {"summaryBackend": "api"}}))
+    trust_project_file(world.project / ".toolscript.json", world.env)
     with FakeAnthropic([{"text": "Raised eps to 0.5 in src/cluster.py; the clustering tests pass."}], sequential=True) as api:
         env = {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "k"}
         world.hook("post-tool-use", BASH, env=env)

@@ -447,16 +447,17 @@ def test_mcp_layer_imports_only_downward():
     assert bad == [], "toolscript/mcp/ may only import toolscript.mcp.*, errors, log, config, paths:\n" + "\n".join(bad)
 
 
-LEAF_MODULES = ["toolscript.config", "toolscript.configkeys", "toolscript.log", "toolscript.errors", "toolscript.output", "toolscript.cliargs"]
+LEAF_MODULES = ["toolscript.config", "toolscript.configkeys", "toolscript.trust", "toolscript.log", "toolscript.errors", "toolscript.output", "toolscript.cliargs"]
 
 
 def test_leaf_modules_import_nothing_of_ours():
     imports = all_toolscript_imports()
     assert set(LEAF_MODULES) <= set(imports), "a leaf module is missing"
-    # config reads its hot-path keys through configkeys (one set of rules for both): the one edge between leaves.
-    bad = _violations(imports, lambda m: m in LEAF_MODULES,
-                      lambda t: t in ("toolscript", "toolscript.errors") or (t == "toolscript.configkeys"))
-    assert bad == [], "leaf modules may only import toolscript.errors (and config, configkeys):\n" + "\n".join(bad)
+    # config reads its hot-path keys through configkeys (one set of rules for both), and both ask trust
+    # whether a project file counts; trust keeps its approvals in the state directory (paths).
+    allowed = ("toolscript", "toolscript.errors", "toolscript.configkeys", "toolscript.trust", "toolscript.paths")
+    bad = _violations(imports, lambda m: m in LEAF_MODULES, lambda t: t in allowed)
+    assert bad == [], "leaf modules may only import toolscript.errors, configkeys, trust and paths:\n" + "\n".join(bad)
 
 
 def test_nothing_imports_command_modules():

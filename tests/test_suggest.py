@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import load_script, running_gateway
+from conftest import load_script, running_gateway, trust_project_file
 from toolscript import configkeys, suggest
 
 try:
@@ -151,7 +151,11 @@ def test_suggestion_settings_merge_per_key_and_bad_values_are_named(tmp_path):
     (tmp_path / "work").mkdir()
     (tmp_path / "home" / ".toolscript.json").write_text(json.dumps({"suggestions": {"backend": "local", "timeout": 3}}))
     (tmp_path / "work" / ".toolscript.json").write_text(json.dumps({"suggestions": {"timeout": 2.5, "maxTools": 99, "colour": "red"}}))
-    settings, problems = configkeys.suggestion_settings(None, str(tmp_path / "work"), {"HOME": str(tmp_path / "home")})
+    environ = {"HOME": str(tmp_path / "home")}
+    unapproved, _ = configkeys.suggestion_settings(None, str(tmp_path / "work"), environ)
+    assert unapproved["timeout"] == 3  # the project file counts only once approved
+    trust_project_file(tmp_path / "work" / ".toolscript.json", environ)
+    settings, problems = configkeys.suggestion_settings(None, str(tmp_path / "work"), environ)
     assert settings["backend"] == "local" and settings["timeout"] == 2.5 and settings["maxTools"] == 5
     assert any("maxTools" in p and "0 to 10" in p for p in problems) and any('unknown key "colour"' in p for p in problems)
     assert configkeys.parse_suggestions(False, "f") == ({"enabled": False}, [])
@@ -294,6 +298,9 @@ def test_the_hook_injects_the_suggestion_and_can_be_turned_off(scene, run_cli):
         quiet = run_cli("hook", "user-prompt-submit", env=off, input=event)
         assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
     (scene / "work" / ".toolscript.json").write_text(json.dumps({"suggestions": {"enabled": False}}))
+    unapproved = run_cli("hook", "user-prompt-submit", env=env, input=event)
+    assert "pptx" in json.loads(unapproved.stdout)["hookSpecificOutput"]["additionalContext"]  # a project file counts once approved
+    trust_project_file(scene / "work" / ".toolscript.json", env)
     quiet = run_cli("hook", "user-prompt-submit", env=env, input=event)
     assert (quiet.returncode, quiet.stdout) == (0, "")
     log = (scene / "state" / "hooks.log").read_text()

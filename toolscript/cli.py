@@ -42,6 +42,7 @@ COMMANDS = {
     "servers": ("toolscript.commands.servers", "check that configured MCP servers connect"),
     "auth": ("toolscript.commands.auth", "sign in to an http/sse MCP server that needs OAuth"),
     "config": ("toolscript.commands.config", "show or validate the merged configuration"),
+    "trust": ("toolscript.commands.trust", "review and approve a project's .toolscript.json"),
     "doctor": ("toolscript.commands.doctor", "check the installation, config, servers and gateway"),
     "skills": ("toolscript.commands.skills", "the Claude Code skills a session here would see"),
     "memory": ("toolscript.commands.memory", "what toolscript remembers across sessions"),

@@ -16,6 +16,13 @@ or the comma-separated list in ``TOOLSCRIPT_CONFIG`` / ``--config``).  A later
 file's entry replaces an earlier entry of the same name as a whole (no deep
 merge) and takes over its position in the ordering.
 
+The project's ``./.toolscript.json`` comes with the repository, not from the
+user: until the user approves its exact content (``toolscript trust``,
+``toolscript.trust``) nothing in it counts.  It is not parsed with the user's
+environment, none of its servers exists, none of its settings applies; it is
+listed in ``Config.untrusted`` with the names of the servers it would add, so
+every command can say what awaits approval.
+
 Every problem is reported as one line naming the file and the JSON path of the
 offending value.  Problems from all files are collected and raised together as
 one ``ConfigError`` so ``toolscript config validate`` can list them all.  An
@@ -159,6 +166,33 @@ def _matches_any(name: str, patterns: List[str]) -> bool:
 
 
 @dataclass
+class UntrustedFile:
+    """A project config file the user has not approved (or whose content changed since): ignored as a whole."""
+
+    path: str
+    status: str  # trust.UNTRUSTED (never approved) or trust.CHANGED (approved once, different content now)
+    sha256: str
+    servers: Dict[str, Any] = field(default_factory=dict)  # name -> the entry as written (nothing expanded)
+    settings: List[str] = field(default_factory=list)  # the gateway-wide keys it sets, ignored with it
+    problem: Optional[str] = None  # why its content could not be read as a config file
+
+    def reason(self) -> str:
+        """One line: why the file's servers are not started, and who approves it how."""
+        what = "has changed since it was approved" if self.status == "changed" else "is not trusted yet"
+        return f"{self.path} {what}, so nothing in it is used; {_how_to_approve()}"
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {"path": self.path, "status": self.status, "sha256": self.sha256, "servers": sorted(self.servers),
+                "settings": list(self.settings), "problem": self.problem, "fix": "toolscript trust"}
+
+
+def _how_to_approve() -> str:
+    from toolscript import trust
+
+    return trust.HOW_TO_APPROVE
+
+
+@dataclass
 class Config:
     """The merged configuration of all files read."""
 
@@ -181,6 +215,12 @@ class Config:
     suggestions: Dict[str, Any] = field(default_factory=lambda: dict(configkeys.SUGGESTION_DEFAULTS))
     # "memory": the memory hooks' settings, defaults filled in (configkeys.MEMORY_DEFAULTS).
     memory: Dict[str, Any] = field(default_factory=lambda: dict(configkeys.MEMORY_DEFAULTS))
+    # The project file, when the user has not approved its content: read, never used.
+    untrusted: List[UntrustedFile] = field(default_factory=list)
+
+    def untrusted_servers(self) -> Dict[str, UntrustedFile]:
+        """{server name: the unapproved file that names it}, for servers no approved file defines."""
+        return {name: file for file in self.untrusted for name in file.servers if name not in self.servers}
 
     def enabled_servers(self) -> List[ServerConfig]:
         return [server for server in self.servers.values() if not server.disabled]
@@ -225,10 +265,13 @@ def load_config(
     ``paths=None`` means ``default_config_paths()``; an explicit list replaces
     the defaults.  Missing default files are skipped silently; a missing file
     the user named is a problem.  A server whose ``${VAR}`` is unset is kept,
-    with ``config_error`` saying why it cannot start.
+    with ``config_error`` saying why it cannot start.  An unapproved project
+    file is set aside in ``Config.untrusted`` (see the module docstring).
     """
     environ = os.environ if environ is None else environ
     selected, explicit = _select_paths(paths, cwd, environ)
+    project = configkeys.project_path(paths, cwd, environ)
+    untrusted: List[UntrustedFile] = []
     servers: Dict[str, ServerConfig] = {}
     files: List[str] = []
     warnings: List[str] = []
@@ -247,6 +290,13 @@ def load_config(
         except OSError as exc:
             problems.append(f"{path}: cannot read file: {exc.strerror or exc}")
             continue
+        if path == project:
+            from toolscript import trust
+
+            decision = trust.status(path, data, environ)
+            if decision != trust.TRUSTED:
+                untrusted.append(_untrusted(path, data, decision))
+                continue
         files.append(path)
         try:
             text = data.decode("utf-8-sig")
@@ -272,7 +322,30 @@ def load_config(
         for server in servers.values():
             if "maxMessageBytes" not in server.raw:
                 server.max_message_bytes = default_max
-    return Config(servers=servers, files=files, warnings=warnings, suggestions=suggestions, memory=memory, **settings)
+    return Config(servers=servers, files=files, warnings=warnings, suggestions=suggestions, memory=memory,
+                  untrusted=untrusted, **settings)
+
+
+def _untrusted(path: str, data: bytes, decision: str) -> UntrustedFile:
+    """What an unapproved file would add, read as plain JSON: nothing is expanded, resolved or validated."""
+    from toolscript import trust
+
+    found = UntrustedFile(path=path, status=decision, sha256=trust.digest(data))
+    try:
+        document = json.loads(data.decode("utf-8-sig"))
+    except (ValueError, RecursionError) as exc:
+        found.problem = f"not valid JSON ({exc.__class__.__name__})"
+        return found
+    if not isinstance(document, dict):
+        found.problem = 'top level is not a JSON object with "mcpServers"'
+        return found
+    entries = document.get("mcpServers")
+    if isinstance(entries, dict):
+        found.servers = {str(name): entry for name, entry in entries.items()}
+    elif "mcpServers" in document:
+        found.problem = f'"mcpServers" is {_json_type(entries)}, not an object'
+    found.settings = [key for key in document if key not in ("mcpServers", "$schema")]
+    return found
 
 
 def masked_view(config: Config) -> Dict[str, Any]:
@@ -327,6 +400,7 @@ def masked_view(config: Config) -> Dict[str, Any]:
         "suggestions": dict(config.suggestions),
         "memory": dict(config.memory),
         "warnings": list(config.warnings),
+        "untrusted": [file.as_dict() for file in config.untrusted],
     }
 
 

@@ -14,7 +14,10 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from toolscript.errors import UserError
 
-DEFAULT_PATHS = ("~/.toolscript.json", "./.toolscript.json")
+USER_PATH = "~/.toolscript.json"
+# A project's own file: it comes with the repository, so it counts only once the user approved it (toolscript.trust).
+PROJECT_PATH = "./.toolscript.json"
+DEFAULT_PATHS = (USER_PATH, PROJECT_PATH)
 CONFIG_ENV = "TOOLSCRIPT_CONFIG"
 
 SUGGESTIONS_KEY = "suggestions"
@@ -76,17 +79,34 @@ def select_paths(named: Optional[List[str]], cwd: Optional[str], environ: Option
     return resolved, explicit
 
 
+def project_path(named: Optional[List[str]], cwd: Optional[str], environ: Optional[Mapping[str, str]]) -> Optional[str]:
+    """The project file among the files read, which needs the user's approval: None when the user named the files.
+
+    ``--config`` and ``TOOLSCRIPT_CONFIG`` are the user's own choice; so is
+    ``./.toolscript.json`` when the current directory is the home directory
+    (it is then ``~/.toolscript.json``).
+    """
+    env = os.environ if environ is None else environ
+    if named is not None or env.get(CONFIG_ENV, "").strip():
+        return None
+    base = os.getcwd() if cwd is None else cwd
+    project = resolve_path(PROJECT_PATH, base, env)
+    return None if project == resolve_path(USER_PATH, base, env) else project
+
+
 def read_key(key: str, named: Optional[List[str]] = None, cwd: Optional[str] = None,
              environ: Optional[Mapping[str, str]] = None) -> List[Tuple[str, Any]]:
     """``[(path, value)]`` for each config file that sets top-level ``key``, in reading order (later wins).
 
     A missing or unreadable file sets nothing (``config validate`` reports
-    it).  A file that mentions ``key`` but is not a JSON object raises
+    it), nor does a project file the user has not approved (``toolscript.trust``).
+    A file that mentions ``key`` but is not a JSON object raises
     ``UserError`` (exit 2): the user meant to set something there, and
     guessing the default could be the opposite of what they asked for.
     """
     found: List[Tuple[str, Any]] = []
     needle = json.dumps(key).encode("utf-8")  # the quoted key: a file that never writes it sets nothing
+    project = project_path(named, cwd, environ)
     for path in select_paths(named, cwd, environ)[0]:
         try:
             with open(path, "rb") as f:
@@ -95,6 +115,11 @@ def read_key(key: str, named: Optional[List[str]] = None, cwd: Optional[str] = N
             continue
         if needle not in data:
             continue
+        if path == project:
+            from toolscript import trust  # only when a project file would set the key
+
+            if trust.status(path, data, environ) != trust.TRUSTED:
+                continue
         try:
             document = json.loads(data.decode("utf-8-sig"))
         except (ValueError, RecursionError):

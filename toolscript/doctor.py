@@ -201,6 +201,9 @@ def check_config(loaded: _Loaded) -> Check:
         return Check("config", FAIL, problems[0] + more, f"{validate}  (lists every problem; fix them in the file named)")
     config = loaded.config
     assert config is not None
+    if config.untrusted and not config.untrusted_servers():
+        # A file with servers gets a line per server (check_servers); one with only settings gets it here.
+        return Check("config", WARN, config.untrusted[0].reason(), "toolscript trust  (in a terminal: it shows the file, then asks)")
     if not config.files:
         looked = ", ".join(loaded.paths) or "nothing"
         detail = f"no config file (looked for {looked}); built-in tools only"
@@ -224,7 +227,25 @@ def check_config(loaded: _Loaded) -> Check:
 
 
 def check_servers(loaded: _Loaded, connect: bool = True) -> List[Check]:
-    """A line per enabled server; ``connect=False`` (--no-servers) reports only what the config says."""
+    """A line per enabled server; ``connect=False`` (--no-servers) reports only what the config says.
+
+    A server of an unapproved project file is a warning line of its own: never started, never probed.
+    """
+    untrusted = _untrusted_lines(loaded)
+    return untrusted + _check_servers(loaded, connect) if untrusted else _check_servers(loaded, connect)
+
+
+def _untrusted_lines(loaded: _Loaded) -> List[Check]:
+    if loaded.config is None:
+        return []
+    return [
+        Check(f"server:{name}", WARN, f"not started: {file.reason()}",
+              "the user runs 'toolscript trust' in a terminal in this directory: it shows what the file runs, then asks")
+        for name, file in loaded.config.untrusted_servers().items()
+    ]
+
+
+def _check_servers(loaded: _Loaded, connect: bool) -> List[Check]:
     if not connect:
         unstartable = [s for s in loaded.config.enabled_servers() if s.config_error] if loaded.config else []
         lines = [_unstartable(s, loaded) for s in unstartable]

@@ -69,7 +69,35 @@ def session_start(event: hookio.Event) -> Optional[Dict[str, Any]]:
             f"toolscript: the gateway for this session could not start ({failure}). "
             f"Its tools are unavailable until the problem is fixed and it is started with: {restart}",
         )
+    note = untrusted_note(cwd)
+    if note:
+        log.info("session %s: %s", session, note)
+        return hookio.additional_context("SessionStart", note)
     return None
+
+
+def untrusted_note(cwd: str) -> Optional[str]:
+    """One line for the model when the project's .toolscript.json awaits the user's approval, else None."""
+    from toolscript import configkeys, trust
+
+    path = configkeys.project_path(None, cwd, os.environ)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    state = trust.status(path, data)
+    if state == trust.TRUSTED:
+        return None
+    names = trust.server_names(data)
+    what = f"servers {', '.join(names)}" if names else "settings"
+    why = "changed since the user approved it" if state == trust.CHANGED else "is not approved yet"
+    return (
+        f"toolscript: this project's .toolscript.json ({what}) {why}, so toolscript ignores it; "
+        f"only the user can approve it, by running `toolscript trust` in a terminal (do not run it yourself; tell the user if those servers are needed)."
+    )
 
 
 def session_end(event: hookio.Event) -> None:

@@ -11,7 +11,9 @@ SUMMARY = "show or validate the merged configuration"
 DESCRIPTION = """\
 Configuration is Claude Code's "mcpServers" format, read from
 ~/.toolscript.json then ./.toolscript.json (later files win per server name).
---config a.json,b.json or TOOLSCRIPT_CONFIG replace that list.
+--config a.json,b.json or TOOLSCRIPT_CONFIG replace that list.  A project's
+./.toolscript.json counts only once you approved its content with
+'toolscript trust'; until then show and validate list what it would add.
 
 examples:
   toolscript config show                  servers as toolscript sees them, secrets masked
@@ -48,8 +50,12 @@ def run_show(args: argparse.Namespace) -> int:
         return 0
     for warning in config.warnings:
         print(f"toolscript: warning: {warning}", file=sys.stderr)
-    print("files: " + (", ".join(view["files"]) or "none found (" + ", ".join(configuration.default_config_paths()) + ")"))
-    if not view["servers"]:
+    pending = [file.path for file in config.untrusted]
+    if view["files"] or pending:
+        print("files: " + ", ".join(view["files"] + [f"{path} (not trusted, not used)" for path in pending]))
+    else:
+        print("files: none found (" + ", ".join(configuration.default_config_paths()) + ")")
+    if not view["servers"] and not config.untrusted_servers():
         print("servers: none")
     for name, server in view["servers"].items():
         where = server.get("command") or server.get("url") or ""
@@ -73,7 +79,21 @@ def run_show(args: argparse.Namespace) -> int:
         elif oauth is not None:
             print(f"    oauth = {'true' if oauth else 'false'}")
         print(f"    from {server['source']}")
+    _print_untrusted(config)
     return 0
+
+
+def _print_untrusted(config: "configuration.Config") -> None:
+    """Each server an unapproved project file would add, and the settings it would change, with who approves it."""
+    for name, file in config.untrusted_servers().items():
+        print(f"{name}: not started: awaiting approval")
+        print(f"    from {file.path} ({'changed since approved' if file.status == 'changed' else 'not trusted yet'})")
+    for file in config.untrusted:
+        if file.problem:
+            print(f"{file.path}: {file.problem}")
+        if file.settings:
+            print(f"ignored until approved: {', '.join(file.settings)} from {file.path}")
+        print(f"approve {file.path} in a terminal with: toolscript trust (it shows what the file runs first)")
 
 
 def run_validate(args: argparse.Namespace) -> int:
@@ -94,10 +114,14 @@ def run_validate(args: argparse.Namespace) -> int:
     broken = [s for s in config.enabled_servers() if s.config_error]
     problems = [f"{s.source}: {s.config_error}" for s in broken]
     if args.json:
-        print_json({"ok": not problems, "files": config.files, "servers": len(config.servers), "problems": problems, "warnings": config.warnings})
+        print_json({"ok": not problems, "files": config.files, "servers": len(config.servers), "problems": problems, "warnings": config.warnings,
+                    "untrusted": [file.as_dict() for file in config.untrusted]})
         return 1 if problems else 0
     for warning in config.warnings:
         print(f"warning: {warning}")
+    for file in config.untrusted:
+        names = ", ".join(sorted(file.servers)) or "no servers"
+        print(f"warning: {file.reason()} (it names {names}; 'toolscript trust --show' prints what it would run)")
     for problem in problems:
         print(f"error: {problem}")
     files = ", ".join(config.files) or "no config files found (zero servers is fine)"

@@ -252,6 +252,8 @@ def run_status(args: argparse.Namespace) -> int:
         report["next"] = f"toolscript auth {signed_out[0]['name']} (the gateway reconnects by itself once signed in)"
     elif failed:
         report["next"] = f"toolscript servers check {failed[0]['name']}, or fix its config: the gateway retries it"
+    elif any(s["state"] == "untrusted" for s in servers):
+        report["next"] = "toolscript trust (in a terminal: review and approve the project's .toolscript.json), then restart the gateway"
     return _report(args, report)
 
 

@@ -9,9 +9,10 @@ SUMMARY = "the gateway's servers and their state"
 DESCRIPTION = """\
 List the servers of the running gateway: the built-in tools (server "builtin")
 and every configured MCP server, with state (connecting / ready / failed and
-why / needs-auth: run toolscript auth NAME) and tool count, with the tools
-hidden and why ("12 tools (1 hidden: needs tasks)").  Servers still connecting
-are waited for briefly.
+why / needs-auth: run toolscript auth NAME / untrusted: the project's
+.toolscript.json awaits your approval, run toolscript trust) and tool count,
+with the tools hidden and why ("12 tools (1 hidden: needs tasks)").  Servers
+still connecting are waited for briefly.
 
 examples:
   toolscript list-servers
@@ -39,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     if len(answer["servers"]) == 1:
         print('no MCP servers configured: add them to ./.toolscript.json as {"mcpServers": {...}} (Claude Code\'s format)')
+    if any(s["state"] == "untrusted" for s in answer["servers"]):
+        print("untrusted servers come from a project's .toolscript.json: the user reviews and approves it in a terminal with 'toolscript trust'")
     if answer.get("pending"):
         print(f"still connecting: {', '.join(answer['pending'])}")
     return 0

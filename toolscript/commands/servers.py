@@ -5,6 +5,7 @@ import sys
 
 from toolscript import config as configuration
 from toolscript.cliargs import add_action, unknown_name
+from toolscript.errors import UserError
 from toolscript.output import format_table, print_json
 from toolscript.servers import HIDDEN_BY_CONFIG, describe_count
 
@@ -14,6 +15,8 @@ Connect to each configured MCP server directly (no gateway), list its tools,
 and report the transport, protocol version, server name and version, tool
 count and time taken -- or exactly why it failed (command not found, exit
 status with the end of its stderr, HTTP status, timeout, an unset ${VAR}).
+A server of a project's .toolscript.json that you have not approved with
+'toolscript trust' is listed as not checked, never started.
 
 examples:
   toolscript servers check                    every enabled server, in parallel
@@ -38,6 +41,13 @@ def run_check(args: argparse.Namespace) -> int:
     for warning in config.warnings:
         print(f"toolscript: warning: {warning}", file=sys.stderr)
     servers = _select(config, args.names)
+    untrusted = [] if args.names else [untrusted_report(name, file) for name, file in config.untrusted_servers().items()]
+    if not servers and untrusted:
+        if args.json:
+            print_json(untrusted)
+        else:
+            _print_reports(untrusted)
+        return 1
     if not servers:
         if args.json:
             print_json([])
@@ -51,7 +61,7 @@ def run_check(args: argparse.Namespace) -> int:
         return 0
     # A server whose config names an unset ${VAR} is reported, never started.
     probed = iter(probe_all([s for s in servers if not s.config_error]))
-    reports = [config_failure(s) if s.config_error else next(probed) for s in servers]
+    reports = [config_failure(s) if s.config_error else next(probed) for s in servers] + untrusted
     if args.json:
         print_json(reports)
     else:
@@ -62,7 +72,10 @@ def run_check(args: argparse.Namespace) -> int:
 def _select(config: "configuration.Config", names: list) -> list:
     if not names:
         return config.enabled_servers()
+    pending = config.untrusted_servers()
     for name in names:
+        if name in pending:
+            raise UserError(f"server {name!r} is not checked: {pending[name].reason()}", exit_code=1)
         if name not in config.servers:
             raise unknown_name("server", name, list(config.servers), "toolscript config show")
     # Naming a disabled server checks it anyway: the user asked for it by name.
@@ -72,6 +85,12 @@ def _select(config: "configuration.Config", names: list) -> list:
 def config_failure(server: "configuration.ServerConfig") -> dict:
     """The report of a server that cannot be started as configured (``config_error``)."""
     return {"name": server.name, "ok": False, "transport": server.type, "source": server.source, "error": server.config_error, "seconds": 0.0}
+
+
+def untrusted_report(name: str, file: "configuration.UntrustedFile") -> dict:
+    """The report of a server an unapproved project file names: not started, so not checked."""
+    return {"name": name, "ok": False, "untrusted": True, "transport": "-", "source": file.path,
+            "error": f"not checked: {file.reason()}", "seconds": 0.0}
 
 
 def tool_count(report: dict) -> str:
@@ -90,7 +109,7 @@ def _print_reports(reports: list) -> None:
             server = " ".join(str(v) for v in (r["server"].get("name"), r["server"].get("version")) if v) or "-"
             rows.append((r["name"], "ok", r["transport"], r["protocolVersion"], server, tool_count(r), f"{r['seconds']:.2f}s"))
         else:
-            rows.append((r["name"], "FAIL", r["transport"], "-", "-", "-", f"{r['seconds']:.2f}s"))
+            rows.append((r["name"], "untrusted" if r.get("untrusted") else "FAIL", r["transport"], "-", "-", "-", f"{r['seconds']:.2f}s"))
     for line, r in zip(format_table(rows), reports):
         print(line)
         if not r["ok"]:
@@ -102,5 +121,8 @@ def _print_reports(reports: list) -> None:
             print(f"    {error}")
             for line_of_tail in tail:
                 print(f"    | {line_of_tail}")
-    failed = sum(not r["ok"] for r in reports)
-    print(f"{len(reports) - failed} of {len(reports)} servers connected" + (f"; {failed} failed" if failed else ""))
+    pending = sum(bool(r.get("untrusted")) for r in reports)
+    checked = len(reports) - pending
+    failed = sum(not r["ok"] for r in reports) - pending
+    print(f"{checked - failed} of {checked} servers connected" + (f"; {failed} failed" if failed else "")
+          + (f"; {pending} not checked: approve the project's .toolscript.json with 'toolscript trust' first" if pending else ""))

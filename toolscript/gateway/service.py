@@ -41,6 +41,8 @@ DISCOVERY_WAIT_SECONDS = 10.0
 # The whole of Gateway.stop, however many servers: well inside `gateway stop`'s
 # 10 s before SIGKILL, so the gateway still reaps whatever is left itself.
 STOP_SECONDS = 5.0
+# The state /servers shows for a server of a project file the user has not approved.
+UNTRUSTED_STATE = "untrusted"
 
 
 class Gateway:
@@ -96,7 +98,17 @@ class Gateway:
 
     def _unavailable(self) -> Dict[str, str]:
         """{server name: reason} for configured servers that are not ready (the runtime names them)."""
-        return {u.name: u.unavailable_reason() for u in self.upstreams.values() if u.state != "ready"}
+        reasons = {name: f"not started: {file.reason()}" for name, file in self.config.untrusted_servers().items()}
+        reasons.update((u.name, u.unavailable_reason()) for u in self.upstreams.values() if u.state != "ready")
+        return reasons
+
+    def _untrusted(self) -> List[Dict[str, Any]]:
+        """The servers an unapproved project file names, described like upstreams (never started)."""
+        return [
+            {"name": name, "state": UNTRUSTED_STATE, "transport": _transport_of(file.servers[name]), "tools": 0, "toolsTotal": 0,
+             "hidden": {}, "restarts": 0, "error": f"not started: {file.reason()}", "source": file.path}
+            for name, file in self.config.untrusted_servers().items()
+        ]
 
     # -- what the HTTP surfaces serve -----------------------------------------------
 
@@ -114,6 +126,7 @@ class Gateway:
             "session": self.session,
             "uptimeSeconds": round(time.time() - self.started, 1),
             "servers": states,
+            "untrusted": sorted(self.config.untrusted_servers()),
             "tools": len(self.catalog.entries()),
             "hidden": hidden,
             "workspace": self.context.workspace_roots[0],
@@ -125,7 +138,7 @@ class Gateway:
             "name": BUILTIN_SERVER, "transport": "builtin", "state": "ready",
             "tools": len(self.builtins), "toolsTotal": len(self.builtins), "hidden": {}, "restarts": 0,
         }
-        return {"servers": [builtin] + [u.describe() for u in self.upstreams.values()], "pending": pending}
+        return {"servers": [builtin] + [u.describe() for u in self.upstreams.values()] + self._untrusted(), "pending": pending}
 
     def tools(self, servers: Optional[List[str]] = None, ids: Optional[List[str]] = None, wait: bool = True) -> Dict[str, Any]:
         pending = self.wait_for_servers() if wait else []
@@ -194,12 +207,25 @@ class Gateway:
 
     def _not_found(self, identifier: str) -> str:
         server, _ = split_id(identifier)
+        untrusted = self.config.untrusted_servers().get(server or "")
+        if untrusted is not None:
+            return f"server {server!r} is not started: {untrusted.reason()}"
         if server and server not in self.known_servers():
             return f"unknown tool {identifier!r}: no server {server!r} (servers: {', '.join(self.known_servers())})"
         if not server:
             return f"unknown tool {identifier!r}: tool ids are server__tool, e.g. builtin__time.now"
         names = [e.id for e in self.catalog.entries([server])][:10]
         return f"unknown tool {identifier!r}; {server} has: {', '.join(names) or 'no tools'}"
+
+
+def _transport_of(entry: Any) -> str:
+    """An unapproved entry's transport as written (nothing of it is validated or used)."""
+    if isinstance(entry, dict):
+        if "command" in entry:
+            return "stdio"
+        if entry.get("type") in ("sse", "stdio"):
+            return str(entry["type"])
+    return "http"
 
 
 def kill_child_process_groups() -> None:
