@@ -25,7 +25,6 @@ a symlink that appears after the check is then refused instead of followed.
 
 import errno
 import os
-import platform
 import stat
 import sys
 from typing import Any, List, Optional
@@ -106,7 +105,7 @@ def _load_syscall() -> Any:
     global _syscall
     if _syscall is None:
         _syscall = False
-        number = _OPENAT2_SYSCALL.get(platform.machine().lower())
+        number = _OPENAT2_SYSCALL.get(os.uname().machine.lower()) if hasattr(os, "uname") else None
         if number is not None and sys.platform.startswith("linux"):
             try:
                 import ctypes
