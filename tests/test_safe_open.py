@@ -91,6 +91,17 @@ def test_an_absolute_path_is_refused(tree, mechanism):
     assert _errno(tree, "/etc/passwd") == errno.EXDEV
 
 
+@pytest.mark.skipif(not hasattr(os, "O_PATH"), reason="O_PATH is Linux's")
+def test_o_path_does_not_open_a_symlink_itself(tree, mechanism):
+    assert _errno(tree, "file-link", os.O_PATH) == errno.ELOOP
+    assert _errno(tree, "a/../file-link", os.O_PATH) == errno.EXDEV
+
+
+def test_creating_is_refused(tree, mechanism):
+    with pytest.raises(ValueError):
+        safe_open.open_beneath(tree, "new.txt", os.O_WRONLY | os.O_CREAT)
+
+
 def test_missing_and_not_a_directory(tree, mechanism):
     assert _errno(tree, "a/nope") == errno.ENOENT
     assert _errno(tree, "a/b/f.txt/x") == errno.ENOTDIR

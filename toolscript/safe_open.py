@@ -42,8 +42,9 @@ _OPENAT2_SYSCALL = {"x86_64": 437, "amd64": 437, "aarch64": 437, "arm64": 437}
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_PATH = getattr(os, "O_PATH", 0)
 # A directory only passed through needs search permission, not read: O_PATH (Linux) asks for no more.
-SEARCH_DIRECTORY = (getattr(os, "O_PATH", 0) or os.O_RDONLY) | _O_DIRECTORY
+SEARCH_DIRECTORY = (_O_PATH or os.O_RDONLY) | _O_DIRECTORY
 # A directory to list (os.scandir needs a readable descriptor).
 READ_DIRECTORY = os.O_RDONLY | _O_DIRECTORY
 
@@ -69,6 +70,8 @@ def open_beneath(dir_fd: int, rel: str, flags: int) -> int:
     """
     if "\x00" in rel:
         raise ValueError("embedded null byte")
+    if flags & os.O_CREAT:
+        raise ValueError("open_beneath does not create files")
     parts = _components(rel)
     flags |= _O_CLOEXEC
     if use_openat2:
@@ -80,7 +83,7 @@ def open_beneath(dir_fd: int, rel: str, flags: int) -> int:
 
 def openat2_works() -> bool:
     """True when this kernel and process let :func:`open_beneath` use openat2 (not the walk)."""
-    here = os.open(".", READ_DIRECTORY | _O_CLOEXEC)
+    here = os.open("/", READ_DIRECTORY | _O_CLOEXEC)
     try:
         opened = _openat2(here, ".", READ_DIRECTORY | _O_CLOEXEC)
     finally:
@@ -171,6 +174,9 @@ def _walk(dir_fd: int, parts: List[str], flags: int) -> int:
             current = fd
             if not last and not stat.S_ISDIR(os.fstat(fd).st_mode):
                 raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), "/".join(parts))
+            # O_PATH|O_NOFOLLOW opens a symlink itself rather than failing; openat2 refuses it.
+            if last and flags & _O_PATH and stat.S_ISLNK(os.fstat(fd).st_mode):
+                raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), "/".join(parts))
         result, current = current, dir_fd
         return result
     finally:
