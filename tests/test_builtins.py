@@ -5,12 +5,14 @@ import datetime
 import logging
 import os
 import re
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
 
-from toolscript import builtins, jsonschema
+from toolscript import builtins, jsonschema, safe_open
 from toolscript.builtins import builtin_specs, resolve_path, select_builtins
 from toolscript.errors import UserError
 from toolscript.tools import (
@@ -738,3 +740,172 @@ def test_select_bad_setting(setting):
     with pytest.raises(UserError) as info:
         select_builtins(setting)
     assert str(info.value) == "the built-in tools setting must be true, false or a list of tool names"
+
+
+# --- a directory swapped for a symlink while a tool runs ---------------------------------
+
+# Swaps <root>/d between a real directory and a symlink to the outside directory, over and
+# over, with renames only (each step atomic), until the stop file appears.
+_SWAPPER = """
+import os, sys
+root, outside, stop = sys.argv[1:4]
+d, held, link = (os.path.join(root, name) for name in ("d", "d.held", "d.link"))
+os.symlink(outside, link)
+open(stop + ".ready", "w").close()
+while not os.path.exists(stop):
+    os.rename(d, held)
+    os.rename(link, d)
+    os.rename(d, link)
+    os.rename(held, d)
+"""
+CANARY = "CANARY-from-outside-the-workspace"
+# Without the descriptor-relative open, each of these races leaked within a few hundred calls.
+RACE_CALLS = 5000
+
+
+@pytest.fixture(params=["openat2", "walk"])
+def mechanism(request, monkeypatch):
+    """Run the test once with openat2 and once with the component walk (each made the only way)."""
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError(f"the {request.param} test reached the other mechanism")
+
+    if request.param == "openat2":
+        if not safe_open.openat2_works():
+            pytest.skip("this kernel (or its seccomp filter) has no openat2")
+        monkeypatch.setattr(safe_open, "_walk", must_not_run)
+    else:
+        monkeypatch.setattr(safe_open, "use_openat2", False)
+        monkeypatch.setattr(safe_open, "_openat2", must_not_run)
+    return request.param
+
+
+@pytest.fixture
+def outside(tmp_path) -> str:
+    """A directory next to the workspace holding secret.txt and canary.txt, both CANARY."""
+    path = os.path.realpath(str(tmp_path / "outside"))
+    write(os.path.join(path, "secret.txt"), CANARY)
+    write(os.path.join(path, "canary.txt"), CANARY)
+    return path
+
+
+@pytest.fixture
+def swapping(tmp_path, root, outside):
+    """<root>/d/secret.txt ("inside"), and a process swapping d for a symlink to ``outside`` all the time."""
+    write(os.path.join(root, "d", "secret.txt"), "inside")
+    stop = str(tmp_path / "stop")
+    proc = subprocess.Popen([sys.executable, "-c", _SWAPPER, root, outside, stop])
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(stop + ".ready") and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert proc.poll() is None and os.path.exists(stop + ".ready"), "the swapping process did not start"
+        yield
+    finally:
+        open(stop, "w").close()
+        try:
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0, "the swapping process failed, so the race did not run"
+
+
+def _race(handler, args, ctx, leaked) -> int:
+    """Call ``handler`` RACE_CALLS times (stopping at the first leak); how many calls succeeded."""
+    succeeded = 0
+    for _ in range(RACE_CALLS):
+        try:
+            data = handler(dict(args), ctx)
+        except ToolFailure:
+            continue  # d was missing, or a symlink was met on the way: refused, which is right
+        succeeded += 1
+        if leaked(data):
+            pytest.fail(f"read outside the workspace through a swapped symlink after {succeeded} reads: {data}")
+    return succeeded
+
+
+def test_read_file_never_follows_a_directory_swapped_for_a_symlink(ctx, mechanism, swapping):
+    handler = builtin_specs()["fs.read_file"].handler
+    succeeded = _race(handler, {"path": "d/secret.txt"}, ctx, lambda data: data["content"] != "inside")
+    assert succeeded > 0  # the race ran against real reads, not only refusals
+
+
+def test_list_dir_never_lists_a_directory_swapped_for_a_symlink(ctx, mechanism, swapping):
+    handler = builtin_specs()["fs.list_dir"].handler
+    names = lambda data: {entry["name"] for entry in data["entries"]}  # noqa: E731
+    succeeded = _race(handler, {"path": "d"}, ctx, lambda data: "canary.txt" in names(data))
+    assert succeeded > 0
+
+
+def test_recursive_list_never_enters_a_directory_swapped_for_a_symlink(ctx, mechanism, swapping):
+    handler = builtin_specs()["fs.list_dir"].handler
+    paths = lambda data: {entry["path"] for entry in data["entries"]}  # noqa: E731
+    succeeded = _race(handler, {"path": ".", "recursive": True}, ctx, lambda data: "d/canary.txt" in paths(data))
+    assert succeeded > 0
+
+
+def _checked_before_the_swap(monkeypatch, root):
+    """Make resolve_path answer as it did while <root>/d was still a directory: the race, made certain."""
+    checked = builtins.resolve_path
+
+    def resolve_then_swap(path, context):
+        real = checked(path, context)
+        os.rename(os.path.join(root, "d"), os.path.join(root, "d.held"))
+        os.rename(os.path.join(root, "d.link"), os.path.join(root, "d"))
+        return real
+
+    monkeypatch.setattr(builtins, "resolve_path", resolve_then_swap)
+
+
+SWAPPED = (
+    'path "{}" is not usable: a symlink on it changed while it was opened, or loops; '
+    "symlinks are followed only when they lead inside the workspace"
+)
+
+
+@pytest.mark.parametrize("tool, path", [("fs.read_file", "d/secret.txt"), ("fs.list_dir", "d"), ("fs.read_file", "d")])
+def test_a_symlink_swapped_in_after_the_check_is_refused(root, ctx, outside, mechanism, monkeypatch, tool, path):
+    write(os.path.join(root, "d", "secret.txt"), "inside")
+    os.symlink(outside, os.path.join(root, "d.link"))
+    _checked_before_the_swap(monkeypatch, root)
+    assert error_of(run(tool, ctx, path=path)) == (ERROR_EXECUTION, SWAPPED.format(path))
+
+
+def test_symlinks_inside_the_workspace_still_work_both_ways(root, ctx, mechanism):
+    write(os.path.join(root, "real", "f.txt"), "data")
+    os.symlink("real", os.path.join(root, "dir-link"))
+    os.symlink(os.path.join(root, "real", "f.txt"), os.path.join(root, "file-link"))
+    assert ok_data(run("fs.read_file", ctx, path="dir-link/f.txt"))["content"] == "data"
+    assert ok_data(run("fs.read_file", ctx, path="file-link"))["path"] == "real/f.txt"
+    listing = ok_data(run("fs.list_dir", ctx, path="dir-link"))
+    assert (listing["path"], [e["path"] for e in listing["entries"]]) == ("real", ["f.txt"])
+
+
+def test_symlink_loop_is_a_clear_error(root, ctx, mechanism):
+    os.symlink("loop", os.path.join(root, "loop"))
+    for tool in ("fs.read_file", "fs.list_dir"):
+        assert error_of(run(tool, ctx, path="loop")) == (ERROR_EXECUTION, SWAPPED.format("loop"))
+
+
+def test_a_file_where_a_directory_should_be(root, ctx, mechanism):
+    write(os.path.join(root, "f.txt"), "x")
+    assert error_of(run("fs.read_file", ctx, path="f.txt/x")) == (ERROR_EXECUTION, 'cannot access "f.txt/x": Not a directory')
+    assert error_of(run("fs.list_dir", ctx, path="f.txt/x")) == (ERROR_EXECUTION, 'cannot access "f.txt/x": Not a directory')
+
+
+def test_the_file_tools_leave_no_descriptor_open(root, ctx, mechanism):
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("no /proc/self/fd to count descriptors")
+    write(os.path.join(root, "a", "b", "f.txt"), "x")
+    os.symlink("loop", os.path.join(root, "loop"))
+    specs = builtin_specs()
+    before = len(os.listdir("/proc/self/fd"))
+    for name, args in [("fs.read_file", {"path": "a/b/f.txt"}), ("fs.read_file", {"path": "a/nope"}),
+                       ("fs.read_file", {"path": "loop"}), ("fs.list_dir", {"recursive": True}),
+                       ("fs.list_dir", {"path": "a/b/f.txt"})] * 20:
+        try:
+            specs[name].handler(args, ctx)
+        except ToolFailure:
+            pass
+    assert len(os.listdir("/proc/self/fd")) == before

@@ -5,7 +5,7 @@ zipapp, which also copies itself into the project).  Covered: a fresh project
 (TC-P6-05), a merge that keeps custom keys and foreign hooks (TC-P6-09),
 idempotence, ``--force``, ``--undo`` back to the original bytes, invalid JSON
 (EC-P6-01), an unwritable ``.claude/`` (ERR-P6-03), a failing chmod (EC-P6-05),
-a symlinked settings file, ``--dry-run``, the installed scripts themselves, and
+symlinks (followed inside the project, refused when they lead out), ``--dry-run``, the installed scripts themselves, and
 the real ``claude`` CLI running the hooks from the written settings.
 """
 
@@ -427,23 +427,105 @@ def test_chmod_failure_names_the_script(tmp_path, monkeypatch, capsys):
 # --- symlinks and --dry-run ---------------------------------------------------------------------
 
 
-def test_symlinked_settings_file_is_followed_and_stays_a_link(tmp_path):
+def test_symlink_inside_the_project_is_followed_stays_a_link_and_gets_its_backup_beside_the_target(tmp_path):
     project = _project(tmp_path)
-    shared = tmp_path / "dotfiles" / "claude-settings.json"
-    shared.parent.mkdir()
-    shared.write_text(json.dumps({"model": "x"}, indent=2) + "\n")
+    shared = os.path.join(project, "config", "claude-settings.json")
+    os.makedirs(os.path.dirname(shared))
+    original = (json.dumps({"model": "x"}, indent=2) + "\n").encode()
+    with open(shared, "wb") as fh:
+        fh.write(original)
     os.mkdir(os.path.join(project, ".claude"))
-    os.symlink(str(shared), _settings_path(project))
-    proc = _setup(project, "--json")
+    os.symlink(os.path.join("..", "config", "claude-settings.json"), _settings_path(project))
+
+    proc = _setup(project)
     assert proc.returncode == 0, proc.stderr
-    assert os.path.islink(_settings_path(project)) and os.readlink(_settings_path(project)) == str(shared)
-    target = json.loads(shared.read_text())
+    assert os.path.islink(_settings_path(project))
+    target = json.loads(_read(shared))
     assert target["model"] == "x"
     _assert_registered(target, project)
-    backup = json.loads(proc.stdout)["backup"]
-    assert not os.path.islink(backup) and json.loads(_read(backup)) == {"model": "x"}
+    # The backup is of the file really written, beside it; none beside the link.
+    assert not [n for n in os.listdir(os.path.join(project, ".claude")) if ".bak-" in n]
+    beside_target = [n for n in os.listdir(os.path.dirname(shared)) if n.startswith("claude-settings.json.bak-")]
+    assert len(beside_target) == 1 and _read(os.path.join(project, "config", beside_target[0])) == original
+    assert "write .claude/settings.json (the symlink's target: config/claude-settings.json)" in proc.stdout
+
     assert _setup(project, "--undo").returncode == 0
-    assert os.path.islink(_settings_path(project)) and json.loads(shared.read_text()) == {"model": "x"}
+    assert os.path.islink(_settings_path(project)) and _read(shared) == original
+
+
+OUTSIDE_SETTINGS = (json.dumps({"model": "mine", "hooks": {}}, indent=2) + "\n").encode()
+
+
+def _home_claude(tmp_path, text: bytes = OUTSIDE_SETTINGS) -> str:
+    """A ~/.claude outside the project, with a settings.json of ``text``."""
+    home_claude = str(tmp_path / "home" / ".claude")
+    os.makedirs(home_claude)
+    with open(os.path.join(home_claude, "settings.json"), "wb") as fh:
+        fh.write(text)
+    return home_claude
+
+
+def _assert_refused(proc, link: str, target: str) -> None:
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stderr == (
+        f"toolscript: error: {link} is a symlink to {target}, outside the project; setup writes only inside "
+        "the project, so nothing was changed: make the change there yourself, or replace the link with a copy of "
+        "what it points to and run setup again\n"
+    )
+
+
+@pytest.mark.parametrize("args", [[], ["--force"], ["--dry-run"], ["--undo"]], ids=["plain", "force", "dry-run", "undo"])
+@pytest.mark.parametrize("text", [OUTSIDE_SETTINGS, b"not json {"], ids=["json", "not-json"])
+def test_settings_linked_out_of_the_project_is_refused_and_nothing_outside_changes(tmp_path, args, text):
+    home_claude = _home_claude(tmp_path, text)
+    outside_before = _tree(str(tmp_path / "home"))
+    project = _project(tmp_path)
+    os.mkdir(os.path.join(project, ".claude"))
+    os.symlink(os.path.join(home_claude, "settings.json"), _settings_path(project))
+    project_before = _tree(project)
+
+    proc = _setup(project, *args)
+    assert _tree(str(tmp_path / "home")) == outside_before
+    assert _tree(project) == project_before
+    _assert_refused(proc, ".claude/settings.json", os.path.join(home_claude, "settings.json"))
+
+
+def test_claude_dir_linked_out_of_the_project_is_refused(tmp_path):
+    home_claude = _home_claude(tmp_path)
+    outside_before = _tree(str(tmp_path / "home"))
+    project = _project(tmp_path)
+    os.symlink(home_claude, os.path.join(project, ".claude"))
+    for args in ([], ["--force"], ["--undo"]):
+        proc = _setup(project, *args)
+        assert _tree(str(tmp_path / "home")) == outside_before
+        _assert_refused(proc, ".claude", home_claude)
+
+
+def test_hooks_dir_or_script_linked_out_of_the_project_is_refused(tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "tool.sh").write_text("#!/bin/sh\necho mine\n")
+    os.chmod(str(outside / "tool.sh"), 0o644)
+    outside_before = _tree(str(outside))
+    project = _project(tmp_path)
+    os.makedirs(os.path.join(project, ".claude"))
+
+    os.symlink(str(outside), os.path.join(project, ".claude", "hooks"))
+    proc = _setup(project)
+    assert _tree(str(outside)) == outside_before
+    assert not os.path.exists(_settings_path(project))  # refused before anything was written
+    _assert_refused(proc, ".claude/hooks", str(outside))
+    _assert_refused(_setup(project, "--undo"), ".claude/hooks", str(outside))
+
+    os.unlink(os.path.join(project, ".claude", "hooks"))
+    os.makedirs(os.path.join(project, ".claude", "hooks"))
+    script = os.path.join(project, ".claude", "hooks", "toolscript-stop.sh")
+    os.symlink(str(outside / "tool.sh"), script)
+    proc = _setup(project, "--force")
+    assert _tree(str(outside)) == outside_before
+    assert os.stat(str(outside / "tool.sh")).st_mode & 0o777 == 0o644  # not made executable either
+    assert not os.path.exists(_settings_path(project))
+    _assert_refused(proc, ".claude/hooks/toolscript-stop.sh", str(outside / "tool.sh"))
 
 
 def test_dry_run_prints_the_diff_and_writes_nothing(tmp_path):

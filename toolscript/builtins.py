@@ -5,9 +5,18 @@
 
 They need no server and exist so the tool path (CLI, gateway, MCP endpoint)
 can be exercised and so a model can look at the workspace.  The file tools are
-confined to the workspace roots: every path goes through ``resolve_path``,
-which resolves ``..`` and symlinks first and then refuses anything whose real
-path is outside every root.
+confined to the workspace roots, in two steps:
+
+* ``resolve_path`` resolves ``..`` and symlinks and refuses anything whose real
+  path is outside every root.  So a symlink inside the workspace keeps working
+  when it leads to a file inside a root, and one that leads out is refused.
+* The file is then opened by that resolved path *beneath a descriptor of its
+  root*, with no symlink allowed on the way (``safe_open.open_beneath``), and
+  every directory a recursive listing enters is opened the same way, relative
+  to its parent's descriptor.  The check and the open are separate steps, so a
+  directory checked in the first can be replaced by a symlink before the
+  second (another process sharing the workspace can do that on purpose); this
+  way such a swap makes the call fail, and can never lead it out of the root.
 
 Schemas are written for a model to read: every property has a description,
 and unknown properties are refused (``additionalProperties: false``) so a
@@ -15,13 +24,15 @@ misspelt argument is an ``invalid_args`` error instead of being ignored.
 """
 
 import base64
+import contextlib
 import datetime
+import errno
 import os
 import stat
 import time
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
-from toolscript import log
+from toolscript import log, safe_open
 from toolscript.errors import UserError
 from toolscript.tools import ToolContext, ToolFailure, ToolSpec
 
@@ -192,7 +203,9 @@ def resolve_path(path: str, context: ToolContext) -> str:
     """The real absolute path of ``path`` if it is inside a workspace root; else ToolFailure.
 
     Relative paths are taken from the first root.  ``..`` and symlinks are
-    resolved before the check, so neither can lead out of the workspace.
+    resolved before the check, so neither can lead out of the workspace.  This
+    only says where the path leads now: open it with ``_parent_dir``, which
+    does not follow a symlink that appears after this check.
     """
     roots = _roots(context)
     # Checked here because realpath() treats a NUL differently across Python versions.
@@ -204,10 +217,7 @@ def resolve_path(path: str, context: ToolContext) -> str:
     except (OSError, ValueError) as err:
         raise ToolFailure(f'path "{path}" is not usable: {err}') from None
     if _root_of(real, roots) is None:
-        raise ToolFailure(
-            f'path "{path}" is outside the workspace ({", ".join(roots)}); '
-            "only files under the workspace roots are allowed"
-        )
+        raise ToolFailure(_outside(path, roots))
     return real
 
 
@@ -234,21 +244,31 @@ def _list_dir(args: Dict[str, Any], context: ToolContext) -> Dict[str, Any]:
     path = args.get("path", ".")
     max_depth = args.get("maxDepth", DEFAULT_MAX_DEPTH) if args.get("recursive", False) else 1
     real = resolve_path(path, context)
-    info = _stat(path, real)
-    if not stat.S_ISDIR(info.st_mode):
-        raise ToolFailure(f'path "{path}" is not a directory')
+    with _parent_dir(path, real, context) as (parent_fd, name):
+        info = _stat_at(path, parent_fd, name)
+        if not stat.S_ISDIR(info.st_mode):
+            raise ToolFailure(f'path "{path}" is not a directory')
+        fd = _open_at(path, "list", parent_fd, name, safe_open.READ_DIRECTORY)
     try:
-        with os.scandir(real) as it:
-            top = sorted(it, key=lambda entry: entry.name)
-    except OSError as err:
-        raise ToolFailure(f'cannot list "{path}": {err.strerror or err}') from None
-
-    entries: List[Dict[str, Any]] = []
-    truncated = _walk(top, "", 1, max_depth, entries, MAX_LIST_ENTRIES)
+        try:
+            top = _scan(fd)
+        except OSError as err:
+            raise ToolFailure(f'cannot list "{path}": {err.strerror or err}') from None
+        entries: List[Dict[str, Any]] = []
+        truncated = _walk(fd, top, "", 1, max_depth, entries, MAX_LIST_ENTRIES)
+    finally:
+        os.close(fd)
     return {"path": _display_path(real, context), "entries": entries, "truncated": truncated}
 
 
+def _scan(dir_fd: int) -> List[os.DirEntry]:
+    """The entries of the directory open as ``dir_fd``, sorted by name (the descriptor stays open)."""
+    with os.scandir(dir_fd) as it:
+        return sorted(it, key=lambda entry: entry.name)
+
+
 def _walk(
+    dir_fd: int,
     children: List[os.DirEntry],
     prefix: str,
     depth: int,
@@ -260,7 +280,9 @@ def _walk(
 
     Children are visited by name and a directory's contents follow it, so the
     result is sorted by path component by component, and the entries kept at
-    the limit are the first ones in that order.
+    the limit are the first ones in that order.  A subdirectory is opened by
+    name relative to ``dir_fd``, its parent's descriptor, refusing a symlink:
+    one swapped in for it since it was listed is skipped, not entered.
     """
     for entry in children:
         if len(entries) >= limit:
@@ -270,14 +292,21 @@ def _walk(
         if item["type"] != "dir" or depth >= max_depth:
             continue
         try:
-            with os.scandir(entry.path) as it:
-                below = sorted(it, key=lambda child: child.name)
+            child_fd = safe_open.open_beneath(dir_fd, entry.name, safe_open.READ_DIRECTORY)
         except OSError as err:
             # One unreadable subdirectory should not hide the rest of the listing.
-            _log.debug("not listing %s: %s", entry.path, err)
+            _log.debug("not listing %s: %s", item["path"], err)
             continue
-        if _walk(below, item["path"] + "/", depth + 1, max_depth, entries, limit):
-            return True
+        try:
+            try:
+                below = _scan(child_fd)
+            except OSError as err:
+                _log.debug("not listing %s: %s", item["path"], err)
+                continue
+            if _walk(child_fd, below, item["path"] + "/", depth + 1, max_depth, entries, limit):
+                return True
+        finally:
+            os.close(child_fd)
     return False
 
 
@@ -303,18 +332,15 @@ def _read_file(args: Dict[str, Any], context: ToolContext) -> Dict[str, Any]:
     path = args["path"]
     max_bytes = args.get("maxBytes", DEFAULT_MAX_BYTES)
     real = resolve_path(path, context)
-    info = _stat(path, real)
-    _require_regular(path, info.st_mode)
-    if info.st_size > max_bytes:
-        raise ToolFailure(_too_large(info.st_size, max_bytes))
-
-    # O_NOFOLLOW: realpath() left no symlink at the end of ``real``; if one is
-    # there now, it was swapped in after the check, so refuse it.
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(real, flags)
-    except OSError as err:
-        raise ToolFailure(f'cannot read "{path}": {err.strerror or err}') from None
+    with _parent_dir(path, real, context) as (parent_fd, name):
+        info = _stat_at(path, parent_fd, name)
+        _require_regular(path, info.st_mode)
+        if info.st_size > max_bytes:
+            raise ToolFailure(_too_large(info.st_size, max_bytes))
+        # O_NONBLOCK: a FIFO put in the file's place since the check must not hang the call
+        # (fstat below refuses it); O_NOCTTY: nor may a terminal become ours.
+        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+        fd = _open_at(path, "read", parent_fd, name, flags)
     with os.fdopen(fd, "rb") as handle:
         opened = os.fstat(handle.fileno())
         _require_regular(path, opened.st_mode)
@@ -365,13 +391,79 @@ def _display_path(real: str, context: ToolContext) -> str:
     return os.path.relpath(real, roots[0]).replace(os.sep, "/")
 
 
-def _stat(path: str, real: str) -> os.stat_result:
+@contextlib.contextmanager
+def _parent_dir(path: str, real: str, context: ToolContext) -> Iterator[Tuple[int, str]]:
+    """(a descriptor of the directory holding ``real``, ``real``'s last name) -- ``"."`` for a root itself.
+
+    The directory is opened beneath a descriptor of the root that holds
+    ``real``, following no symlink at all (``safe_open.open_beneath``): ``real``
+    is already resolved, so a symlink met now was put there after
+    ``resolve_path`` checked it, and the call fails instead of following it.
+    The last name is for ``_stat_at`` and ``_open_at``, which do not follow a
+    symlink either.
+    """
+    root = _root_of(real, _roots(context))
+    if root is None:  # resolve_path refused it already; kept so this can never open outside a root
+        raise ToolFailure(_outside(path, _roots(context)))
+    rel = os.path.relpath(real, root)
+    parent, name = ("", ".") if rel == "." else os.path.split(rel)
     try:
-        return os.stat(real)
+        root_fd = safe_open.open_directory(root)
+    except OSError as err:
+        raise _open_failure(path, "access", err) from None
+    try:
+        parent_fd = safe_open.open_beneath(root_fd, parent, safe_open.SEARCH_DIRECTORY)
+    except OSError as err:
+        raise _open_failure(path, "access", err) from None
+    finally:
+        os.close(root_fd)
+    try:
+        yield parent_fd, name
+    finally:
+        os.close(parent_fd)
+
+
+def _stat_at(path: str, dir_fd: int, name: str) -> os.stat_result:
+    """The entry ``name`` in ``dir_fd`` itself (a symlink is not followed, and refused)."""
+    try:
+        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
         raise ToolFailure(f'path "{path}" does not exist') from None
     except OSError as err:
         raise ToolFailure(f'cannot access "{path}": {err.strerror or err}') from None
+    if stat.S_ISLNK(info.st_mode):
+        raise ToolFailure(_symlink_changed(path))
+    return info
+
+
+def _open_at(path: str, verb: str, dir_fd: int, name: str, flags: int) -> int:
+    """``name`` in ``dir_fd`` opened with ``flags``, not following a symlink; ToolFailure saying ``cannot <verb>``."""
+    try:
+        return safe_open.open_beneath(dir_fd, name, flags)
+    except OSError as err:
+        raise _open_failure(path, verb, err) from None
+
+
+def _open_failure(path: str, verb: str, err: OSError) -> ToolFailure:
+    if err.errno == errno.ENOENT:
+        return ToolFailure(f'path "{path}" does not exist')
+    if err.errno == errno.ELOOP:
+        return ToolFailure(_symlink_changed(path))
+    return ToolFailure(f'cannot {verb} "{path}": {err.strerror or err}')
+
+
+def _outside(path: str, roots: List[str]) -> str:
+    return (
+        f'path "{path}" is outside the workspace ({", ".join(roots)}); '
+        "only files under the workspace roots are allowed"
+    )
+
+
+def _symlink_changed(path: str) -> str:
+    return (
+        f'path "{path}" is not usable: a symlink on it changed while it was opened, or loops; '
+        "symlinks are followed only when they lead inside the workspace"
+    )
 
 
 def _require_regular(path: str, mode: int) -> None:

@@ -71,16 +71,15 @@ def ensure_private_dir(path: str) -> str:
     return path
 
 
-def write_private(path: str, data: Union[str, bytes], mode: Optional[int] = None, follow_links: bool = False) -> None:
+def write_private(path: str, data: Union[str, bytes], mode: Optional[int] = None) -> None:
     """Write ``data`` to ``path`` atomically (a temp file beside it, fsync, rename): mode 0600 unless ``mode`` is given.
 
-    A symbolic link at ``path`` is replaced by the file, unless ``follow_links`` (a user's settings file they
-    linked on purpose): then its target is what is written.
+    A symbolic link at ``path`` is replaced by the file, never followed.  A caller that means to write a
+    link's target resolves it first and checks where it leads (``toolscript setup`` keeps to the project).
     """
     if isinstance(data, str):
         data = data.encode("utf-8")
-    target = os.path.realpath(path) if follow_links else path
-    directory = os.path.dirname(os.path.abspath(target))
+    directory = os.path.dirname(os.path.abspath(path))
     import tempfile  # here: it costs a few ms to import, and most commands never write a file
 
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)  # mkstemp creates 0600
@@ -91,7 +90,7 @@ def write_private(path: str, data: Union[str, bytes], mode: Optional[int] = None
             os.fsync(f.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
-        os.replace(tmp, target)
+        os.replace(tmp, path)
     except BaseException:
         try:
             os.unlink(tmp)

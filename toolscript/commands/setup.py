@@ -38,7 +38,9 @@ What it writes, all under <project>/.claude/:
                     twice (they are the commands naming .claude/hooks/toolscript-*.sh).
                     The old file is kept as settings.json.bak-<time>; the new
                     one is written atomically.  A symlinked settings.json is
-                    followed: its target is rewritten and the link stays.
+                    followed when its target is inside the project: the
+                    target is rewritten, its backup goes beside it and the
+                    link stays.
   hooks/toolscript-<event>.sh
                     one script per hook, executable; each runs
                     'toolscript hook <event>'.  In .claude/hooks/ rather than
@@ -50,6 +52,11 @@ What it writes, all under <project>/.claude/:
                     PATH), git-ignored.  The scripts run that copy with python3,
                     else 'toolscript' from PATH, else do nothing and exit 0 (a
                     teammate without toolscript is not bothered).
+
+setup writes only inside the project: when a symlink (settings.json,
+.claude/ or anything under it) leads out of it -- to ~/.claude/settings.json,
+say, where the hooks would run in every project -- it refuses, names the link
+and writes nothing, --force or not.
 
 Running it again changes nothing; --force rewrites toolscript's own entries
 (and replaces a settings.json that is not valid JSON, after backing it up).
@@ -66,8 +73,9 @@ examples:
   toolscript setup --undo                 take it all out again
   toolscript setup --json                 {"settings", "scripts", "backup", "changed", ...}
 
-exit status: 0 done (or nothing to do), 1 when settings.json is not valid JSON
-or a file cannot be written (nothing is written then), 2 for a usage error.
+exit status: 0 done (or nothing to do), 1 when settings.json is not valid JSON,
+a file cannot be written or a symlink leads out of the project (nothing is
+written then), 2 for a usage error.
 """
 
 # Claude Code's event name, our script's event name, matcher, timeout in seconds.
@@ -277,12 +285,47 @@ def _serialise(document: Dict[str, Any], old_text: Optional[str]) -> str:
 
 
 def _write_atomic(path: str, data: bytes, mode: int) -> None:
-    """Write ``path`` through a temporary file in the same directory and a rename (a symlink's target is written)."""
-    paths.write_private(path, data, mode=mode, follow_links=True)
+    """Write ``path`` through a temporary file in the same directory and a rename.
+
+    ``path`` is a target ``_inside_project`` resolved: a symlink there now is replaced, not followed.
+    """
+    paths.write_private(path, data, mode=mode)
+
+
+def _inside_project(path: str, project: str) -> str:
+    """``path`` with every symlink resolved, when that is inside ``project``; else a UserError naming the link.
+
+    setup writes only inside the project it was given.  A symlink that stays
+    inside (settings.json linked to a tracked file of the repository) is
+    followed; one that leads out is refused, since following it would write
+    somewhere else than the report says: a settings.json linked to
+    ``~/.claude/settings.json`` would get hooks that run in every project.
+    """
+    real_project = os.path.realpath(project)
+    real = os.path.realpath(path)
+    if _contains(real_project, real):
+        return real
+    link, target = path, real
+    current = project
+    for name in os.path.relpath(path, project).split(os.sep):
+        current = os.path.join(current, name)
+        if os.path.islink(current) and not _contains(real_project, os.path.realpath(current)):
+            link, target = current, os.path.realpath(current)
+            break
+    shown = _display(link, project)
+    raise UserError(
+        f"{shown} is a symlink to {target}, outside the project; setup writes only inside the project, so nothing "
+        "was changed: make the change there yourself, or replace the link with a copy of what it points to "
+        "and run setup again"
+    )
+
+
+def _contains(directory: str, path: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
 def _backup(path: str) -> str:
-    """Copy ``path`` (its target, if a link) to ``<path>.bak-<UTC time>``; the backup's path."""
+    """Copy ``path`` (a resolved target) to ``<path>.bak-<UTC time>`` beside it; the backup's path."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     backup = f"{path}.bak-{stamp}"
     n = 1
@@ -333,10 +376,11 @@ def _files_to_install(claude_dir: str) -> List[Tuple[str, bytes, int]]:
 def _install(path: str, data: bytes, mode: int, project: str) -> None:
     """Write one file (atomically) and give it ``mode``; a failing chmod is EC-P6-05's error."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    if _read_bytes(path) != data:
-        _write_atomic(path, data, 0o644)
+    real = _inside_project(path, project)  # again: the directories made just now may be links
+    if _read_bytes(real) != data:
+        _write_atomic(real, data, 0o644)
     try:
-        os.chmod(path, mode)
+        os.chmod(real, mode)
     except OSError as exc:
         if mode & 0o111:
             raise UserError(f"Cannot set execute permission on {_display(path, project)}: {exc}")
@@ -352,7 +396,7 @@ def _needs_install(path: str, data: bytes, mode: int) -> bool:
 
 def _read_manifest(claude_dir: str) -> Dict[str, Any]:
     try:
-        with open(os.path.join(claude_dir, ZIPAPP_DIR, MANIFEST), encoding="utf-8") as fh:
+        with open(_manifest_path(claude_dir), encoding="utf-8") as fh:
             manifest = json.load(fh)
         return manifest if isinstance(manifest, dict) else {}
     except (OSError, ValueError):
@@ -367,17 +411,22 @@ def setup(project: str, force: bool = False, dry_run: bool = False) -> Dict[str,
     claude_dir = os.path.join(project, ".claude")
     settings = os.path.join(claude_dir, SETTINGS)
     shown = _display(settings, project)
-    old_text, document = _read_settings(settings, shown, force)
+    files = _files_to_install(claude_dir)
+    # Every path this run may write, checked before anything is read or written.
+    real_settings = _inside_project(settings, project)
+    for path in [_manifest_path(claude_dir), os.path.join(claude_dir, ZIPAPP_DIR, GITIGNORE)] + [f[0] for f in files]:
+        _inside_project(path, project)
+    old_text, document = _read_settings(real_settings, shown, force)
     new_document = _merged(document, shown, force)
     new_text = _serialise(new_document, old_text)
     # A forced run over invalid JSON read it as {}, so the new document differs and the file is replaced.
     settings_changes = old_text is None or new_document != document
-    files = _files_to_install(claude_dir)
     pending = [(path, data, mode) for path, data, mode in files if _needs_install(path, data, mode)]
     report: Dict[str, Any] = {
         "action": "setup",
         "project": project,
         "settings": settings,
+        "settingsTarget": real_settings,
         "scripts": [path for path, _, _ in files if path.endswith(".sh")],
         "zipapp": next((path for path, _, _ in files if path.endswith(ZIPAPP)), None),
         "backup": None,
@@ -403,12 +452,13 @@ def setup(project: str, force: bool = False, dry_run: bool = False) -> Dict[str,
                 raise UserError(f"Cannot write to {shown}: {exc}")
             created.append(".claude")
         try:
+            real_settings = _inside_project(settings, project)  # .claude/ may be new
             if old_text is not None:
-                report["backup"] = _backup(settings)
+                report["backup"] = _backup(real_settings)
             else:
                 created.append(f".claude/{SETTINGS}")
-            mode = (os.stat(settings).st_mode & 0o777) if old_text is not None else 0o644
-            _write_atomic(settings, new_text.encode("utf-8"), mode)
+            mode = (os.stat(real_settings).st_mode & 0o777) if old_text is not None else 0o644
+            _write_atomic(real_settings, new_text.encode("utf-8"), mode)
         except OSError as exc:
             if ".claude" in created:
                 _rmdir_quietly(claude_dir)
@@ -422,22 +472,27 @@ def setup(project: str, force: bool = False, dry_run: bool = False) -> Dict[str,
         except OSError as exc:
             raise UserError(f"Cannot write to {_display(path, project)}: {exc}")
         report["written"].append(path)
-    _write_manifest(claude_dir, manifest, created, report["backup"])
+    _write_manifest(claude_dir, project, manifest, created, report["backup"])
     return report
 
 
-def _write_manifest(claude_dir: str, manifest: Dict[str, Any], created: List[str], backup: Optional[str]) -> None:
+def _manifest_path(claude_dir: str) -> str:
+    return os.path.join(claude_dir, ZIPAPP_DIR, MANIFEST)
+
+
+def _write_manifest(claude_dir: str, project: str, manifest: Dict[str, Any], created: List[str], backup: Optional[str]) -> None:
     """Remember what this and earlier runs created, and the first backup (the settings before setup)."""
     manifest = dict(manifest)
     manifest["created"] = sorted(set(manifest.get("created") or []) | set(created))
     if backup and not manifest.get("firstBackup"):
         manifest["firstBackup"] = os.path.basename(backup)
-    path = os.path.join(claude_dir, ZIPAPP_DIR, MANIFEST)
+    path = _manifest_path(claude_dir)
+    gitignore = os.path.join(claude_dir, ZIPAPP_DIR, GITIGNORE)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        _write_atomic(path, (json.dumps(manifest, indent=2) + "\n").encode(), 0o644)
-        if not os.path.exists(os.path.join(claude_dir, ZIPAPP_DIR, GITIGNORE)):
-            _write_atomic(os.path.join(claude_dir, ZIPAPP_DIR, GITIGNORE), GITIGNORE_TEXT.encode(), 0o644)
+        _write_atomic(_inside_project(path, project), (json.dumps(manifest, indent=2) + "\n").encode(), 0o644)
+        if not os.path.exists(gitignore):
+            _write_atomic(_inside_project(gitignore, project), GITIGNORE_TEXT.encode(), 0o644)
     except OSError:
         pass  # only --undo's precision depends on it; the hooks work without
 
@@ -450,9 +505,14 @@ def undo(project: str, dry_run: bool = False) -> Dict[str, Any]:
     claude_dir = os.path.join(project, ".claude")
     settings = os.path.join(claude_dir, SETTINGS)
     shown = _display(settings, project)
+    # What undo rewrites, and the directories it removes files from, checked first; the files
+    # themselves are unlinked, never followed, so a link among them only loses the link.
+    real_settings = _inside_project(settings, project)
+    for directory in (os.path.join(claude_dir, "hooks"), os.path.join(claude_dir, ZIPAPP_DIR)):
+        _inside_project(directory, project)
     manifest = _read_manifest(claude_dir)
     created = set(manifest.get("created") or [])
-    old_text, document = _read_settings(settings, shown, force=False)
+    old_text, document = _read_settings(real_settings, shown, force=False)
     new_document = json.loads(json.dumps(document))
     hooks = new_document.get("hooks")
     if isinstance(hooks, dict):
@@ -463,7 +523,8 @@ def undo(project: str, dry_run: bool = False) -> Dict[str, Any]:
     restore_from = None
     if old_text is not None and new_document != document:
         first = manifest.get("firstBackup")
-        backup_path = os.path.join(claude_dir, first) if isinstance(first, str) and "/" not in first else None
+        # setup put it beside the file it really wrote: the link's target when settings.json is a link.
+        backup_path = os.path.join(os.path.dirname(real_settings), first) if isinstance(first, str) and "/" not in first else None
         backup_bytes = _read_bytes(backup_path) if backup_path else None
         if backup_bytes is not None and _same_json(backup_bytes, new_document):
             settings_action, restore_from = "restore", backup_bytes
@@ -485,6 +546,7 @@ def undo(project: str, dry_run: bool = False) -> Dict[str, Any]:
         "action": "undo",
         "project": project,
         "settings": settings,
+        "settingsTarget": real_settings,
         "scripts": [p for p in removals if p.endswith(".sh")],
         "zipapp": next((p for p in removals if p.endswith(ZIPAPP)), None),
         "backup": None,
@@ -508,9 +570,9 @@ def undo(project: str, dry_run: bool = False) -> Dict[str, Any]:
                 os.unlink(settings)
                 report["removed"].insert(0, settings)
             else:
-                report["backup"] = _backup(settings)
+                report["backup"] = _backup(real_settings)
                 data = restore_from if restore_from is not None else _serialise(new_document, old_text).encode("utf-8")
-                _write_atomic(settings, data, os.stat(settings).st_mode & 0o777)
+                _write_atomic(real_settings, data, os.stat(real_settings).st_mode & 0o777)
         except OSError as exc:
             raise UserError(f"Cannot write to {shown}: {exc}")
     for path in removals:
@@ -546,6 +608,15 @@ def _rmdir_quietly(path: str) -> None:
 # --- output ---------------------------------------------------------------------------------
 
 
+def _link_note(path: str, report: Dict[str, Any]) -> str:
+    """" (the symlink's target: config/claude.json)" when the settings file written is reached through a link."""
+    target = report.get("settingsTarget")
+    real_project = os.path.realpath(report["project"])
+    if path != report["settings"] or not target or target == os.path.join(real_project, ".claude", SETTINGS):
+        return ""
+    return f" (the symlink's target: {os.path.relpath(target, real_project)})"
+
+
 def _print_report(report: Dict[str, Any]) -> None:
     project = report["project"]
     shown = _display(report["settings"], project)
@@ -569,7 +640,7 @@ def _print_report(report: Dict[str, Any]) -> None:
             print(f"toolscript's hooks are gone from {project}" + ("; the settings backups stay in .claude/" if kept else ""))
         return
     for path in report["written"]:
-        print(f"{verb}write {_display(path, project)}")
+        print(f"{verb}write {_display(path, project)}{_link_note(path, report)}")
     if report["backup"]:
         print(f"backup of the old settings: {_display(report['backup'], project)}")
     if report["dryRun"]:
