@@ -620,3 +620,58 @@ def test_version_and_help_import_no_command(clean_env, workdir, flag):
     assert "toolscript.cli" in loaded
     assert "toolscript.config" not in loaded, loaded
     assert not [m for m in loaded if m.startswith("toolscript.commands") or m.startswith("toolscript.mcp")], loaded
+
+
+# --- installed the way Python users install a command ---------------------------------------------
+
+
+def _source_checkout(destination: str) -> str:
+    """What a clone holds of the installable project: the package, pyproject.toml and README.md."""
+    os.makedirs(destination)
+    shutil.copytree(os.path.join(REPO_ROOT, "toolscript"), os.path.join(destination, "toolscript"),
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(os.path.join(REPO_ROOT, name), destination)
+    return destination
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("installer", ["pipx", "uv"])
+def test_pipx_and_uv_install_a_command_that_behaves_as_the_zipapp(installer, tmp_path, pyz, clean_env):
+    tool = os.path.join(os.path.dirname(sys.executable), installer)
+    if not os.path.exists(tool):
+        missing_prerequisite(f"{installer} is not installed in the test venv (pip install -r tests/requirements.txt)")
+    source = _source_checkout(str(tmp_path / "src"))
+    bin_dir, work = tmp_path / "bin", tmp_path / "work"
+    work.mkdir()
+    env = dict(clean_env, PIPX_HOME=str(tmp_path / "pipx"), PIPX_BIN_DIR=str(bin_dir), UV_TOOL_DIR=str(tmp_path / "uv-tools"),
+               UV_TOOL_BIN_DIR=str(bin_dir), UV_CACHE_DIR=str(tmp_path / "uv-cache"), UV_PYTHON=sys.executable,
+               TOOLSCRIPT_STATE_DIR=str(tmp_path / "state"), TOOLSCRIPT_DATA_DIR=str(tmp_path / "data"))
+    install = [tool, "install", source] if installer == "pipx" else [tool, "tool", "install", source]
+    done = subprocess.run(install, env=env, capture_output=True, text=True, timeout=500)
+    assert done.returncode == 0, done.stdout + done.stderr
+    command = str(bin_dir / "toolscript")
+
+    def both(*args):
+        installed = subprocess.run([command, *args], env=env, cwd=str(work), capture_output=True, text=True, timeout=60)
+        zipped = run_pyz(pyz, *args, env=env, cwd=str(work))
+        return installed, zipped
+
+    for args in (["--version"], ["--help"], ["exec", "--help"], ["exec", "print(6 * 7)"], ["config", "validate"],
+                 ["--json", "hook", "user-prompt-submit"], ["no-such-command"]):
+        installed, zipped = both(*args)
+        assert (installed.returncode, installed.stdout, installed.stderr) == (zipped.returncode, zipped.stdout, zipped.stderr), args
+    echoed = json.loads(subprocess.run([command, "--json", "tools", "invoke", "builtin__tools.echo", "--args", '{"a": 1}'],
+                                       env=env, cwd=str(work), capture_output=True, text=True, timeout=60).stdout)
+    assert echoed["ok"] is True and echoed["data"] == {"a": 1}
+    # A gateway started by the installed command runs the installed package again (paths.toolscript_command).
+    started = subprocess.run([command, "gateway", "start", "--detach", "--session", "pkg"], env=env, cwd=str(work),
+                             capture_output=True, text=True, timeout=60)
+    try:
+        assert started.returncode == 0, started.stderr
+        found = subprocess.run([command, "--json", "search", "list the files of a directory", "--session", "pkg"], env=env,
+                               cwd=str(work), capture_output=True, text=True, timeout=60)
+        assert found.returncode == 0, found.stderr
+        assert json.loads(found.stdout)[0]["id"] == "builtin__fs.list_dir", found.stdout
+    finally:
+        subprocess.run([command, "gateway", "stop", "--session", "pkg"], env=env, cwd=str(work), capture_output=True, timeout=60)
