@@ -44,9 +44,11 @@ import unicodedata
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 from urllib.parse import unquote
 
+from toolscript.output import terminal_text
+
 __all__ = ["python_names", "python_arg_names", "python_stubs", "typescript_declarations", "usage_example"]
 
-# As in toolscript.gateway.catalog (not imported: this module depends on nothing of ours).
+# As in toolscript.gateway.catalog (not imported: this module depends on nothing of the gateway's; only on output.terminal_text).
 _SEPARATOR = "__"
 
 # Compact mode keeps each piece of text to about this many characters.
@@ -88,8 +90,6 @@ _PLAIN_IDENTIFIER = re.compile(r"[A-Za-z_][0-9A-Za-z_]*\Z")
 _TS_IDENTIFIER = re.compile(r"[A-Za-z_$][0-9A-Za-z_$]*\Z")
 # Everything a reader of the source would take as a line break.
 _LINE_BREAKS = re.compile("\r\n|[\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-# Bidirectional overrides can make code read differently from what it does.
-_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 _PRIMITIVES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "null"}
 _PY_PRIMITIVES = {"str": "str", "int": "int", "float": "float", "bool": "bool", "null": "None"}
@@ -588,25 +588,15 @@ class _Builder:
 
 
 def _clean(text: Any, one_line: bool) -> str:
-    """Server-provided text without control characters, lone surrogates or bidi overrides."""
+    """Server-provided text without escape sequences, control characters, lone surrogates or bidi controls.
+
+    ``output.terminal_text`` does the cleaning (the stubs are printed to terminals
+    and read by models); a tab becomes a space, and every line break Python's
+    ``str.splitlines`` knows becomes a newline first.
+    """
     if not isinstance(text, str):
         return ""
-    text = _LINE_BREAKS.sub("\n", text)
-    kept = []
-    for ch in text:
-        if ch == "\n":
-            kept.append(ch)
-        elif ch == "\t":
-            kept.append(" ")
-        elif ch in _BIDI_CONTROLS:
-            continue
-        else:
-            category = unicodedata.category(ch)
-            if category == "Cs":
-                kept.append("\ufffd")
-            elif category != "Cc":
-                kept.append(ch)
-    text = "".join(kept)
+    text = terminal_text(_LINE_BREAKS.sub("\n", text)).replace("\t", " ")
     if one_line:
         return " ".join(text.split())
     return "\n".join(line.rstrip() for line in text.split("\n")).strip("\n")

@@ -122,8 +122,10 @@ class Grant:
 
 
 def printable(text: str, limit: int = 160) -> str:
-    """Server-supplied text as it may reach a terminal: control characters (escape sequences, newlines) replaced, shortened."""
-    return "".join(char if char.isprintable() else "?" for char in text[:limit])
+    """Server-supplied text as it may reach a terminal: one line, shortened, no escape sequences or control characters."""
+    from toolscript.output import terminal_text
+
+    return terminal_text(text[:limit], one_line=True)
 
 
 def mask(secret: Optional[str]) -> str:
