@@ -243,7 +243,9 @@ def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentP
 
 
 def _fail(message: str) -> None:
-    print(f"toolscript: error: {message}", file=sys.stderr)
+    from toolscript.output import echo  # errors quote servers' and files' words: cleaned like all text for people
+
+    echo(f"toolscript: error: {message}", file=sys.stderr)
 
 
 def _silence_stdout() -> None:

@@ -34,10 +34,19 @@ def setup(verbosity: int = 0, environ: Optional[Mapping[str, str]] = None) -> in
         handler = logging.StreamHandler(sys.stderr)
         handler._toolscript = True  # type: ignore[attr-defined]  # marks our handler so setup is idempotent
         fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s" if level == logging.DEBUG else "toolscript: %(levelname)s: %(message)s"
-        handler.setFormatter(logging.Formatter(fmt))
+        handler.setFormatter(_TerminalFormatter(fmt))
         logger.addHandler(handler)
         logger.propagate = False
     return level
+
+
+class _TerminalFormatter(logging.Formatter):
+    """Log lines quote servers' words (their stderr, their log messages): cleaned like all text for people."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from toolscript.output import terminal_text
+
+        return terminal_text(super().format(record))
 
 
 def get(name: str) -> logging.Logger:

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional
 
 from toolscript import log
 from toolscript.errors import UserError
-from toolscript.output import format_table, print_json
+from toolscript.output import echo, format_table, print_json
 
 logger = log.get("ask")
 
@@ -112,9 +112,9 @@ def run(args: argparse.Namespace) -> int:
         print_json(ask.as_json(result, updated))
     else:
         if result.answer:
-            print(result.answer)
+            echo(result.answer)
         if result.error:
-            print(f"toolscript: {result.error}", file=sys.stderr)
+            echo(f"toolscript: {result.error}", file=sys.stderr)
     if result.stopped == ask.STOP_ANSWERED:
         return 0
     if result.stopped == ask.STOP_INTERRUPTED:
@@ -230,7 +230,7 @@ def _tracer() -> Any:
         else:
             error = info.get("error") or {}
             outcome = f"error {error.get('code')}: {str(error.get('message'))[:80]}"
-        print(f"ask: tool {info['tool']} {args}  {info['ms']} ms  {outcome}", file=sys.stderr)
+        echo(f"ask: tool {info['tool']} {args}  {info['ms']} ms  {outcome}", file=sys.stderr)
 
     return trace
 

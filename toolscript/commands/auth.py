@@ -4,7 +4,7 @@ import argparse
 import sys
 
 from toolscript.errors import UserError
-from toolscript.output import format_table, print_json
+from toolscript.output import echo, format_table, print_json
 
 SUMMARY = "sign in to an http/sse MCP server that needs OAuth"
 DESCRIPTION = """\
@@ -118,7 +118,7 @@ def _sign_in(args: argparse.Namespace) -> int:
     if args.json:
         print_json(dict({"server": server.name, "authorized": True, "stored": oauth_store.grant_path(server.name)}, **shown))
         return 0
-    print(
+    echo(
         f"signed in to {server.name} (issuer {grant.issuer}, scope {grant.scope or '-'}, token {shown['accessToken']}, "
         f"expires {oauth_login.expires_in(grant)}{', refreshable' if grant.refresh_token else ''})"
     )
@@ -177,6 +177,6 @@ def _logout(args: argparse.Namespace) -> int:
         print(f"deleted the stored token of {args.server} locally only (the server offers no revocation; "
               "the token works until it expires)")
     else:
-        print(f"deleted the stored token of {args.server} locally; revoking it at the server failed: {detail} "
+        echo(f"deleted the stored token of {args.server} locally; revoking it at the server failed: {detail} "
               "(the token works until it expires)")
     return 0 if removed else 1

@@ -5,7 +5,7 @@ import sys
 
 from toolscript import config as configuration
 from toolscript.cliargs import add_action
-from toolscript.output import print_json
+from toolscript.output import echo, print_json
 
 SUMMARY = "show or validate the merged configuration"
 DESCRIPTION = """\
@@ -49,7 +49,7 @@ def run_show(args: argparse.Namespace) -> int:
         print_json(view)
         return 0
     for warning in config.warnings:
-        print(f"toolscript: warning: {warning}", file=sys.stderr)
+        echo(f"toolscript: warning: {warning}", file=sys.stderr)
     pending = [file.path for file in config.untrusted]
     if view["files"] or pending:
         print("files: " + ", ".join(view["files"] + [f"{path} (not trusted, not used)" for path in pending]))
@@ -62,20 +62,20 @@ def run_show(args: argparse.Namespace) -> int:
         if server.get("args"):
             where += " " + " ".join(server["args"])
         flags = " (disabled)" if server.get("disabled") else ""
-        print(f"{name}: {server['type']} {where}{flags}")
+        echo(f"{name}: {server['type']} {where}{flags}")
         if server.get("error"):
-            print(f"    cannot start: {server['error']}")
+            echo(f"    cannot start: {server['error']}")
         for key in ("env", "headers"):
             for k, v in (server.get(key) or {}).items():
-                print(f"    {key}.{k} = {v}")
+                echo(f"    {key}.{k} = {v}")
         for key in ("cwd", "includeTools", "excludeTools", "timeout", "maxMessageBytes"):
             if key in server:
                 value = ", ".join(server[key]) if isinstance(server[key], list) else server[key]
-                print(f"    {key} = {value}")
+                echo(f"    {key} = {value}")
         oauth = server.get("oauth")
         if isinstance(oauth, dict):
             for k, v in oauth.items():
-                print(f"    oauth.{k} = {v}")
+                echo(f"    oauth.{k} = {v}")
         elif oauth is not None:
             print(f"    oauth = {'true' if oauth else 'false'}")
         print(f"    from {server['source']}")

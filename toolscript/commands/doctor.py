@@ -2,7 +2,7 @@
 
 import argparse
 
-from toolscript.output import print_json
+from toolscript.output import echo, print_json
 
 SUMMARY = "check the installation, config, servers and gateway"
 DESCRIPTION = """\
@@ -56,5 +56,5 @@ def run(args: argparse.Namespace) -> int:
         print_json([result.as_dict() for result in results])
     else:
         for line in doctor.render(results):
-            print(line)
+            echo(line)
     return doctor.exit_code(results)

@@ -11,7 +11,7 @@ from typing import Callable, Optional
 
 from toolscript.cliargs import add_action
 from toolscript.errors import UserError
-from toolscript.output import format_table, print_json
+from toolscript.output import echo, format_table, print_json
 
 SUMMARY = "start, inspect or stop the gateway"
 SHUTDOWN_GRACE = 15.0  # seconds a stopping gateway may take before it exits regardless
@@ -127,7 +127,7 @@ def run_start(args: argparse.Namespace) -> int:
 def _load_config(configuration, args):
     config = configuration.load_config(args.config_paths)
     for warning in config.warnings:
-        print(f"toolscript: warning: {warning}", file=sys.stderr)
+        echo(f"toolscript: warning: {warning}", file=sys.stderr)
     return config
 
 
@@ -265,7 +265,7 @@ def _report(args, report) -> int:
         print_json(report)
         return 0 if ok else 1
     if not report["running"]:
-        print(f"gateway: not running: {report['error']}")
+        echo(f"gateway: not running: {report['error']}")
         print(f"next: {report['next']}")
         return 1
     health = report["health"]

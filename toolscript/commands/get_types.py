@@ -6,7 +6,7 @@ from typing import Any, Dict, List
 
 from toolscript import log
 from toolscript.cliargs import unknown_name
-from toolscript.output import print_json
+from toolscript.output import echo, print_json
 
 logger = log.get("get-types")
 
@@ -47,9 +47,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(answer)
         return 0
-    print(answer["code"].rstrip())
+    echo(answer["code"].rstrip())  # the stubs quote servers' descriptions
     if answer.get("usage"):
-        print(f"\n# usage: {answer['usage']}")
+        echo(f"\n# usage: {answer['usage']}")
     if args.filter and not answer["tools"]:
         print(f"# no tools matched --filter {args.filter!r}; see 'toolscript list-servers'")
     return 0

@@ -4,7 +4,7 @@ import argparse
 import sys
 
 from toolscript.cliargs import unknown_name
-from toolscript.output import format_table, print_json
+from toolscript.output import format_table, one_line, print_json
 
 SUMMARY = "one server's tools, via the gateway"
 DESCRIPTION = """\
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(answer["tools"])
         return 0
-    rows = [(tool["id"], " ".join((tool.get("description") or "").split())[:100]) for tool in answer["tools"]]
+    rows = [(tool["id"], one_line(tool.get("description"), 100)) for tool in answer["tools"]]
     for line in format_table(rows):
         print(line)
     if not answer["tools"]:

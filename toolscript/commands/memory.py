@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional
 from toolscript import log
 from toolscript.cliargs import add_action
 from toolscript.errors import UserError
-from toolscript.output import format_table, print_json
+from toolscript.output import echo, format_table, one_line, print_json
 
 logger = log.get("memory")
 
@@ -255,7 +255,7 @@ def _print_memories(args: argparse.Namespace, memories: List[Any], scores: Optio
     from toolscript.memory.context import relative_date
 
     now = time.time()
-    table = [[m.id, relative_date(m.created, now), m.kind, (" ".join(m.content.split()))[:100]] for m in memories]
+    table = [[m.id, relative_date(m.created, now), m.kind, one_line(m.content, 100)] for m in memories]
     for line in format_table(table, ["id", "when", "kind", "memory"]):
         print(line)
 
@@ -374,7 +374,7 @@ def _context(args: argparse.Namespace, kind: str, variable: str, budget_key: str
     if args.json:
         print_json({"context": text})
     elif text:
-        print(text)
+        echo(text)
     return 0
 
 
@@ -405,11 +405,11 @@ def _show(args: argparse.Namespace) -> int:
         print_json([_row(m) for m in memories])
     else:
         for memory in memories:
-            print(f"#{memory.id}  {memory.kind}  {time.strftime('%Y-%m-%d %H:%M', time.localtime(memory.created))}"
+            echo(f"#{memory.id}  {memory.kind}  {time.strftime('%Y-%m-%d %H:%M', time.localtime(memory.created))}"
                   f"  session {memory.session or '-'}" + (f"  tool {memory.tool}" if memory.tool else ""))
             if memory.files:
-                print("files: " + ", ".join(memory.files))
-            print(memory.content)
+                echo("files: " + ", ".join(memory.files))
+            echo(memory.content)
             print()
     if missing:
         raise UserError(f"no memory with id {', '.join(map(str, missing))}; see 'toolscript memory list'", exit_code=1)

@@ -6,7 +6,7 @@ from typing import Any, Dict, List
 
 from toolscript import log
 from toolscript.cliargs import unknown_name
-from toolscript.output import format_table, print_json
+from toolscript.output import echo, format_table, one_line, print_json
 
 logger = log.get("search")
 
@@ -73,11 +73,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.output == "types":
         types = client.get("/types", filter=",".join(r["id"] for r in results))
-        print(types["code"].rstrip())
+        echo(types["code"].rstrip())  # the stubs quote servers' descriptions
         if types.get("usage"):
-            print(f"\n# usage: {types['usage']}")
+            echo(f"\n# usage: {types['usage']}")
         return 0
-    rows = [(f"{r['score']:.2f}", r["id"], " ".join((r.get("description") or "").split())[:90]) for r in results]
+    rows = [(f"{r['score']:.2f}", r["id"], one_line(r.get("description"), 90)) for r in results]
     for line in format_table(rows, headers=("SCORE", "TOOL", "DESCRIPTION")):
         print(line)
     if answer.get("pending"):
@@ -106,7 +106,7 @@ def _print_explained(query: str, answer: Dict[str, Any], *, as_json: bool) -> in
         # A similar word shows what it stands for: "screenshot (similar_words x0.31 for picture)".
         looked_up = ", ".join(f"{t.get('word') or t['term']} ({t['signal']}" + (f" x{t['weight']:g}" if t["weight"] != 1 else "")
                               + (f" for {t['from']}" if t.get("from") else "") + ")" for t in terms)
-        print(f"looked up: {looked_up}")
+        echo(f"looked up: {looked_up}")
     if answer.get("pending"):
         print(f"(still connecting, not searched: {', '.join(answer['pending'])})")
     return 0

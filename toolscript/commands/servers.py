@@ -6,7 +6,7 @@ import sys
 from toolscript import config as configuration
 from toolscript.cliargs import add_action, unknown_name
 from toolscript.errors import UserError
-from toolscript.output import format_table, print_json
+from toolscript.output import echo, format_table, print_json
 from toolscript.servers import HIDDEN_BY_CONFIG, describe_count
 
 SUMMARY = "check that configured MCP servers connect"
@@ -39,7 +39,7 @@ def run_check(args: argparse.Namespace) -> int:
 
     config = configuration.load_config(args.config_paths)
     for warning in config.warnings:
-        print(f"toolscript: warning: {warning}", file=sys.stderr)
+        echo(f"toolscript: warning: {warning}", file=sys.stderr)
     servers = _select(config, args.names)
     untrusted = [] if args.names else [untrusted_report(name, file) for name, file in config.untrusted_servers().items()]
     if not servers and untrusted:
@@ -118,9 +118,9 @@ def _print_reports(reports: list) -> None:
             if tail:
                 # The error already quotes the last stderr line; the tail below shows it once.
                 error = error.replace(f"; stderr: {tail[-1].strip()}", "")
-            print(f"    {error}")
+            echo(f"    {error}")
             for line_of_tail in tail:
-                print(f"    | {line_of_tail}")
+                echo(f"    | {line_of_tail}")
     pending = sum(bool(r.get("untrusted")) for r in reports)
     checked = len(reports) - pending
     failed = sum(not r["ok"] for r in reports) - pending

@@ -4,7 +4,7 @@ import argparse
 import os
 import sys
 
-from toolscript.output import format_table, print_json
+from toolscript.output import echo, format_table, one_line, print_json
 
 SUMMARY = "the Claude Code skills a session here would see"
 DESCRIPTION = """\
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     warnings: list = []
     skills = discover(cwd, env, warnings)
     for warning in warnings:
-        print(f"toolscript: warning: {warning}", file=sys.stderr)
+        echo(f"toolscript: warning: {warning}", file=sys.stderr)
     if args.json:
         print_json([skill._asdict() for skill in skills])
         return 0
@@ -68,4 +68,5 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _abbreviate(text: str) -> str:
+    text = one_line(text)
     return text if len(text) <= DESCRIPTION_WIDTH else text[: DESCRIPTION_WIDTH - 3].rstrip() + "..."

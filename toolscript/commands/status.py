@@ -5,7 +5,7 @@ import os
 from typing import Any, Dict
 
 from toolscript import log
-from toolscript.output import print_json
+from toolscript.output import echo, print_json
 
 logger = log.get("status")
 
@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
               f"{memory['sessions']['completed']} completed sessions" + ("" if memory["enabled"] else " (turned off)"))
         print(f"database:    {memory['path']} ({size:.1f} MB, search: {memory.get('fts')})")
     for problem in memory.get("problems", []) + suggestions.get("problems", []):
-        print(f"config:      {problem}")
+        echo(f"config:      {problem}")
     print(f"suggestions: {'backend ' + suggestions['backend'] if suggestions['enabled'] else 'turned off'}"
           + (" (auto)" if suggestions["configured"] == "auto" and suggestions["enabled"] else ""))
     if gateway["running"]:

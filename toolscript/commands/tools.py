@@ -14,7 +14,7 @@ import time
 from toolscript import log
 from toolscript.cliargs import add_action, unknown_name
 from toolscript.errors import UserError
-from toolscript.output import format_table, print_json
+from toolscript.output import format_table, one_line, print_json
 
 logger = log.get("tools")
 
@@ -108,7 +108,7 @@ def run_list(args: argparse.Namespace) -> int:
     if args.json:
         print_json([{"name": t["id"], "description": t.get("description", ""), "inputSchema": t.get("inputSchema", {})} for t in tools])
         return 0
-    rows = [(tool["id"], " ".join((tool.get("description") or "").split())[:100]) for tool in tools]
+    rows = [(tool["id"], one_line(tool.get("description"), 100)) for tool in tools]
     for line in format_table(rows):
         print(line)
     if client is None:
