@@ -417,13 +417,11 @@ def test_disable_model_invocation_skills_are_left_out(tree):
 
 
 def test_description_falls_back_to_the_first_body_line_and_is_collapsed_and_clipped(tree):
-    add_skill(tree.user_skills, "no-frontmatter", text="\n\n# The Title\n\nmore\n")
     add_skill(tree.user_skills, "empty-description", text="---\nname: x\ndescription: ''\n---\nFirst line.\n")
     add_skill(tree.user_skills, "block", text="---\ndescription: |\n  two\n    lines   here\n---\n")
     add_skill(tree.user_skills, "long", "w" * 3000)
     add_skill(tree.user_skills, "nothing", text="")
     found = {s.name: s.description for s in run_discover(tree)[0]}
-    assert found["no-frontmatter"] == "The Title"
     assert found["empty-description"] == "First line."
     assert found["block"] == "two lines here"
     assert len(found["long"]) == skills.MAX_DESCRIPTION and found["long"].endswith("\u2026")
@@ -595,26 +593,117 @@ def test_missing_directories_are_fine_and_silent(tmp_path):
     assert warnings == []
 
 
+def test_a_skill_file_without_frontmatter_is_listed_without_a_description(tree):
+    # Claude Code describes it by its first line; such a file need not be a skill at all (a hard link to
+    # ~/.netrc), so none of its lines becomes a description.  The name stays: the model can invoke it.
+    add_skill(tree.user_skills, "no-frontmatter", text="\n\n# The Title\n\nmore\n")
+    add_skill(tree.project_skills(), "netrc", text="machine example.com login me password NETRC-SECRET\n")
+    add_skill(tree.user_skills, "with-frontmatter", text="---\nname: w\n---\n# Body Title\n")
+    found, warnings = run_discover(tree)
+    assert [(s.name, s.description) for s in found] == [("netrc", ""), ("no-frontmatter", ""), ("with-frontmatter", "Body Title")]
+    assert warnings == []
+
+
 @pytest.mark.timeout(60)
-def test_symlinked_skill_dirs_are_followed_and_loops_do_not_hang(tree):
-    target = os.path.join(tree.root, "elsewhere")
-    add_skill(target, "linked", "through a symlink")
-    os.makedirs(tree.user_skills)
-    os.symlink(os.path.join(target, "linked"), os.path.join(tree.user_skills, "linked"))
+def test_symlinks_inside_a_skills_directory_are_followed_and_loops_do_not_hang(tree):
+    add_skill(tree.user_skills, "real", "the real one")
+    os.symlink(os.path.join(tree.user_skills, "real"), os.path.join(tree.user_skills, "alias"))  # a skill dir inside
+    os.makedirs(os.path.join(tree.user_skills, "file-alias"))
+    os.symlink(os.path.join("..", "real", "SKILL.md"), os.path.join(tree.user_skills, "file-alias", "SKILL.md"))  # relative
     os.symlink(tree.user_skills, os.path.join(tree.user_skills, "loop"))  # skills/loop -> skills
     os.symlink(os.path.join(tree.user_skills, "self"), os.path.join(tree.user_skills, "self"))  # ELOOP
     os.makedirs(os.path.join(tree.user_skills, "selfmd"))
     os.symlink(os.path.join(tree.user_skills, "selfmd", "SKILL.md"), os.path.join(tree.user_skills, "selfmd", "SKILL.md"))
-    os.symlink(os.path.join(tree.config, "skills"), os.path.join(tree.project, ".claude-skills-link"))
     os.makedirs(os.path.join(tree.project, ".claude"))
     os.symlink(tree.user_skills, tree.project_skills())  # the project's skills dir is the user's: read once
-    found, warnings = run_discover(tree)
-    assert [(s.name, s.source) for s in found] == [("linked", "user")]
+    skipped: List[str] = []
+    warnings: List[str] = []
+    found = discover(tree.project, tree.env(), warnings, skipped)
+    assert [(s.name, s.source, s.description) for s in found] == [
+        ("alias", "user", "the real one"), ("file-alias", "user", "the real one"), ("real", "user", "the real one")]
+    assert skipped == []
     # The two loops are named (a file that cannot be opened); nothing else is.
     assert len(warnings) == 2, warnings
     assert all("Too many levels of symbolic links" in w or "loop" in w.lower() for w in warnings), warnings
     assert {w.split(": ", 1)[0] for w in warnings} == {os.path.join(tree.user_skills, "self", "SKILL.md"),
                                                        os.path.join(tree.user_skills, "selfmd", "SKILL.md")}
+
+
+def test_a_skills_directory_that_is_itself_a_symlink_is_read(tree):
+    dotfiles = os.path.join(tree.root, "dotfiles", "skills")
+    add_skill(dotfiles, "kept", "from the dotfiles")
+    os.symlink(dotfiles, tree.user_skills)
+    assert [(s.name, s.description) for s in run_discover(tree)[0]] == [("kept", "from the dotfiles")]
+
+
+SECRET = "password HUNTER2-SECRET"  # the first line of a file a skill links to
+
+
+def linked_out_tree(tree: Tree) -> Dict[str, str]:
+    """Skills that link out of their skills directory, each to a file holding SECRET: name -> the link's path."""
+    outside = os.path.join(tree.root, "outside")
+    netrc = write(os.path.join(outside, ".netrc"), f"machine example.com login me {SECRET}\n")
+    framed = add_skill(os.path.join(outside, "framed"), "framed", f"{SECRET} in a frontmatter")
+    links = {}
+    # A project's SKILL.md linked to the user's ~/.netrc, relative as a cloned repository holds it.
+    links["netrc-link"] = os.path.join(tree.project_skills(), "netrc-link", "SKILL.md")
+    os.makedirs(os.path.dirname(links["netrc-link"]))
+    os.symlink(os.path.relpath(netrc, os.path.dirname(links["netrc-link"])), links["netrc-link"])
+    # A project skill DIRECTORY linked out, to a SKILL.md with a frontmatter.
+    os.symlink(os.path.dirname(framed), os.path.join(tree.project_skills(), "dir-link"))
+    links["dir-link"] = os.path.join(tree.project_skills(), "dir-link", "SKILL.md")
+    # A project SKILL.md linked to another skills directory's file (the user's): outside its own.
+    user_skill = add_skill(tree.user_skills, "mine", f"{SECRET} of the user")
+    links["cross-link"] = os.path.join(tree.project_skills(), "cross-link", "SKILL.md")
+    os.makedirs(os.path.dirname(links["cross-link"]))
+    os.symlink(user_skill, links["cross-link"])
+    # A plugin's skill linked out of the plugin's skills directory.
+    install = tree.plugin("plug@m", ["fine"])
+    tree.settings("user", {"plug@m": True})
+    for root in (install, os.path.join(tree.config, "plugins", "marketplaces", "m", "plug")):
+        os.symlink(os.path.dirname(framed), os.path.join(root, "skills", "plugin-link"))
+    links["plug:plugin-link"] = os.path.join(install, "skills", "plugin-link", "SKILL.md")  # read from its installPath
+    add_skill(tree.project_skills(), "pdf-helper", "Fill in PDF forms")
+    return links
+
+
+def test_a_skill_linked_out_of_its_skills_directory_is_never_read(tree):
+    links = linked_out_tree(tree)
+    skipped: List[str] = []
+    warnings: List[str] = []
+    found = discover(tree.project, tree.env(), warnings, skipped)
+    assert names(found) == ["mine", "pdf-helper", "plug:fine"]
+    assert warnings == []
+    # Each one is named by its link, with the reason, and nothing of the file it names.
+    assert sorted(line.split(": ", 1)[0] for line in skipped) == sorted(links.values())
+    assert all("a symlink to a file outside" in line for line in skipped), skipped
+    assert SECRET not in json.dumps([s._asdict() for s in found if s.name != "mine"]) + "".join(skipped)
+
+
+def test_no_output_of_skills_or_the_suggestion_hook_shows_a_linked_out_file(tree, run_cli):
+    linked_out_tree(tree)
+    os.unlink(os.path.join(tree.user_skills, "mine", "SKILL.md"))  # only the links can hold the secret now
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_", "ANTHROPIC_", "TOOLSCRIPT_"))}
+    env.update(HOME=tree.home, TOOLSCRIPT_STATE_DIR=os.path.join(tree.root, "state"))
+    table = run_cli("skills", env=env, cwd=tree.project)
+    listed = run_cli("skills", "--json", env=env, cwd=tree.project)
+    assert table.returncode == listed.returncode == 0, table.stderr + listed.stderr
+    assert [s["name"] for s in json.loads(listed.stdout)] == ["pdf-helper", "plug:fine"]
+    assert os.path.join("netrc-link", "SKILL.md") + ": a symlink to a file outside" in table.stderr
+    prompt = "use my password for example.com and fill in the pdf form"
+    event = json.dumps({"session_id": "s-links", "cwd": tree.project, "prompt": prompt, "hook_event_name": "UserPromptSubmit"})
+    local = run_cli("hook", "user-prompt-submit", env=dict(env, TOOLSCRIPT_SUGGEST_BACKEND="local"), input=event)
+    reply = {"text": json.dumps({"skills": ["netrc-link", "dir-link", "cross-link", "plug:plugin-link", "pdf-helper"], "toolQueries": []})}
+    with FakeAnthropic([reply]) as api:
+        api_env = dict(env, TOOLSCRIPT_SUGGEST_BACKEND="api", ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="sk-ant-test-key")
+        model = run_cli("hook", "user-prompt-submit", env=api_env, input=event)
+        sent = json.dumps([r.get("body") for r in api.requests])
+    assert model.returncode == local.returncode == 0, model.stderr + local.stderr
+    assert "pdf-helper" in sent  # the model was asked, with the skills that are listed
+    injected = json.loads(model.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert 'Skill("pdf-helper")' in injected and "link" not in injected
+    for text in (table.stdout, table.stderr, listed.stdout, listed.stderr, local.stdout, local.stderr, sent, model.stdout, model.stderr):
+        assert "HUNTER2" not in text, text
 
 
 @pytest.mark.timeout(60)
@@ -731,6 +820,9 @@ def test_real_claude_enables_and_lists_what_discover_finds(tree):
     add_skill(tree.project_skills(), "t-dup", "the project one")
     add_skill(tree.project_skills(tree.sub), "t-sub", "in the subdirectory")
     add_skill(tree.project_skills(os.path.dirname(tree.project)), "t-above", "above the git root")
+    add_skill(tree.user_skills, "t-nofm", text="# listed by its first line\n")  # listed; we give it no description
+    outside = add_skill(os.path.join(tree.root, "outside"), "t-out", "outside every skills directory")
+    os.symlink(os.path.dirname(outside), os.path.join(tree.project_skills(), "t-linked-out"))  # listed; we leave it out
     for plugin_id in ("tp-a@m", "tp-b@m", "tp-c@m", "tp-d@m", "tp-e@m"):
         tree.plugin(plugin_id, ["s1"], manifest_name="tp-manifest-a" if plugin_id == "tp-a@m" else None)
     tree.plugin("tp-f@m", ["s1"], scope="project", project_path=os.path.join(tree.root, "other"))
@@ -739,7 +831,7 @@ def test_real_claude_enables_and_lists_what_discover_finds(tree):
     tree.settings("project", {"tp-b@m": False, "tp-c@m": True, "tp-d@m": True}, where=tree.sub)
     tree.settings("local", {"tp-d@m": False})  # the git root's local settings: read from tree.sub
     found = discover(tree.sub, tree.env(), [])
-    expected = ["t-dirname", "t-dup", "t-root", "t-sub", "t-user", "tp-c:s1", "tp-manifest-a:s1"]
+    expected = ["t-dirname", "t-dup", "t-nofm", "t-root", "t-sub", "t-user", "tp-c:s1", "tp-manifest-a:s1"]
     assert names(found) == expected
     assert next(s for s in found if s.name == "t-dup").source == "user"
 
@@ -760,4 +852,5 @@ def test_real_claude_enables_and_lists_what_discover_finds(tree):
         bodies = [r["body"] for r in api.requests if r.get("path", "").startswith("/v1/messages") and "count_tokens" not in r["path"]]
     assert bodies, "claude sent no request"
     ours = [name for name in listed_skills(bodies[-1]) if name.startswith(("t-", "tp-"))]
-    assert sorted(ours) == expected
+    # Claude Code follows the symlink out of the skills directory; discover() deliberately does not.
+    assert sorted(ours) == sorted(expected + ["t-linked-out"])

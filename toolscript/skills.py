@@ -18,6 +18,16 @@ directory marketplace, the request body a fake Messages API received, and
 * No ``description`` (or an empty one): the first non-blank body line, without leading
   ``#`` marks, is the description.  A SKILL.md whose frontmatter does not parse is still
   listed (with that body line); we list it too, and add a warning.
+* A SKILL.md with no frontmatter at all is listed too, described by its first line.  We
+  list it WITHOUT a description: such a file need not be a skill at all (a link, or a
+  hard link, to ``~/.netrc``), and its first line would go to the model as is.
+* Symlinks are followed anywhere: a skill directory or SKILL.md linked to a file outside
+  every skills directory was listed with that file's first line (Claude Code 2.1.330,
+  2026-12-07).  We follow a symlink only while it stays inside the skills directory it is
+  in (``~/.claude/skills``, a project's ``.claude/skills``, a plugin's ``skills``; the
+  directory itself may be a symlink); a skill that resolves outside it is left out and
+  reported in ``skipped`` (a debug line in the log), never read.  A cloned project must
+  not be able to put a file of the user's into the model's context or onto the screen.
 * ``disable-model-invocation: true`` skills are NOT listed to the model; we skip them.
   (``user-invocable: false`` ones are listed, and kept.)
 * Same name for a user and a project skill: the USER one is listed (not project > user).
@@ -69,7 +79,7 @@ MAX_DEPTH = 32  # nesting levels the frontmatter parser accepts
 
 class Skill(NamedTuple):
     name: str  # as Claude Code lists it: "skill" for user/project skills, "plugin:skill" for plugin skills
-    description: str  # frontmatter ``description`` (or the first body line), whitespace-collapsed, <= 1024 chars
+    description: str  # frontmatter ``description`` (or the first body line after one), whitespace-collapsed, <= 1024 chars
     source: str  # "project" | "user" | "plugin"
     path: str  # absolute path of the SKILL.md
 
@@ -643,7 +653,12 @@ def plugin_entries(document: Any) -> Dict[str, List[Dict[str, Any]]]:
     return found
 
 
-def discover(cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None, warnings: Optional[List[str]] = None) -> List[Skill]:
+def discover(
+    cwd: Optional[str] = None,
+    env: Optional[Mapping[str, str]] = None,
+    warnings: Optional[List[str]] = None,
+    skipped: Optional[List[str]] = None,
+) -> List[Skill]:
     """Every skill Claude Code would list to the model in a session started in ``cwd``, sorted by name.
 
     The project is ``$CLAUDE_PROJECT_DIR`` when set, else ``cwd`` (default: the
@@ -652,6 +667,8 @@ def discover(cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
     project skills (nearest directory first), plugin skills.  Never raises for
     bad files: each unreadable or malformed one adds a line to ``warnings``
     naming its path (and is logged at info level); missing directories are fine.
+    A skill whose SKILL.md resolves outside its skills directory (a symlink) is
+    not read: a line naming it goes to ``skipped`` (and the log, at debug level).
     """
     env = os.environ if env is None else env
     project = os.path.abspath(env.get("CLAUDE_PROJECT_DIR") or (os.getcwd() if cwd is None else cwd))
@@ -662,6 +679,14 @@ def discover(cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
         from toolscript import log  # only when there is something to say: keeps the hook's imports small
 
         log.get("skills").info("%s", message)
+
+    left_out = skipped if skipped is not None else []
+
+    def skip(message: str) -> None:
+        left_out.append(message)
+        from toolscript import log
+
+        log.get("skills").debug("%s", message)
 
     config_dir = claude_config_dir(env)
     project_dirs, git_root = _project_dirs(project)
@@ -674,7 +699,7 @@ def discover(cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
         if key in scanned:
             continue  # e.g. a project under HOME reaching ~/.claude/skills again
         scanned.add(key)
-        for skill in _scan(directory, source, "", warn):
+        for skill in _scan(directory, source, "", warn, skip):
             chosen.setdefault(skill.name, skill)
     plugin_roots = _enabled_plugin_roots(config_dir, project, git_root, warn)
     own = env.get("CLAUDE_PLUGIN_ROOT")
@@ -683,7 +708,7 @@ def discover(cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
         # its skills are listed too.  Without a manifest, --plugin-dir names it by its directory.
         plugin_roots.append((own, _plugin_name(own, os.path.basename(os.path.normpath(own)))))
     for root, plugin_name in plugin_roots:
-        for skill in _scan(os.path.join(root, "skills"), "plugin", plugin_name + ":", warn):
+        for skill in _scan(os.path.join(root, "skills"), "plugin", plugin_name + ":", warn, skip):
             chosen.setdefault(skill.name, skill)
     return sorted(chosen.values(), key=lambda skill: skill.name)
 
@@ -709,8 +734,8 @@ def _project_dirs(project: str) -> Tuple[List[str], Optional[str]]:
         directory = parent
 
 
-def _scan(directory: str, source: str, prefix: str, warn: Callable[[str], None]) -> List[Skill]:
-    """The skills in ``directory/<name>/SKILL.md``, named ``prefix + <name>``."""
+def _scan(directory: str, source: str, prefix: str, warn: Callable[[str], None], skip: Callable[[str], None]) -> List[Skill]:
+    """The skills in ``directory/<name>/SKILL.md``, named ``prefix + <name>``; none read from outside ``directory``."""
     try:
         with os.scandir(directory) as listing:
             names = []
@@ -724,25 +749,35 @@ def _scan(directory: str, source: str, prefix: str, warn: Callable[[str], None])
     except OSError as exc:
         warn(f"{directory}: cannot list the skills there: {exc.strerror or exc}")
         return []
+    root = _real(directory)
     skills = []
     for name in sorted(names):
         if name.startswith("."):
             continue
         path = os.path.join(directory, name, "SKILL.md")
-        skill = _read_skill(path, prefix + name, source, warn)
+        real = _real(path)
+        if not real.startswith(root.rstrip(os.sep) + os.sep):
+            # A symlink (the skill's directory or its SKILL.md) out of the skills directory: whatever
+            # file it names, its words must not reach the model or the screen.
+            if os.path.exists(real):
+                skip(f"{path}: a symlink to a file outside {directory}; skipped (toolscript reads no SKILL.md outside its skills directory)")
+            continue
+        skill = _read_skill(path, real, prefix + name, source, warn)
         if skill is not None:
             skills.append(skill)
     return skills
 
 
-def _read_regular(path: str, limit: int) -> bytes:
+def _read_regular(path: str, limit: int, follow: bool = True) -> bytes:
     """At most ``limit + 1`` bytes of the regular file at ``path`` (one more than allowed tells it was cut).
 
     Raises ``FileNotFoundError``/``NotADirectoryError`` when there is no such file
     and ``OSError`` otherwise; a FIFO, device or directory is refused without
-    blocking (opened with O_NONBLOCK, checked with fstat).
+    blocking (opened with O_NONBLOCK, checked with fstat).  ``follow=False``
+    refuses a symlink as the last part of ``path`` (O_NOFOLLOW: ELOOP).
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags if follow else flags | getattr(os, "O_NOFOLLOW", 0))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(0, "not a regular file")
@@ -759,10 +794,12 @@ def _read_regular(path: str, limit: int) -> bytes:
         os.close(fd)
 
 
-def _read_skill(path: str, name: str, source: str, warn: Callable[[str], None]) -> Optional[Skill]:
-    """The skill in the SKILL.md at ``path``; None when there is none or the model cannot invoke it."""
+def _read_skill(path: str, real: str, name: str, source: str, warn: Callable[[str], None]) -> Optional[Skill]:
+    """The skill in the SKILL.md at ``path``, read from ``real`` (its resolved path, checked to be in the
+    skills directory); None when there is none or the model cannot invoke it."""
     try:
-        raw = _read_regular(path, MAX_SKILL_BYTES)
+        # Not through a symlink put there since ``real`` was resolved and checked.
+        raw = _read_regular(real, MAX_SKILL_BYTES, follow=False)
     except (FileNotFoundError, NotADirectoryError):
         return None  # a directory without a SKILL.md (or not a directory at all) is no skill
     except OSError as exc:
@@ -780,6 +817,11 @@ def _read_skill(path: str, name: str, source: str, warn: Callable[[str], None]) 
     body = ""  # stays empty when the frontmatter is never closed
     try:
         lines, body = split_frontmatter(text)
+        if lines is None:
+            # No frontmatter: Claude Code lists the file, described by its first line.  The file
+            # may be anything (a hard link to ~/.netrc, a secret's first line); listing it keeps
+            # the name the model can invoke, and no line of it goes to the model or the screen.
+            body = ""
         meta = _parse_lines(lines) if lines is not None else {}
     except FrontmatterError as exc:
         limit = f" (only the first {MAX_SKILL_BYTES // 1024} KiB are read)" if truncated else ""

@@ -23,6 +23,11 @@ Claude Code does.  Skills with disable-model-invocation: true are left out
 (the model cannot invoke them).  Files that cannot be read or whose
 frontmatter does not parse are reported on stderr, naming the file.
 
+Unlike Claude Code, a skill whose directory or SKILL.md is a symlink to
+somewhere outside its skills directory is left out (and named on stderr),
+and a SKILL.md without frontmatter is listed with no description: neither
+may put a line of some other file in front of the model.
+
 examples:
   toolscript skills                       NAME, SOURCE and DESCRIPTION (abbreviated)
   toolscript skills --json                [{"name", "source", "description", "path"}, ...]
@@ -52,9 +57,12 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"--cwd {args.cwd}: no such directory; give the project directory a session would start in", exit_code=2)
         env.pop("CLAUDE_PROJECT_DIR", None)  # --cwd says which project; an inherited variable must not override it
     warnings: list = []
-    skills = discover(cwd, env, warnings)
+    skipped: list = []
+    skills = discover(cwd, env, warnings, skipped)
     for warning in warnings:
         echo(f"toolscript: warning: {warning}", file=sys.stderr)
+    for line in skipped:
+        echo(f"toolscript: {line}", file=sys.stderr)
     if args.json:
         print_json([skill._asdict() for skill in skills])
         return 0
