@@ -95,6 +95,16 @@ def test_table_cells_are_cleaned_and_kept_on_one_line():
     assert len(lines) == 2 and not unsafe("\n".join(lines))
 
 
+def test_the_suggestion_hook_shows_claude_code_no_control_sequences():
+    from toolscript import suggest
+    from toolscript.skills import Skill
+
+    skill = Skill("evil", "a skill: " + HOSTILE, "project", "/p/.claude/skills/evil/SKILL.md")
+    tool = {"id": "hostile__echo", "description": "a tool: " + HOSTILE}
+    for text in (suggest.context_text([skill], [tool]), suggest.user_message("what now?", [skill])):
+        assert not unsafe(text) and "a skill: hostile payload" in text, text
+
+
 # -- every command, against the hostile server --------------------------------------------------
 
 

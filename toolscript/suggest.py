@@ -34,6 +34,8 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
+from toolscript.output import one_line
+
 
 logger = logging.getLogger("toolscript.suggest")
 
@@ -100,7 +102,7 @@ def user_message(prompt: str, skills: Sequence[Any]) -> str:
     """The model's user turn: the skill list, then the request (cut, fenced as data)."""
     lines = ["Skills:"]
     for skill in skills:
-        description = " ".join(str(skill.description).split())[:MAX_DESCRIPTION_CHARS]
+        description = one_line(str(skill.description), MAX_DESCRIPTION_CHARS)
         lines.append(f"- {skill.name}: {description}" if description else f"- {skill.name}")
     if len(lines) == 1:
         lines.append("(none)")
@@ -237,7 +239,7 @@ def search_gateway(url: str, queries: Sequence[str], *, timeout: float, max_tool
 
 
 def _one_line(text: str, limit: int) -> str:
-    line = " ".join(str(text).split())
+    line = one_line(str(text))  # no escape sequence from a skill file or server in what Claude Code shows
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
