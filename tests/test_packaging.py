@@ -438,7 +438,7 @@ def test_mcp_layer_imports_only_downward():
     imports = all_toolscript_imports()
     assert any(name.startswith("toolscript.mcp.") for name in imports)
     # paths is a leaf (ARCHITECTURE.md): the OAuth token store writes its private files with it.
-    ok = {"toolscript", "toolscript.mcp", "toolscript.errors", "toolscript.log", "toolscript.config", "toolscript.paths"}
+    ok = {"toolscript", "toolscript.mcp", "toolscript.errors", "toolscript.log", "toolscript.config", "toolscript.paths", "toolscript.output"}
     bad = _violations(
         imports,
         lambda m: m == "toolscript.mcp" or m.startswith("toolscript.mcp."),

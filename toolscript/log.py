@@ -8,7 +8,7 @@ turns on debug lines and tracebacks; ``-v`` shows info lines.
 import logging
 import os
 import sys
-from typing import Mapping, Optional
+from typing import Callable, Mapping, Optional
 
 LOGGER_NAME = "toolscript"
 _TRUE = {"1", "true", "yes", "on"}
@@ -20,8 +20,12 @@ def debug_enabled(environ: Optional[Mapping[str, str]] = None) -> bool:
     return env.get("DEBUG", "").strip().lower() in _TRUE
 
 
-def setup(verbosity: int = 0, environ: Optional[Mapping[str, str]] = None) -> int:
-    """Send toolscript's log records to stderr at the level asked for; return it."""
+def setup(verbosity: int = 0, environ: Optional[Mapping[str, str]] = None, clean: Optional[Callable[[str], str]] = None) -> int:
+    """Send toolscript's log records to stderr at the level asked for; return it.
+
+    ``clean`` rewrites each formatted line (the CLI passes ``output.terminal_text``:
+    log lines quote servers' words, their stderr and log messages).
+    """
     if debug_enabled(environ) or verbosity >= 2:
         level = logging.DEBUG
     elif verbosity == 1:
@@ -34,19 +38,21 @@ def setup(verbosity: int = 0, environ: Optional[Mapping[str, str]] = None) -> in
         handler = logging.StreamHandler(sys.stderr)
         handler._toolscript = True  # type: ignore[attr-defined]  # marks our handler so setup is idempotent
         fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s" if level == logging.DEBUG else "toolscript: %(levelname)s: %(message)s"
-        handler.setFormatter(_TerminalFormatter(fmt))
+        handler.setFormatter(_CleanFormatter(fmt, clean) if clean else logging.Formatter(fmt))
         logger.addHandler(handler)
         logger.propagate = False
     return level
 
 
-class _TerminalFormatter(logging.Formatter):
-    """Log lines quote servers' words (their stderr, their log messages): cleaned like all text for people."""
+class _CleanFormatter(logging.Formatter):
+    """A formatter whose every line goes through ``clean``."""
+
+    def __init__(self, fmt: str, clean: Callable[[str], str]) -> None:
+        super().__init__(fmt)
+        self.clean = clean
 
     def format(self, record: logging.LogRecord) -> str:
-        from toolscript.output import terminal_text
-
-        return terminal_text(super().format(record))
+        return self.clean(super().format(record))
 
 
 def get(name: str) -> logging.Logger:
