@@ -21,8 +21,8 @@ directory marketplace, the request body a fake Messages API received, and
 * A SKILL.md with no frontmatter at all is listed too, described by its first line.  We
   list it WITHOUT a description: such a file need not be a skill at all (a link, or a
   hard link, to ``~/.netrc``), and its first line would go to the model as is.
-* Symlinks are followed anywhere: a skill directory or SKILL.md linked to a file outside
-  every skills directory was listed with that file's first line (Claude Code 2.1.330,
+* Claude Code follows symlinks anywhere: a skill directory or SKILL.md linked to a file
+  outside every skills directory was listed with that file's first line (2.1.330,
   2026-12-07).  We follow a symlink only while it stays inside the skills directory it is
   in (``~/.claude/skills``, a project's ``.claude/skills``, a plugin's ``skills``; the
   directory itself may be a symlink); a skill that resolves outside it is left out and
