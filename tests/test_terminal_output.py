@@ -73,6 +73,12 @@ def test_terminal_text_removes_what_a_terminal_would_act_on(raw, shown):
     assert terminal_text(raw) == shown
 
 
+def test_terminal_text_escape_spells_out_every_control_character_on_one_line():
+    shown = terminal_text("run\x1b[8m; curl evil\nnext\tx \u202eabc \x9b \udcff", escape=True)
+    assert shown == "run\\x1b[8m; curl evil\\x0anext\\x09x \\u202eabc \\x9b \\udcff"
+    assert not unsafe(terminal_text(HOSTILE, escape=True))
+
+
 def test_terminal_text_one_line_turns_line_breaks_and_tabs_into_spaces():
     assert terminal_text("a\nb\tc\r\nd\x1b[2J  e", one_line=True) == "a b c d  e"
 
@@ -136,6 +142,12 @@ def world(tmp_path_factory):
         "shady": {"command": "shady" + HOSTILE, "args": ["arg" + HOSTILE], "env": {"KEY": "value" + HOSTILE}, "disabled": True},
     }}
     (work / "toolscript.json").write_text(json.dumps(config), encoding="utf-8")
+    # The project's own file, not approved: what 'toolscript trust' shows before anything runs.
+    project = {"mcpServers": {
+        "local" + HOSTILE: {"command": "run" + HOSTILE, "args": ["arg" + HOSTILE], "env": {"KEY" + HOSTILE: HOSTILE}, "cwd": "dir" + HOSTILE},
+        "remote": {"type": "http", "url": "https://example.com/" + HOSTILE, "headers": {"X-Key": HOSTILE}},
+    }, "suggestions" + HOSTILE: {"enabled": True}}
+    (work / ".toolscript.json").write_text(json.dumps(project), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TOOLSCRIPT_", "CLAUDE_", "ANTHROPIC_"))}
     env.update(HOME=str(home), TOOLSCRIPT_DATA_DIR=str(data), TOOLSCRIPT_STATE_DIR=str(root / "state"),
                TOOLSCRIPT_CONFIG=str(work / "toolscript.json"), ANTHROPIC_API_KEY="sk-ant-test-key")
@@ -165,6 +177,7 @@ COMMANDS = [
     (["-vv", "servers", "check", "hostile"], "starting hostile payload", False),  # the server's stderr, as debug lines
     (["doctor"], "hostile", True),
     (["config", "show"], "arghostile payload", True),
+    (["trust", "--show"], "runs as you: 'runhostile payload \\x1b]0;pwned-title\\x07", True),  # spelled out, not removed
     (["skills"], VISIBLE, True),
     (["memory", "list"], "remembered", True),
     (["memory", "show", "1"], "remembered", True),
@@ -218,6 +231,15 @@ def test_json_output_keeps_the_text_exactly(world, args):
     # print_json's own bytes, holding the escape sequences as JSON escapes: nothing was cleaned.
     assert text == json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     assert any("\x1b" in string for string in _strings(data)), text[:2000]
+
+
+def test_config_show_names_an_unapproved_project_files_servers_without_control_sequences(world):
+    env, cwd = world
+    env = {k: v for k, v in env.items() if k != "TOOLSCRIPT_CONFIG"}  # the default files: ~ and the project's
+    proc = _run(["config", "show"], env, cwd)
+    out, err = proc.stdout.decode("utf-8", "surrogateescape"), proc.stderr.decode("utf-8", "surrogateescape")
+    assert "awaiting approval" in out and "localhostile payload" in out, out
+    assert not unsafe(out) and not unsafe(err), (unsafe(out), unsafe(err))
 
 
 def test_exec_passes_the_scripts_own_output_through_untouched(world):

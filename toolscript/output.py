@@ -6,7 +6,9 @@ Such text may carry escape sequences that set the window title, clear the
 screen, draw an OSC 8 hyperlink whose target differs from its text, or bidi
 overrides that show text in another order than it reads; all of them go,
 their words stay.  ``echo`` prints a line through it and ``format_table``
-cleans every cell.  JSON (``print_json``) is left as it is: JSON escapes
+cleans every cell.  Where the user must judge text exactly (what a project's
+config file would run), ``escape=True`` shows each such character as an
+escape (``\\x1b``) instead of removing it.  JSON (``print_json``) is left as it is: JSON escapes
 control characters itself, and a program reading it wants the exact text.
 """
 
@@ -32,20 +34,31 @@ _LINE_BREAK = re.compile("\r\n?|[\x0b\x0c\x85\u2028\u2029]")
 # embeddings, overrides, isolates and marks; lone surrogates cannot be printed at all.
 _UNSAFE = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _SEQUENCE_START = re.compile("[\x1b\x90\x98\x9b\x9d\x9e\x9f]")
+# What escape=True spells out: everything above, the line breaks too (the text is one line).
+_SPELLED_OUT = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2028\u2029\u2066-\u2069\ud800-\udfff]")
 
 
-def terminal_text(text: str, one_line: bool = False) -> str:
+def terminal_text(text: str, one_line: bool = False, escape: bool = False) -> str:
     """``text`` with nothing a terminal would act on: escape sequences, control characters, bidi controls.
 
     Newlines and tabs stay (``one_line``: each becomes a space); CR, CRLF,
     VT, FF, NEL and the Unicode line separators become newlines; a lone
-    surrogate becomes U+FFFD.  Visible text is never removed.
+    surrogate becomes U+FFFD.  Visible text is never removed.  ``escape``:
+    one line where each of those characters, newlines and tabs included, is
+    shown as ``\\xNN`` or ``\\uNNNN`` and the rest of a sequence stays as text.
     """
+    if escape:
+        return _SPELLED_OUT.sub(_spelled_out, text)
     if _SEQUENCE_START.search(text):
         text = _SEQUENCE.sub("", text)
     text = _LINE_BREAK.sub("\n", text)
     text = _UNSAFE.sub(lambda match: "\ufffd" if match.group() >= "\ud800" else "", text)
     return text.replace("\n", " ").replace("\t", " ") if one_line else text
+
+
+def _spelled_out(match: "re.Match[str]") -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def one_line(text: Optional[str], limit: Optional[int] = None) -> str:
@@ -57,9 +70,9 @@ def one_line(text: Optional[str], limit: Optional[int] = None) -> str:
     return line if limit is None else line[:limit]
 
 
-def echo(text: str = "", file: Optional[TextIO] = None) -> None:
-    """``print`` for text that holds anything from outside toolscript: cleaned by ``terminal_text`` first."""
-    print(terminal_text(text), file=file if file is not None else sys.stdout)
+def echo(text: str = "", file: Optional[TextIO] = None, escape: bool = False) -> None:
+    """``print`` for text that holds anything from outside toolscript: through ``terminal_text`` first."""
+    print(terminal_text(text, escape=escape), file=file if file is not None else sys.stdout)
 
 
 def print_json(data: Any, stream: Optional[TextIO] = None) -> None:

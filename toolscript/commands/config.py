@@ -86,13 +86,13 @@ def run_show(args: argparse.Namespace) -> int:
 def _print_untrusted(config: "configuration.Config") -> None:
     """Each server an unapproved project file would add, and the settings it would change, with who approves it."""
     for name, file in config.untrusted_servers().items():
-        print(f"{name}: not started: awaiting approval")
+        echo(f"{name}: not started: awaiting approval")
         print(f"    from {file.path} ({'changed since approved' if file.status == 'changed' else 'not trusted yet'})")
     for file in config.untrusted:
         if file.problem:
-            print(f"{file.path}: {file.problem}")
+            echo(f"{file.path}: {file.problem}")
         if file.settings:
-            print(f"ignored until approved: {', '.join(file.settings)} from {file.path}")
+            echo(f"ignored until approved: {', '.join(file.settings)} from {file.path}")
         print(f"approve {file.path} in a terminal with: toolscript trust (it shows what the file runs first)")
 
 

@@ -8,7 +8,7 @@ import sys
 from typing import Any, Dict, List, Tuple
 
 from toolscript.errors import UserError
-from toolscript.output import print_json
+from toolscript.output import echo, print_json
 
 SUMMARY = "review and approve a project's .toolscript.json"
 DESCRIPTION = """\
@@ -195,7 +195,9 @@ def _print_review(review: Dict[str, Any]) -> None:
 
     state = str(review.get("status"))
     label = {TRUSTED: "trusted", CHANGED: "CHANGED since you approved it"}.get(state, "not trusted")
-    print(f"{review['path']} ({label})")
+    # The file's words are shown with every control character spelled out (\x1b): a sequence could
+    # otherwise hide or rewrite on screen the command line the user is approving.
+    echo(f"{review['path']} ({label})", escape=True)
     if review.get("problem"):
         print(f"  cannot be read as a config file: {review['problem']}")
         return
@@ -204,22 +206,22 @@ def _print_review(review: Dict[str, Any]) -> None:
     for server in review["servers"]:
         off = " (disabled)" if server.get("disabled") else ""
         if server["kind"] == "stdio":
-            print(f"  {server['name']}: runs as you{off}: {server['runs']}")
+            echo(f"  {server['name']}: runs as you{off}: {server['runs']}", escape=True)
             if server.get("cwd"):
-                print(f"      in {server['cwd']}")
+                echo(f"      in {server['cwd']}", escape=True)
             for key, value in (server.get("env") or {}).items():
-                print(f"      env {key}={value}")
+                echo(f"      env {key}={value}", escape=True)
         elif server["kind"] == "invalid":
-            print(f"  {server['name']}: not a server entry: {server['runs']}")
+            echo(f"  {server['name']}: not a server entry: {server['runs']}", escape=True)
         else:
-            print(f"  {server['name']}: connects to{off}: {server['url']} ({server['kind']})")
+            echo(f"  {server['name']}: connects to{off}: {server['url']} ({server['kind']})", escape=True)
             for key, value in (server.get("headers") or {}).items():
-                print(f"      header {key}: {value}")
+                echo(f"      header {key}: {value}", escape=True)
     if review["variables"]:
         shown = ", ".join(f"${{{v['name']}}} ({'set' if v['set'] else 'not set'})" for v in review["variables"])
-        print(f"  your environment it would read: {shown}")
+        echo(f"  your environment it would read: {shown}", escape=True)
     for key, value in review["settings"].items():
-        print(f"  sets {key} = {json.dumps(value)[:200]}")
+        echo(f"  sets {key} = {json.dumps(value)[:200]}", escape=True)
 
 
 def _list(args: argparse.Namespace, found: List[Dict[str, Any]]) -> int:
