@@ -15,6 +15,7 @@ from toolscript.output import format_table, print_json
 
 SUMMARY = "start, inspect or stop the gateway"
 SHUTDOWN_GRACE = 15.0  # seconds a stopping gateway may take before it exits regardless
+_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
 DESCRIPTION = """\
 The gateway serves the built-in tools and every configured MCP server behind
 one loopback URL that carries a fresh random token:
@@ -158,18 +159,10 @@ def _serve(args, config, session, state, release_lock: Optional[Callable[[], Non
         _announce(args, info)
         if not args.json:
             _print_usage_hint(info["url"], gateway)
-    stop = threading.Event()
-
-    def on_signal(signum, frame):
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    if hasattr(signal, "SIGHUP"):
-        signal.signal(signal.SIGHUP, on_signal)
-    while not stop.wait(0.5):
-        if args.exit_with and not state.pid_alive(args.exit_with):
-            break  # the session that owned us is gone without saying goodbye
+    signals = StopSignals()
+    owner = args.exit_with
+    # Without --exit-with nothing but a signal stops us.
+    wait_for_stop(signals, (lambda: state.pid_alive(owner)) if owner else None)
     # A wedged upstream must not keep a stopping gateway alive.
     threading.Thread(target=_exit_after, args=(SHUTDOWN_GRACE, gateway), daemon=True).start()
     server.shutdown_all()
@@ -179,6 +172,36 @@ def _serve(args, config, session, state, release_lock: Optional[Callable[[], Non
     if log_file and log_file == state.log_path(session):
         _remove_log(log_file)
     return 0
+
+
+class StopSignals:
+    """SIGTERM, SIGINT and SIGHUP as something the main thread waits for."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+
+        def on_signal(signum, frame):
+            self._stop.set()
+
+        self._previous = {}
+        for signum in _STOP_SIGNALS:
+            self._previous[signum] = signal.signal(signum, on_signal)
+
+    def wait(self, timeout: float) -> bool:
+        """True once a stop signal has arrived; False after ``timeout`` seconds without one."""
+        return self._stop.wait(timeout)
+
+    def close(self) -> None:
+        """Give the signals back to the handlers they had before."""
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+
+def wait_for_stop(signals: StopSignals, owner_alive: Optional[Callable[[], bool]] = None, poll: float = 0.5) -> None:
+    """Return when a stop signal arrives, or when ``owner_alive`` (checked every ``poll`` seconds) says no."""
+    while not signals.wait(poll):
+        if owner_alive is not None and not owner_alive():
+            return  # the session that owned us is gone without saying goodbye
 
 
 def _remove_log(path: str) -> None:
