@@ -22,7 +22,9 @@ deep, subschemas at most 300 levels deep, a reference cycle that makes no
 progress through the instance is cut, and one call does a bounded amount of
 work.  Anything cut off that way is treated as valid, and ``not`` / ``oneOf``
 / ``if`` whose outcome depended on a cut-off part report nothing, so every
-error returned is a real one.
+error returned is a real one.  The exception fails closed: an argument value
+nested more than 100 levels deep cannot be compared for ``enum``, ``const`` or
+``uniqueItems``, and that is an error ("argument nested too deeply").
 
 Errors are ``"POINTER: message"``, where POINTER is an RFC 6901 JSON Pointer
 into the instance (``/`` for the instance itself), in schema keyword order.
@@ -60,9 +62,9 @@ def validate(instance: Any, schema: Any) -> List[str]:
     try:
         _validate(ctx, instance, schema, (), 0, errors)
     except RecursionError:
-        # Only reachable when called with very little stack left; what was
-        # found so far is still true.
-        pass
+        # Only reachable when called with very little stack left.  What was
+        # found so far is true, but the rest went unchecked: fail closed.
+        errors.append(((), "argument nested too deeply to check", None))
     # A schema can reach the same check twice (e.g. through "$ref": "#"); say it once.
     return list(dict.fromkeys(_pointer(path) + ": " + message for path, message, _ in errors))
 
@@ -131,9 +133,15 @@ def _kw_enum(ctx, instance, value, schema, path, nesting, errors):
     cached = ctx.enums.get(id(value))
     if cached is None or cached[0] is not value:
         # Frozen once per call, so a long enum reused across array items stays cheap.
-        cached = (value, frozenset(_freeze(item) for item in value))
+        try:
+            cached = (value, frozenset(_freeze(item) for item in value))
+        except _TooDeep:
+            cached = (value, None)  # the schema's own value: ignore the keyword
         ctx.enums[id(value)] = cached
-    if _freeze(instance) in cached[1]:
+    if cached[1] is None:
+        return
+    frozen = _freeze_instance(instance, path, errors)
+    if frozen is None or frozen in cached[1]:
         return
     shown = ", ".join(_show(item) for item in value[:_MAX_ENUM_SHOWN])
     if len(value) > _MAX_ENUM_SHOWN:
@@ -142,7 +150,12 @@ def _kw_enum(ctx, instance, value, schema, path, nesting, errors):
 
 
 def _kw_const(ctx, instance, value, schema, path, nesting, errors):
-    if _freeze(instance) != _freeze(value):
+    try:
+        expected = _freeze(value)
+    except _TooDeep:
+        return  # the schema's own value: ignore the keyword
+    frozen = _freeze_instance(instance, path, errors)
+    if frozen is not None and frozen != expected:
         errors.append((path, "expected " + _show(value), None))
 
 
@@ -266,7 +279,9 @@ def _kw_unique_items(ctx, instance, value, schema, path, nesting, errors):
         return
     seen: Dict[Any, int] = {}
     for index, item in enumerate(instance):
-        key = _freeze(item)
+        key = _freeze_instance(item, path, errors)
+        if key is None:
+            return
         if key in seen:
             message = "expected unique items, item {} equals item {}".format(index, seen[key])
             errors.append((path, message, None))
@@ -600,8 +615,55 @@ def _is_multiple(number: Any, divisor: Any) -> bool:
         return True  # infinities and such: not something to complain about
 
 
+class _TooDeep(Exception):
+    """A value nests arrays/objects deeper than ``_MAX_DEPTH``: too deep to compare."""
+
+
+def _freeze_instance(instance: Any, path: Tuple[Any, ...], errors: List[_Error]) -> Any:
+    """``_freeze(instance)``, or None after reporting it too deep.
+
+    Fails closed: a comparison that cannot be made is an error, never a silent pass.
+    """
+    try:
+        return _freeze(instance)
+    except _TooDeep:
+        errors.append((path, "argument nested too deeply to compare (more than {} levels of arrays and objects)".format(_MAX_DEPTH), None))
+        return None
+
+
 def _freeze(value: Any) -> Any:
-    """A hashable key equal for JSON-equal values (1 == 1.0, but true != 1, key order ignored)."""
+    """A hashable key equal for JSON-equal values (1 == 1.0, but true != 1, key order ignored).
+
+    Iterative, so no depth exhausts the stack; raises _TooDeep past ``_MAX_DEPTH`` levels.
+    """
+    if not isinstance(value, (list, tuple, dict)):
+        return _freeze_leaf(value)
+    # Each entry: a container, the iterator over its children, their keys (objects), the frozen children so far.
+    stack = [_freeze_frame(value)]
+    while True:
+        container, children, keys, frozen = stack[-1]
+        for child in children:
+            if isinstance(child, (list, tuple, dict)):
+                if len(stack) >= _MAX_DEPTH:
+                    raise _TooDeep()
+                stack.append(_freeze_frame(child))
+                break
+            frozen.append(_freeze_leaf(child))
+        else:
+            stack.pop()
+            done = ("object", frozenset(zip(keys, frozen))) if keys is not None else ("array", tuple(frozen))
+            if not stack:
+                return done
+            stack[-1][3].append(done)
+
+
+def _freeze_frame(container: Any) -> Tuple[Any, Any, Optional[List[str]], List[Any]]:
+    if isinstance(container, dict):
+        return container, iter(list(container.values())), [str(k) for k in container], []
+    return container, iter(container), None, []
+
+
+def _freeze_leaf(value: Any) -> Any:
     if value is None:
         return ("null",)
     if isinstance(value, bool):
@@ -610,10 +672,6 @@ def _freeze(value: Any) -> Any:
         return ("number", value)
     if isinstance(value, str):
         return ("string", value)
-    if isinstance(value, (list, tuple)):
-        return ("array", tuple(_freeze(item) for item in value))
-    if isinstance(value, dict):
-        return ("object", frozenset((str(k), _freeze(v)) for k, v in value.items()))
     return ("other", repr(value))
 
 
