@@ -559,7 +559,7 @@ def test_a_stop_signal_at_any_moment_ends_the_serve_loop():
     import signal
 
     env = dict(os.environ, PYTHONPATH=REPO_ROOT)
-    child = subprocess.Popen([sys.executable, "-c", _STOP_LOOP_CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    child = subprocess.Popen([sys.executable, "-c", _STOP_LOOP_CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=REPO_ROOT)
     rounds = 1500
     try:
         for done in range(rounds):

@@ -234,7 +234,13 @@ def test_pattern():
 
 def test_invalid_pattern_is_ignored():
     assert validate("abc", {"pattern": "("}) == []
-    assert validate("abc", {"pattern": "\\p{L}+"}) == []
+    assert validate("abc", {"pattern": "\\p{Script=Greek}"}) == []  # a property the matcher does not know
+
+
+def test_pattern_has_ecma_262_meaning():
+    assert validate("123", {"pattern": "^\\p{L}+$"}) == ['/: does not match pattern "^\\\\p{L}+$"']
+    assert validate("abc\n", {"pattern": "^abc$"}) == ['/: does not match pattern "^abc$"']  # $ is the very end
+    assert validate("\u0661", {"pattern": "^\\d$"}) == ['/: does not match pattern "^\\\\d$"']  # \d is ASCII
 
 
 def test_format_is_ignored():

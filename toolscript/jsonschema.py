@@ -15,7 +15,10 @@ full implementation:
   reference counts as ``{}`` and nothing is ever fetched;
 * ``$ref`` next to other keywords applies both (2019-09 and later semantics),
   whatever ``$schema`` says;
-* ``nullable: true`` (OpenAPI style) lets ``null`` through the whole schema.
+* ``nullable: true`` (OpenAPI style) lets ``null`` through the whole schema;
+* ``pattern`` and ``patternProperties`` are ECMA-262 searches run in linear
+  time by ``ecmaregex`` (never Python's backtracking ``re`` unbounded); a
+  pattern it cannot check is skipped and logged (see ``_search``).
 
 It never raises and never loops: instances are checked at most 100 levels
 deep, subschemas at most 300 levels deep, a reference cycle that makes no
@@ -33,12 +36,15 @@ into the instance (``/`` for the instance itself), in schema keyword order.
 import decimal
 import json
 import math
-import re
 from functools import lru_cache
-from typing import Any, Callable, Dict, List, Optional, Pattern, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 from urllib.parse import unquote
 
+from toolscript import ecmaregex, log
+
 __all__ = ["validate"]
+
+logger = log.get("jsonschema")
 
 _MAX_DEPTH = 100  # instance levels below the root that are still checked
 # Nested subschema applications; two Python frames each, so this stays inside
@@ -46,6 +52,8 @@ _MAX_DEPTH = 100  # instance levels below the root that are still checked
 _MAX_NESTING = 300
 # Subschema applications per call; bounds the fan-out of hostile ``$ref`` graphs.
 _MAX_STEPS = 50000
+# Pattern matching work per call, in ecmaregex units (a character stepped is one): ~2 s at worst.
+_REGEX_BUDGET = 10_000_000
 _MAX_ENUM_SHOWN = 20  # enum values spelled out in a message
 _MAX_VALUE_CHARS = 80  # a JSON value longer than this is shortened in messages
 
@@ -75,10 +83,11 @@ def validate(instance: Any, schema: Any) -> List[str]:
 class _Context:
     """State shared by one :func:`validate` call."""
 
-    __slots__ = ("root", "root_id", "steps", "truncated", "active", "refs", "enums")
+    __slots__ = ("root", "root_id", "steps", "truncated", "active", "refs", "enums", "budget")
 
     def __init__(self, root: Any) -> None:
         self.root = root
+        self.budget = ecmaregex.Budget(_REGEX_BUDGET)  # pattern matching work, for all patterns of the call
         self.root_id = _root_id(root)
         self.steps = 0
         # Bumped whenever a limit stops validation early; lets ``not`` and
@@ -178,7 +187,8 @@ def _kw_pattern_properties(ctx, instance, value, schema, path, nesting, errors):
         if regex is None:
             continue
         for name, item in instance.items():
-            if regex.search(str(name)):
+            found = _search(ctx, regex, str(name))
+            if found:
                 _validate(ctx, item, subschema, path + (name,), nesting + 1, errors)
 
 
@@ -194,8 +204,18 @@ def _kw_additional_properties(ctx, instance, value, schema, path, nesting, error
     if len(compiled) != len(regexes):
         return  # which names a broken pattern was meant to cover is unknowable; don't guess "none"
     for name, item in instance.items():
-        if name in known or any(r.search(str(name)) for r in compiled):
+        if name in known:
             continue
+        covered: Optional[bool] = False
+        for regex in compiled:
+            found = _search(ctx, regex, str(name))
+            if found:
+                covered = True
+                break
+            if found is None:
+                covered = None  # unknown unless another pattern says yes
+        if covered is not False:
+            continue  # covered, or not known to be: nothing to say about it
         if value is False:
             errors.append((path + (name,), "unexpected property", None))
         else:
@@ -301,7 +321,7 @@ def _kw_pattern(ctx, instance, value, schema, path, nesting, errors):
     if not isinstance(instance, str):
         return
     regex = _regex(value)
-    if regex is not None and not regex.search(instance):
+    if regex is not None and _search(ctx, regex, instance) is False:
         errors.append((path, "does not match pattern " + _show(value), None))
 
 
@@ -676,15 +696,40 @@ def _freeze_leaf(value: Any) -> Any:
 
 
 @lru_cache(maxsize=256)
-def _compile(pattern: str) -> Optional[Pattern]:
+def _compile(pattern: str) -> Optional[ecmaregex.Pattern]:
     try:
-        return re.compile(pattern)
-    except (re.error, ValueError, OverflowError, RecursionError):
-        return None  # ECMA-262 syntax Python lacks, or plain garbage: ignore the keyword
+        return ecmaregex.compile_pattern(pattern)
+    except (ecmaregex.RegexError, RecursionError):
+        return None  # not a regular expression: ignore the keyword
 
 
-def _regex(pattern: Any) -> Optional[Pattern]:
+def _regex(pattern: Any) -> Optional[ecmaregex.Pattern]:
     return _compile(pattern) if isinstance(pattern, str) else None
+
+
+def _search(ctx: _Context, regex: ecmaregex.Pattern, text: str) -> Optional[bool]:
+    """Does ``regex`` occur in ``text``?  None when it could not be checked.
+
+    Patterns are searched in linear time (``ecmaregex``) within one work
+    budget per call; one that needs backtracking too costly for ``text``, or
+    syntax the matcher does not know, or a search past the budget, leaves the
+    keyword unchecked.  That fails open on purpose: the server checks its own
+    arguments against its own schema, this check only gives earlier and
+    clearer errors, and a schema the gateway cannot fully read must not make
+    its tool uncallable.  It counts as a cut-off, so ``not`` / ``oneOf`` /
+    ``if`` that depended on it say nothing either, and it is logged.
+    """
+    found = regex.search(text, ctx.budget)
+    if found is None:
+        ctx.truncated += 1
+        reason = regex.unchecked or "too much matching work for one call"
+        if (regex.source, reason) not in _UNCHECKED_SAID and len(_UNCHECKED_SAID) < 1000:
+            _UNCHECKED_SAID.add((regex.source, reason))
+            logger.info("a tool's schema pattern %s is not checked here (%s); the server checks it", _show(regex.source), reason)
+    return found
+
+
+_UNCHECKED_SAID: Set[Tuple[str, str]] = set()  # (pattern, reason) already logged
 
 
 def _subschemas(value: Any) -> List[Any]:
