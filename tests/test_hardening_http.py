@@ -466,3 +466,52 @@ def test_the_sandbox_runtime_parses_what_the_gateway_writes(piece):
         assert headers["content-type"] == "application/json"
         assert (headers.get("connection", "").lower() == "close") is close
     assert connection.buffer == b""
+
+
+# -- MCP batches are bounded: in messages, and in the bytes of their answer ---------------------
+
+
+def _batch_session(url):
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+    response = mcp_post(conn, parts.path + "/mcp", init)
+    response.read()
+    return conn, parts.path + "/mcp", response.getheader("Mcp-Session-Id")
+
+
+def _tools_lists(count):
+    return [{"jsonrpc": "2.0", "id": n, "method": "tools/list"} for n in range(1, count + 1)]
+
+
+@pytest.mark.timeout(120)
+def test_an_mcp_batch_over_the_message_cap_is_one_clear_error(tmp_path):
+    cap = 100  # toolscript.mcp.server.MAX_BATCH_MESSAGES
+    with served(tmp_path) as (gw, server, url):
+        conn, path, session = _batch_session(url)
+        response = mcp_post(conn, path, _tools_lists(cap + 1), session)
+        body = json.loads(response.read())
+        assert response.status == 400
+        assert body["error"]["code"] == -32600
+        assert f"at most {cap} messages" in body["error"]["message"]
+        response = mcp_post(conn, path, _tools_lists(cap), session)  # at the cap: answered
+        answers = json.loads(response.read())
+        assert response.status == 200 and [a["id"] for a in answers] == list(range(1, cap + 1))
+        assert all("tools" in a["result"] for a in answers)
+
+
+@pytest.mark.timeout(120)
+def test_an_mcp_batch_answer_stops_growing_at_its_byte_cap(tmp_path):
+    with served(tmp_path) as (gw, server, url):
+        conn, path, session = _batch_session(url)
+        one = len(json.dumps(json.loads(mcp_post(conn, path, _tools_lists(1)[0], session).read()), separators=(",", ":")))
+        server.mcp.max_batch_answer_bytes = 3 * one + one // 2  # room for three pages, not four
+        response = mcp_post(conn, path, _tools_lists(10) + [{"jsonrpc": "2.0", "id": 11, "method": "ping"}], session)
+        raw = response.read()
+        answers = json.loads(raw)
+        assert response.status == 200
+        assert [a["id"] for a in answers] == list(range(1, 12))  # still one answer per request, in order
+        assert all("result" in a for a in answers[:3])
+        assert "the request ran, but the batch's answer would pass" in answers[3]["error"]["message"]
+        assert all(a["error"]["message"].startswith("Internal error: not run,") for a in answers[4:])
+        assert len(raw) < 4 * one
