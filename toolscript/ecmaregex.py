@@ -36,10 +36,13 @@ from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 __all__ = ["Budget", "Pattern", "RegexError", "compile_pattern"]
 
-MAX_PROGRAM = 10000  # NFA instructions; ``x{1000}{1000}`` must not compile to a million
-MAX_GROUP_NESTING = 200  # the parser recurses once per group level
-MAX_DFA_STATES = 2000  # cached subset states per pattern; the cache starts over beyond this
-MAX_TRANSITIONS = 100000  # cached transitions per pattern, likewise
+MAX_PROGRAM = 10000  # NFA instructions; ``(x{1000}){1000}`` must not compile to a million
+MAX_GROUP_NESTING = 50  # the parser and compiler recurse a few frames per group level
+# The DFA cache of one pattern starts over when it passes any of these (memory stays flat
+# whatever the pattern and strings; a compiled pattern is cached with its DFA).
+MAX_DFA_STATES = 1000
+MAX_DFA_STEPS = 20000  # NFA steps held by all cached states together
+MAX_TRANSITIONS = 10000
 DEFAULT_BUDGET = 10_000_000  # work units (~2 s) for one search when the caller gives no budget
 CLOSURE_COST = 4  # units per NFA instruction visited while building a transition (a character costs 1)
 BACKTRACK_COST_DIVISOR = 10  # ``re`` steps per unit: C steps are cheaper than this module's Python ones
@@ -557,6 +560,7 @@ class _Linear:
     def _reset(self) -> None:
         self.states: Dict[Tuple[FrozenSet[int], bool, bool], _DState] = {}
         self.transitions = 0
+        self.held = 0  # NFA steps in all cached states
         self.start = self._state(frozenset(), True, False)
 
     def _state(self, pcs: FrozenSet[int], at_start: bool, prev_word: bool) -> _DState:
@@ -564,6 +568,7 @@ class _Linear:
         state = self.states.get(key)
         if state is None:
             state = self.states[key] = _DState(pcs, at_start, prev_word)
+            self.held += len(pcs)
         return state
 
     def _anchored(self) -> bool:
@@ -638,7 +643,7 @@ class _Linear:
                 result = _DEAD  # nothing in flight, and no match can start after position 0
             else:
                 result = self._state(pcs, False, self.has_word_assertions and _is_word(char))
-        if self.transitions >= MAX_TRANSITIONS or len(self.states) > MAX_DFA_STATES:
+        if self.transitions >= MAX_TRANSITIONS or len(self.states) > MAX_DFA_STATES or self.held > MAX_DFA_STEPS:
             self._reset()  # a pattern with very many subset states: start the cache over
         self.transitions += 1
         state.next[char] = result

@@ -695,7 +695,7 @@ def _freeze_leaf(value: Any) -> Any:
     return ("other", repr(value))
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=64)  # each holds its DFA cache (bounded, see ecmaregex): a few MB at worst
 def _compile(pattern: str) -> Optional[ecmaregex.Pattern]:
     try:
         return ecmaregex.compile_pattern(pattern)
