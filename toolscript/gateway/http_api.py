@@ -244,7 +244,7 @@ class GatewayServer(ThreadingHTTPServer):
             logger.debug("%d connections open: closing the oldest idle one", self.max_connections)
             _cut(victim)
         if refuse:
-            logger.warning("%d connections open and all busy, %d more waiting: refusing a new one", self.max_connections, self.max_connections)
+            logger.warning("%d connections open and all busy, as many waiting for one: refusing a new one", self.max_connections)
             self._refuse(request)
             return
         super().process_request(request, client_address)
@@ -432,7 +432,8 @@ class GatewayHandler(BaseHTTPRequestHandler):
         finally:
             if self.server.leave_waiting(self.connection):
                 self.close_connection = True
-                if not self._answered:  # the head did not arrive (or not in time)
+                # The head did not come in time (a client that hung up, reading b"", gets nothing).
+                if not self._answered and getattr(self, "raw_requestline", None) != b"":
                     try:
                         self._refuse(503, self.server.busy_message())
                     except OSError:
