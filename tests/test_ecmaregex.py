@@ -186,6 +186,7 @@ def test_lookahead_and_backreferences_are_checked_by_re_when_cheap():
     assert compile_pattern("^(\\w)\\w*\\1$").search("abca") is True
     assert compile_pattern("^(?<q>['\"]).*\\k<q>$").search("'x\"") is False
     assert compile_pattern("^(\\d)\\1$").search("\u0660\u0660") is False  # translated with ECMA's \d
+    assert compile_pattern("(?=\\u00e9)\\b").search("\u00e9") is False  # and ECMA's \b: \u00e9 is no word character
 
 
 @pytest.mark.timeout(60)

@@ -759,7 +759,8 @@ class _Backtracking:
         out: List[str] = []
         _translate(tree, out)
         try:
-            self.regex = re.compile("".join(out))
+            # ASCII: \b and \B then know ECMA's word characters (every class is spelled out as ranges).
+            self.regex = re.compile("".join(out), re.ASCII)
         except (re.error, RecursionError, OverflowError, ValueError) as exc:
             raise Unsupported(f"Python cannot run it ({exc})") from None
 
