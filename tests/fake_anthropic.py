@@ -28,6 +28,8 @@ turn).  A turn is a dict:
 * ``{"tool": "NAME", "input": {...}}``: a ``tool_use`` of any tool;
 * ``{"tools": [{"tool": "NAME", "input": {...}}, ...]}``: several ``tool_use``
   blocks in one turn (parallel tool calls).
+* ``{"tool": "NAME", "input_json": TEXT}``: the ``tool_use`` input sent as
+  that JSON text verbatim (what ``json.dumps`` cannot write: 100,000 levels deep).
 
 A tool turn may also carry ``"text"``, sent as a text block before the tool_use.
 A bare string is short for ``{"text": STRING}``.  Any turn may also carry:
@@ -89,6 +91,7 @@ COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
 REQUESTS_PATH = "/_requests"
 DEFAULT_MODEL = "claude-haiku-5-5"
 TURN_KEYS = {"text", "bash", "tool", "tools", "status", "thinking", "stop_reason", "drop"}
+RAW_INPUT = "\u0000raw tool input\u0000"  # stands for a turn's input_json until the answer is encoded
 ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -303,9 +306,8 @@ class FakeAnthropic:
             tool_input["description"] = str(turn.get("description") or "Run a toolscript command")
             content.append({"type": "tool_use", "id": f"toolu_fake{n:04d}", "name": "Bash", "input": tool_input})
         elif "tool" in turn:
-            content.append(
-                {"type": "tool_use", "id": f"toolu_fake{n:04d}", "name": str(turn["tool"]), "input": dict(turn.get("input") or {})}
-            )
+            tool_use_input: Any = RAW_INPUT if "input_json" in turn else dict(turn.get("input") or {})
+            content.append({"type": "tool_use", "id": f"toolu_fake{n:04d}", "name": str(turn["tool"]), "input": tool_use_input})
         for k, use in enumerate(turn.get("tools") or []):
             content.append(
                 {"type": "tool_use", "id": f"toolu_fake{n:04d}_{k}", "name": str(use["tool"]), "input": dict(use.get("input") or {})}
@@ -437,7 +439,9 @@ def _make_handler(api: FakeAnthropic) -> type:
             return entry
 
         def _send_json(self, status: int, obj: Any, close: bool = False, headers: Optional[Dict[str, str]] = None) -> None:
-            data = _dumps(obj).encode("utf-8")
+            self._send_raw(_dumps(obj).encode("utf-8"), status, close, headers)
+
+        def _send_raw(self, data: bytes, status: int = 200, close: bool = False, headers: Optional[Dict[str, str]] = None) -> None:
             self.send_response(status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
@@ -518,6 +522,9 @@ def _make_handler(api: FakeAnthropic) -> type:
                 self._send_json(int(turn["status"]), api.error_body(turn), headers=headers)
                 return
             message = api.build_message(turn, str(body.get("model") or DEFAULT_MODEL))
+            if "input_json" in turn and not body.get("stream"):
+                self._send_raw(_dumps(message).replace(_dumps(RAW_INPUT), str(turn["input_json"])).encode("utf-8"))
+                return
             if turn.get("trickle") and not body.get("stream"):
                 self._send_trickle(message, float(turn["trickle"]))
                 return

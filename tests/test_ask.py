@@ -208,6 +208,58 @@ def test_a_model_error_ends_the_run_with_exit_1(ask_env, workdir):
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("depth", [100_000, 2_000])
+def test_an_answer_nested_too_deep_is_a_clear_error(ask_env, workdir, depth):
+    # Parsing a tool_use input this deep ends in RecursionError; the run must end with one clear line instead.
+    deep = "[" * depth + "]" * depth
+    script = [{"tool": "builtin__time_now", "input_json": '{"x": ' + deep + "}"}, {"text": "done"}]
+    with FakeAnthropic(script) as api:  # each run starts without tool results: turn 0
+        proc = ask_cli(api, ask_env, "time?", cwd=workdir)
+        as_json = ask_cli(api, ask_env, "time?", "--json", cwd=workdir)
+    assert proc.returncode == 1
+    assert "nested more than 200 levels deep" in proc.stderr and "internal error" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert as_json.returncode == 1
+    assert "nested more than 200 levels deep" in json.loads(as_json.stdout)["error"]
+
+
+@pytest.mark.timeout(60)
+def test_a_tool_result_nested_too_deep_is_a_tool_error_not_a_crash():
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    deep = b"[" * 100_000 + b"]" * 100_000
+
+    def answer_once():
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + deep)
+        conn.close()
+
+    server = threading.Thread(target=answer_once, daemon=True)
+    server.start()
+
+    class Client:
+        host, port, prefix = "127.0.0.1", listener.getsockname()[1], "/t/token"
+
+    try:
+        result = ask.GatewayTools(Client()).call("fixture__deep", {}, timeout=10)
+    finally:
+        server.join(10)
+        listener.close()
+    assert result["ok"] is False and "nested too deeply" in result["error"]["message"]
+
+
+@pytest.mark.timeout(60)
+def test_an_answer_nested_within_the_limit_is_used(ask_env, workdir):
+    deep = "[" * 150 + "]" * 150
+    script = [{"tool": "builtin__time_now", "input_json": '{"x": ' + deep + "}"}, {"text": "done"}]
+    with FakeAnthropic(script) as api:
+        proc = ask_cli(api, ask_env, "time?", cwd=workdir)
+    assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr
+
+
+@pytest.mark.timeout(60)
 def test_the_step_limit_stops_with_a_message_and_exit_1(ask_env, workdir):
     with FakeAnthropic([{"tool": "builtin__time_now"}], sequential=True) as api:
         proc = ask_cli(api, ask_env, "loop forever", "--max-steps", "3", cwd=workdir)

@@ -533,3 +533,44 @@ def test_the_gateway_client_reads_status_and_body_and_imports_no_http_client():
     probe = f"import sys; sys.path.insert(0, {REPO_ROOT!r}); import toolscript.gateway.client; print(sorted(m for m in ('http.client', 'ssl', 'email.parser') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-I", "-S", "-c", probe], capture_output=True, text=True, timeout=60, cwd=REPO_ROOT)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
+
+
+_STOP_LOOP_CHILD = r"""
+import sys
+from toolscript.commands.gateway import StopSignals, wait_for_stop
+for line in sys.stdin:
+    signals = StopSignals()
+    sys.stdout.write("waiting\n")
+    sys.stdout.flush()
+    wait_for_stop(signals, poll=0.0001)  # a fast poll: the loop spends its time where a signal could hurt
+    signals.close()
+    sys.stdout.write("stopped\n")
+    sys.stdout.flush()
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_stop_signal_at_any_moment_ends_the_serve_loop():
+    # A signal handler that takes a lock the interrupted main thread holds
+    # (an Event's, as the loop waiting on that Event does) hangs the gateway
+    # for good.  So: many SIGTERMs, each at a random moment of the real loop.
+    import random
+    import select
+    import signal
+
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
+    child = subprocess.Popen([sys.executable, "-c", _STOP_LOOP_CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=REPO_ROOT)
+    rounds = 1500
+    try:
+        for done in range(rounds):
+            child.stdin.write(b"go\n")
+            child.stdin.flush()
+            assert child.stdout.readline() == b"waiting\n"
+            time.sleep(random.uniform(0, 0.002))
+            child.send_signal(signal.SIGTERM)
+            ready, _, _ = select.select([child.stdout], [], [], 10)
+            assert ready, f"the serve loop hung after a SIGTERM (after {done} clean stops)"
+            assert child.stdout.readline() == b"stopped\n"
+    finally:
+        child.kill()
+        child.wait(10)

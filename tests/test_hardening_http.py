@@ -221,10 +221,15 @@ def test_every_connection_busy_refuses_a_new_one_with_503_and_hanging_up_frees_t
             busy.append(sock)
         assert wait_for(lambda: server.open_connections().get("busy") == 2)
         sock = connect(url)
-        sock.sendall(f"GET {path}/health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        sock.sendall(f"GET {path}/servers HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
         answer = read_until_closed(sock)
         sock.close()
         assert status_of(answer) == 503 and b"connection: close" in answer.lower()
+        sock = connect(url)  # a health check needs no slot
+        sock.sendall(f"GET {path}/health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        answer = read_until_closed(sock)
+        sock.close()
+        assert status_of(answer) == 200 and b"connection: close" in answer.lower()
         for sock in busy:
             sock.close()  # hanging up cancels the calls, which frees the connections
         assert wait_for(lambda: not server.open_connections().get("busy"))
@@ -242,7 +247,7 @@ def test_a_burst_beyond_the_cap_waits_for_a_slot_instead_of_failing(tmp_path):
         worker.start()
         assert wait_for(lambda: server.open_connections().get("busy") == 1)
         # The only slot is busy: this caller waits for it rather than getting 503.
-        assert GatewayClient(url).get("/health")["status"] == "ok"
+        assert GatewayClient(url).post("/call", {"tool": "builtin__time.now", "arguments": {}})["ok"] is True
         worker.join(30)
         assert slow["ok"] is True
 
@@ -466,3 +471,131 @@ def test_the_sandbox_runtime_parses_what_the_gateway_writes(piece):
         assert headers["content-type"] == "application/json"
         assert (headers.get("connection", "").lower() == "close") is close
     assert connection.buffer == b""
+
+
+# -- MCP batches are bounded: in messages, and in the bytes of their answer ---------------------
+
+
+def _batch_session(url):
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+    response = mcp_post(conn, parts.path + "/mcp", init)
+    response.read()
+    return conn, parts.path + "/mcp", response.getheader("Mcp-Session-Id")
+
+
+def _tools_lists(count):
+    return [{"jsonrpc": "2.0", "id": n, "method": "tools/list"} for n in range(1, count + 1)]
+
+
+@pytest.mark.timeout(120)
+def test_an_mcp_batch_over_the_message_cap_is_one_clear_error(tmp_path):
+    cap = 100  # toolscript.mcp.server.MAX_BATCH_MESSAGES
+    with served(tmp_path) as (gw, server, url):
+        conn, path, session = _batch_session(url)
+        response = mcp_post(conn, path, _tools_lists(cap + 1), session)
+        body = json.loads(response.read())
+        assert response.status == 400
+        assert body["error"]["code"] == -32600
+        assert f"at most {cap} messages" in body["error"]["message"]
+        response = mcp_post(conn, path, _tools_lists(cap), session)  # at the cap: answered
+        answers = json.loads(response.read())
+        assert response.status == 200 and [a["id"] for a in answers] == list(range(1, cap + 1))
+        assert all("tools" in a["result"] for a in answers)
+
+
+@pytest.mark.timeout(120)
+def test_an_mcp_batch_answer_stops_growing_at_its_byte_cap(tmp_path):
+    with served(tmp_path) as (gw, server, url):
+        conn, path, session = _batch_session(url)
+        one = len(json.dumps(json.loads(mcp_post(conn, path, _tools_lists(1)[0], session).read()), separators=(",", ":")))
+        server.mcp.max_batch_answer_bytes = 3 * one + one // 2  # room for three pages, not four
+        response = mcp_post(conn, path, _tools_lists(10) + [{"jsonrpc": "2.0", "id": 11, "method": "ping"}], session)
+        raw = response.read()
+        answers = json.loads(raw)
+        assert response.status == 200
+        assert [a["id"] for a in answers] == list(range(1, 12))  # still one answer per request, in order
+        assert all("result" in a for a in answers[:3])
+        assert "the request ran, but the batch's answer would pass" in answers[3]["error"]["message"]
+        assert all(a["error"]["message"].startswith("Internal error: not run,") for a in answers[4:])
+        assert len(raw) < 4 * one
+
+
+# -- the connection cap full of slow bodies: 503 within the admission wait, /health still answered ---
+
+
+@pytest.mark.timeout(240)
+def test_slow_bodies_holding_every_slot_delay_neither_the_503_nor_health(tmp_path):
+    # The gateway's own bounds (256 connections, 5 s admission wait, 60 s per body), 300 slow senders.
+    with served(tmp_path) as (gw, server, url):
+        parts = urlsplit(url)
+        host = f"Host: 127.0.0.1:{parts.port}\r\n"
+        head = f"POST {parts.path}/call HTTP/1.1\r\n{host}Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n".encode()
+        slow = []
+        try:
+            for _ in range(300):
+                sock = connect(url)
+                sock.sendall(head + b'{"tool": ')  # and then nothing: the body is due within 60 s
+                slow.append(sock)
+            assert wait_for(lambda: server.open_connections().get("reading") == server.max_connections, timeout=60)
+            # Liveness probes are answered at once, slot or not.
+            probe = connect(url, timeout=15)
+            probe.sendall(f"GET {parts.path}/health HTTP/1.1\r\n{host}\r\n".encode())
+            answer = read_until_closed(probe)
+            probe.close()
+            assert status_of(answer) == 200 and json.loads(answer.partition(b"\r\n\r\n")[2])["pid"]
+            # Anything else waits for a slot and, none freeing, gets 503 (the socket's bounded wait, not a 55 s one).
+            other = connect(url, timeout=15)
+            other.sendall(f"GET {parts.path}/servers HTTP/1.1\r\n{host}\r\n".encode())
+            answer = read_until_closed(other)
+            other.close()
+            assert status_of(answer) == 503 and b"busy" in answer
+        finally:
+            for sock in slow:
+                sock.close()
+
+
+def _hold_slots_with_slow_bodies(url, count):
+    parts = urlsplit(url)
+    head = f"POST {parts.path}/call HTTP/1.1\r\nHost: 127.0.0.1:{parts.port}\r\nContent-Length: 1000\r\n\r\n".encode()
+    socks = []
+    for _ in range(count):
+        sock = connect(url)
+        sock.sendall(head + b"{")
+        socks.append(sock)
+    return socks
+
+
+@pytest.mark.timeout(120)
+def test_newcomers_wait_in_their_own_threads_and_their_number_is_bounded(tmp_path):
+    with served(tmp_path, max_connections=2, admission_wait=60) as (gw, server, url):
+        held = _hold_slots_with_slow_bodies(url, 2)
+        waiting = []
+        try:
+            assert wait_for(lambda: server.open_connections().get("reading") == 2)
+            waiting = [connect(url) for _ in range(2)]  # silent: they wait up to 60 s for a slot
+            assert wait_for(lambda: server.open_connections().get("waiting") == 2)
+            extra = connect(url, timeout=15)  # one more than may wait: refused at once, not after the others' 60 s
+            answer = read_until_closed(extra)
+            extra.close()
+            assert status_of(answer) == 503
+        finally:
+            for sock in held + waiting:
+                sock.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_newcomer_that_sends_no_request_gets_503_at_its_admission_deadline(tmp_path):
+    with served(tmp_path, max_connections=1, admission_wait=0.5) as (gw, server, url):
+        held = _hold_slots_with_slow_bodies(url, 1)
+        try:
+            assert wait_for(lambda: server.open_connections().get("reading") == 1)
+            silent = connect(url, timeout=15)
+            answer = read_until_closed(silent)
+            silent.close()
+            assert status_of(answer) == 503 and b"busy" in answer
+            assert wait_for(lambda: not server.open_connections().get("waiting"))
+        finally:
+            for sock in held:
+                sock.close()

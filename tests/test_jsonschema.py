@@ -234,7 +234,13 @@ def test_pattern():
 
 def test_invalid_pattern_is_ignored():
     assert validate("abc", {"pattern": "("}) == []
-    assert validate("abc", {"pattern": "\\p{L}+"}) == []
+    assert validate("abc", {"pattern": "\\p{Script=Greek}"}) == []  # a property the matcher does not know
+
+
+def test_pattern_has_ecma_262_meaning():
+    assert validate("123", {"pattern": "^\\p{L}+$"}) == ['/: does not match pattern "^\\\\p{L}+$"']
+    assert validate("abc\n", {"pattern": "^abc$"}) == ['/: does not match pattern "^abc$"']  # $ is the very end
+    assert validate("\u0661", {"pattern": "^\\d$"}) == ['/: does not match pattern "^\\\\d$"']  # \d is ASCII
 
 
 def test_format_is_ignored():
@@ -750,3 +756,36 @@ def test_hostile_deep_instance_is_fast():
     assert validate(instance, schema) == []
     assert time.perf_counter() - start < 5  # generous: the depth cut-off fired
     assert validate([["leaf"]], schema) == ["/0/0: expected array or integer, got string"]
+
+
+# --- values too deep to compare -------------------------------------------------------
+
+
+def _nested(depth, leaf="x"):
+    value = leaf
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("keyword", [{"enum": [1, 2]}, {"const": 1}, {"uniqueItems": True}], ids=["enum", "const", "uniqueItems"])
+def test_a_value_too_deep_to_compare_is_an_error_and_hides_nothing(keyword):
+    deep = _nested(500)
+    schema = {"type": "object", "properties": {"a": keyword, "b": {"type": "string"}}}
+    instance = {"a": [deep, deep] if "uniqueItems" in keyword else deep, "b": 5}
+    errors = validate(instance, schema)
+    assert "/b: expected string, got integer" in errors
+    assert any(e.startswith("/a: argument nested too deeply") for e in errors), errors
+    assert len(errors) == 2, errors
+
+
+def test_a_schema_value_too_deep_to_compare_is_ignored():
+    # A strange schema must not make a good call fail: the keyword is skipped.
+    assert validate(1, {"enum": [_nested(500), 1]}) == []
+    assert validate(1, {"const": _nested(500)}) == []
+
+
+def test_values_within_the_depth_limit_still_compare():
+    assert validate(_nested(60), {"const": _nested(60)}) == []
+    assert validate(_nested(60), {"enum": [_nested(60, "y")]})[0].startswith("/: expected one of")
+    assert validate([_nested(60), _nested(60)], {"uniqueItems": True}) == ["/: expected unique items, item 1 equals item 0"]

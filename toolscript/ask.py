@@ -182,6 +182,8 @@ class GatewayTools:
         try:
             status, body = self._exchange(payload, timeout + 5)
             answer = json.loads(body.decode("utf-8")) if body else None
+        except RecursionError:  # json recurses: a result nested this deep is no usable answer
+            return _failure("execution_error", f"the result of {tool_id} is nested too deeply to read")
         except (OSError, ValueError) as exc:
             return _failure("execution_error", f"the gateway call of {tool_id} failed: {exc}")
         if status != 200 or not isinstance(answer, dict):

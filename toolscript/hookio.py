@@ -190,14 +190,19 @@ def run_event(name: str) -> int:
     ready: List[str] = []
     started = time.monotonic()
 
+    log_fd = _log_fd()
+
     def on_term(signum: int, frame: Any) -> None:
-        logger().warning("%s: timeout after %d ms, returning partial results", event_name, (time.monotonic() - started) * 1000)
+        # It runs between two bytecodes of the main thread, which may be inside a
+        # locked write of the log or of stdout: logging or sys.stdout here would
+        # re-enter them (a RuntimeError traceback on stderr, or a hang).  So only
+        # os.write to the file descriptors, then the exit.
+        note = f"{time.strftime('%Y-%m-%d %H:%M:%S')} {os.getpid()} WARNING {event_name}: timeout after {(time.monotonic() - started) * 1000:.0f} ms, returning partial results\n"
+        if log_fd is not None:
+            _write_fd(log_fd, note.encode("utf-8", "replace"))
         if ready:
-            try:
-                sys.stdout.write(json.dumps(additional_context(event_name, SEPARATOR.join(ready)), ensure_ascii=False) + "\n")
-                sys.stdout.flush()
-            except Exception:  # noqa: BLE001 - nothing may escape, not even a closed stdout
-                pass
+            answer = json.dumps(additional_context(event_name, SEPARATOR.join(ready)), ensure_ascii=False) + "\n"
+            _write_fd(1, answer.encode("utf-8", "replace"))
         os._exit(0)
 
     try:
@@ -218,6 +223,26 @@ def run_event(name: str) -> int:
         return additional_context(event_name, SEPARATOR.join(ready)) if ready else None
 
     return run(event_name, merged)
+
+
+def _log_fd() -> Optional[int]:
+    """The hooks log's file descriptor, for writes that must not take the logging module's locks."""
+    for handler in logger().handlers:
+        stream = getattr(handler, "stream", None)
+        try:
+            return stream.fileno() if stream is not None else None
+        except (OSError, ValueError, AttributeError):
+            return None
+    return None
+
+
+def _write_fd(fd: int, data: bytes) -> None:
+    """All of ``data`` to ``fd`` with os.write alone (safe in a signal handler); errors are dropped."""
+    try:
+        while data:
+            data = data[os.write(fd, data):]
+    except OSError:
+        pass
 
 
 def _route_package_logs() -> None:

@@ -15,14 +15,19 @@ full implementation:
   reference counts as ``{}`` and nothing is ever fetched;
 * ``$ref`` next to other keywords applies both (2019-09 and later semantics),
   whatever ``$schema`` says;
-* ``nullable: true`` (OpenAPI style) lets ``null`` through the whole schema.
+* ``nullable: true`` (OpenAPI style) lets ``null`` through the whole schema;
+* ``pattern`` and ``patternProperties`` are ECMA-262 searches run in linear
+  time by ``ecmaregex`` (never Python's backtracking ``re`` unbounded); a
+  pattern it cannot check is skipped and logged (see ``_search``).
 
 It never raises and never loops: instances are checked at most 100 levels
 deep, subschemas at most 300 levels deep, a reference cycle that makes no
 progress through the instance is cut, and one call does a bounded amount of
 work.  Anything cut off that way is treated as valid, and ``not`` / ``oneOf``
 / ``if`` whose outcome depended on a cut-off part report nothing, so every
-error returned is a real one.
+error returned is a real one.  The exception fails closed: an argument value
+nested more than 100 levels deep cannot be compared for ``enum``, ``const`` or
+``uniqueItems``, and that is an error ("argument nested too deeply").
 
 Errors are ``"POINTER: message"``, where POINTER is an RFC 6901 JSON Pointer
 into the instance (``/`` for the instance itself), in schema keyword order.
@@ -31,12 +36,15 @@ into the instance (``/`` for the instance itself), in schema keyword order.
 import decimal
 import json
 import math
-import re
 from functools import lru_cache
-from typing import Any, Callable, Dict, List, Optional, Pattern, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 from urllib.parse import unquote
 
+from toolscript import ecmaregex, log
+
 __all__ = ["validate"]
+
+logger = log.get("jsonschema")
 
 _MAX_DEPTH = 100  # instance levels below the root that are still checked
 # Nested subschema applications; two Python frames each, so this stays inside
@@ -44,6 +52,8 @@ _MAX_DEPTH = 100  # instance levels below the root that are still checked
 _MAX_NESTING = 300
 # Subschema applications per call; bounds the fan-out of hostile ``$ref`` graphs.
 _MAX_STEPS = 50000
+# Pattern matching work per call, in ecmaregex units (a character stepped is one): ~2 s at worst.
+_REGEX_BUDGET = 10_000_000
 _MAX_ENUM_SHOWN = 20  # enum values spelled out in a message
 _MAX_VALUE_CHARS = 80  # a JSON value longer than this is shortened in messages
 
@@ -60,9 +70,9 @@ def validate(instance: Any, schema: Any) -> List[str]:
     try:
         _validate(ctx, instance, schema, (), 0, errors)
     except RecursionError:
-        # Only reachable when called with very little stack left; what was
-        # found so far is still true.
-        pass
+        # Only reachable when called with very little stack left.  What was
+        # found so far is true, but the rest went unchecked: fail closed.
+        errors.append(((), "argument nested too deeply to check", None))
     # A schema can reach the same check twice (e.g. through "$ref": "#"); say it once.
     return list(dict.fromkeys(_pointer(path) + ": " + message for path, message, _ in errors))
 
@@ -73,10 +83,11 @@ def validate(instance: Any, schema: Any) -> List[str]:
 class _Context:
     """State shared by one :func:`validate` call."""
 
-    __slots__ = ("root", "root_id", "steps", "truncated", "active", "refs", "enums")
+    __slots__ = ("root", "root_id", "steps", "truncated", "active", "refs", "enums", "budget")
 
     def __init__(self, root: Any) -> None:
         self.root = root
+        self.budget = ecmaregex.Budget(_REGEX_BUDGET)  # pattern matching work, for all patterns of the call
         self.root_id = _root_id(root)
         self.steps = 0
         # Bumped whenever a limit stops validation early; lets ``not`` and
@@ -131,9 +142,15 @@ def _kw_enum(ctx, instance, value, schema, path, nesting, errors):
     cached = ctx.enums.get(id(value))
     if cached is None or cached[0] is not value:
         # Frozen once per call, so a long enum reused across array items stays cheap.
-        cached = (value, frozenset(_freeze(item) for item in value))
+        try:
+            cached = (value, frozenset(_freeze(item) for item in value))
+        except _TooDeep:
+            cached = (value, None)  # the schema's own value: ignore the keyword
         ctx.enums[id(value)] = cached
-    if _freeze(instance) in cached[1]:
+    if cached[1] is None:
+        return
+    frozen = _freeze_instance(instance, path, errors)
+    if frozen is None or frozen in cached[1]:
         return
     shown = ", ".join(_show(item) for item in value[:_MAX_ENUM_SHOWN])
     if len(value) > _MAX_ENUM_SHOWN:
@@ -142,7 +159,12 @@ def _kw_enum(ctx, instance, value, schema, path, nesting, errors):
 
 
 def _kw_const(ctx, instance, value, schema, path, nesting, errors):
-    if _freeze(instance) != _freeze(value):
+    try:
+        expected = _freeze(value)
+    except _TooDeep:
+        return  # the schema's own value: ignore the keyword
+    frozen = _freeze_instance(instance, path, errors)
+    if frozen is not None and frozen != expected:
         errors.append((path, "expected " + _show(value), None))
 
 
@@ -165,7 +187,8 @@ def _kw_pattern_properties(ctx, instance, value, schema, path, nesting, errors):
         if regex is None:
             continue
         for name, item in instance.items():
-            if regex.search(str(name)):
+            found = _search(ctx, regex, str(name))
+            if found:
                 _validate(ctx, item, subschema, path + (name,), nesting + 1, errors)
 
 
@@ -181,8 +204,18 @@ def _kw_additional_properties(ctx, instance, value, schema, path, nesting, error
     if len(compiled) != len(regexes):
         return  # which names a broken pattern was meant to cover is unknowable; don't guess "none"
     for name, item in instance.items():
-        if name in known or any(r.search(str(name)) for r in compiled):
+        if name in known:
             continue
+        covered: Optional[bool] = False
+        for regex in compiled:
+            found = _search(ctx, regex, str(name))
+            if found:
+                covered = True
+                break
+            if found is None:
+                covered = None  # unknown unless another pattern says yes
+        if covered is not False:
+            continue  # covered, or not known to be: nothing to say about it
         if value is False:
             errors.append((path + (name,), "unexpected property", None))
         else:
@@ -266,7 +299,9 @@ def _kw_unique_items(ctx, instance, value, schema, path, nesting, errors):
         return
     seen: Dict[Any, int] = {}
     for index, item in enumerate(instance):
-        key = _freeze(item)
+        key = _freeze_instance(item, path, errors)
+        if key is None:
+            return
         if key in seen:
             message = "expected unique items, item {} equals item {}".format(index, seen[key])
             errors.append((path, message, None))
@@ -286,7 +321,7 @@ def _kw_pattern(ctx, instance, value, schema, path, nesting, errors):
     if not isinstance(instance, str):
         return
     regex = _regex(value)
-    if regex is not None and not regex.search(instance):
+    if regex is not None and _search(ctx, regex, instance) is False:
         errors.append((path, "does not match pattern " + _show(value), None))
 
 
@@ -600,8 +635,55 @@ def _is_multiple(number: Any, divisor: Any) -> bool:
         return True  # infinities and such: not something to complain about
 
 
+class _TooDeep(Exception):
+    """A value nests arrays/objects deeper than ``_MAX_DEPTH``: too deep to compare."""
+
+
+def _freeze_instance(instance: Any, path: Tuple[Any, ...], errors: List[_Error]) -> Any:
+    """``_freeze(instance)``, or None after reporting it too deep.
+
+    Fails closed: a comparison that cannot be made is an error, never a silent pass.
+    """
+    try:
+        return _freeze(instance)
+    except _TooDeep:
+        errors.append((path, "argument nested too deeply to compare (more than {} levels of arrays and objects)".format(_MAX_DEPTH), None))
+        return None
+
+
 def _freeze(value: Any) -> Any:
-    """A hashable key equal for JSON-equal values (1 == 1.0, but true != 1, key order ignored)."""
+    """A hashable key equal for JSON-equal values (1 == 1.0, but true != 1, key order ignored).
+
+    Iterative, so no depth exhausts the stack; raises _TooDeep past ``_MAX_DEPTH`` levels.
+    """
+    if not isinstance(value, (list, tuple, dict)):
+        return _freeze_leaf(value)
+    # Each entry: a container, the iterator over its children, their keys (objects), the frozen children so far.
+    stack = [_freeze_frame(value)]
+    while True:
+        container, children, keys, frozen = stack[-1]
+        for child in children:
+            if isinstance(child, (list, tuple, dict)):
+                if len(stack) >= _MAX_DEPTH:
+                    raise _TooDeep()
+                stack.append(_freeze_frame(child))
+                break
+            frozen.append(_freeze_leaf(child))
+        else:
+            stack.pop()
+            done = ("object", frozenset(zip(keys, frozen))) if keys is not None else ("array", tuple(frozen))
+            if not stack:
+                return done
+            stack[-1][3].append(done)
+
+
+def _freeze_frame(container: Any) -> Tuple[Any, Any, Optional[List[str]], List[Any]]:
+    if isinstance(container, dict):
+        return container, iter(list(container.values())), [str(k) for k in container], []
+    return container, iter(container), None, []
+
+
+def _freeze_leaf(value: Any) -> Any:
     if value is None:
         return ("null",)
     if isinstance(value, bool):
@@ -610,23 +692,44 @@ def _freeze(value: Any) -> Any:
         return ("number", value)
     if isinstance(value, str):
         return ("string", value)
-    if isinstance(value, (list, tuple)):
-        return ("array", tuple(_freeze(item) for item in value))
-    if isinstance(value, dict):
-        return ("object", frozenset((str(k), _freeze(v)) for k, v in value.items()))
     return ("other", repr(value))
 
 
-@lru_cache(maxsize=256)
-def _compile(pattern: str) -> Optional[Pattern]:
+@lru_cache(maxsize=64)  # each holds its DFA cache (bounded, see ecmaregex): a few MB at worst
+def _compile(pattern: str) -> Optional[ecmaregex.Pattern]:
     try:
-        return re.compile(pattern)
-    except (re.error, ValueError, OverflowError, RecursionError):
-        return None  # ECMA-262 syntax Python lacks, or plain garbage: ignore the keyword
+        return ecmaregex.compile_pattern(pattern)
+    except (ecmaregex.RegexError, RecursionError):
+        return None  # not a regular expression: ignore the keyword
 
 
-def _regex(pattern: Any) -> Optional[Pattern]:
+def _regex(pattern: Any) -> Optional[ecmaregex.Pattern]:
     return _compile(pattern) if isinstance(pattern, str) else None
+
+
+def _search(ctx: _Context, regex: ecmaregex.Pattern, text: str) -> Optional[bool]:
+    """Does ``regex`` occur in ``text``?  None when it could not be checked.
+
+    Patterns are searched in linear time (``ecmaregex``) within one work
+    budget per call; one that needs backtracking too costly for ``text``, or
+    syntax the matcher does not know, or a search past the budget, leaves the
+    keyword unchecked.  That fails open on purpose: the server checks its own
+    arguments against its own schema, this check only gives earlier and
+    clearer errors, and a schema the gateway cannot fully read must not make
+    its tool uncallable.  It counts as a cut-off, so ``not`` / ``oneOf`` /
+    ``if`` that depended on it say nothing either, and it is logged.
+    """
+    found = regex.search(text, ctx.budget)
+    if found is None:
+        ctx.truncated += 1
+        reason = regex.unchecked or "too much matching work for one call"
+        if (regex.source, reason) not in _UNCHECKED_SAID and len(_UNCHECKED_SAID) < 1000:
+            _UNCHECKED_SAID.add((regex.source, reason))
+            logger.info("a tool's schema pattern %s is not checked here (%s); the server checks it", _show(regex.source), reason)
+    return found
+
+
+_UNCHECKED_SAID: Set[Tuple[str, str]] = set()  # (pattern, reason) already logged
 
 
 def _subschemas(value: Any) -> List[Any]:

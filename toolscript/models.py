@@ -51,6 +51,9 @@ ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_API_MODEL = "claude-haiku-4-5"
 DEFAULT_CLI_MODEL = "haiku"  # the CLI's alias: it maps it to the current Haiku (and honours the same variable)
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+# Levels of arrays/objects an answer may nest: a tool_use input deeper than this is no real call, and
+# reading or re-encoding one much deeper (json recurses) would end in RecursionError, not a clear error.
+MAX_RESPONSE_DEPTH = 200
 MAX_ATTEMPTS = 4  # one call and up to three retries, all inside the caller's time budget
 BACKOFF_BASE = 0.25  # seconds before the first retry when the server gives no retry-after
 BACKOFF_MAX = 2.0
@@ -660,21 +663,40 @@ def _set_timeout(conn: Any, deadline: float, response: Any = None) -> None:
 
 
 def _decode(data: bytes, target: _Target) -> Dict[str, Any]:
+    too_deep = f"{target.safe} answered with JSON nested more than {MAX_RESPONSE_DEPTH} levels deep; it is not a usable answer"
     try:
         value = json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise ModelError("bad_reply", too_deep) from None
     except (UnicodeDecodeError, ValueError):
         start = _clip(data[:80].decode("utf-8", "replace"), 80)
         raise ModelError("bad_reply", f"{target.safe} answered with something that is not JSON: {start!r}") from None
     if not isinstance(value, dict):
         raise ModelError("bad_reply", f"{target.safe} answered with JSON that is not an object")
+    if _nests_deeper(value, MAX_RESPONSE_DEPTH):
+        raise ModelError("bad_reply", too_deep)
     return value
+
+
+def _nests_deeper(value: Any, limit: int) -> bool:
+    """Does ``value`` have more than ``limit`` levels of arrays/objects?  Iterative, so any depth is safe."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth >= limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
 
 
 def _error_fields(data: bytes) -> Tuple[str, str, str]:
     """(error.type, error.message, error code) from an Anthropic-shaped error body, or blanks."""
     try:
         value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return "", _clip(data[:MAX_DETAIL].decode("utf-8", "replace"), MAX_DETAIL), ""
     error = value.get("error") if isinstance(value, dict) else None
     if not isinstance(error, dict):
@@ -890,7 +912,7 @@ def _claude_result(stdout: str, stderr: str, returncode: int, model: str, env: M
     secrets = [_secret(env, n) for n in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")]
     try:
         result = json.loads(stdout.strip())
-    except ValueError:
+    except (ValueError, RecursionError):
         result = None
     if not isinstance(result, dict):
         first = next((line.strip() for line in (stderr or stdout).splitlines() if line.strip()), "")

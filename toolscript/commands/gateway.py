@@ -3,10 +3,12 @@
 import argparse
 import contextlib
 import os
+import select
 import shlex
 import signal
 import sys
 import threading
+import time
 from typing import Callable, Optional
 
 from toolscript.cliargs import add_action
@@ -15,6 +17,7 @@ from toolscript.output import echo, format_table, print_json
 
 SUMMARY = "start, inspect or stop the gateway"
 SHUTDOWN_GRACE = 15.0  # seconds a stopping gateway may take before it exits regardless
+_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
 DESCRIPTION = """\
 The gateway serves the built-in tools and every configured MCP server behind
 one loopback URL that carries a fresh random token:
@@ -141,10 +144,15 @@ def _serve(args, config, session, state, release_lock: Optional[Callable[[], Non
     from toolscript.gateway.service import Gateway, kill_child_process_groups
 
     workspace = os.path.abspath(args.workspace or os.getcwd())
+    # Before anything starts: a stop signal during start-up is noted, and the
+    # loop below then stops at once and cleanly (the default action would kill
+    # us and leave the state file and the servers behind).
+    signals = StopSignals()
     gateway = Gateway(config, workspace=workspace, session=session)
     try:
         server, thread = serve(gateway, args.host, args.port)
     except OSError as exc:
+        signals.close()
         raise UserError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; pick another --port, or omit it") from exc
     gateway.start()
     log_file = os.environ.get("TOOLSCRIPT_GATEWAY_LOG")
@@ -158,18 +166,9 @@ def _serve(args, config, session, state, release_lock: Optional[Callable[[], Non
         _announce(args, info)
         if not args.json:
             _print_usage_hint(info["url"], gateway)
-    stop = threading.Event()
-
-    def on_signal(signum, frame):
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    if hasattr(signal, "SIGHUP"):
-        signal.signal(signal.SIGHUP, on_signal)
-    while not stop.wait(0.5):
-        if args.exit_with and not state.pid_alive(args.exit_with):
-            break  # the session that owned us is gone without saying goodbye
+    owner = args.exit_with
+    # Without --exit-with nothing but a signal stops us.
+    wait_for_stop(signals, (lambda: state.pid_alive(owner)) if owner else None)
     # A wedged upstream must not keep a stopping gateway alive.
     threading.Thread(target=_exit_after, args=(SHUTDOWN_GRACE, gateway), daemon=True).start()
     server.shutdown_all()
@@ -179,6 +178,63 @@ def _serve(args, config, session, state, release_lock: Optional[Callable[[], Non
     if log_file and log_file == state.log_path(session):
         _remove_log(log_file)
     return 0
+
+
+class StopSignals:
+    """SIGTERM, SIGINT and SIGHUP as something the main thread waits for.
+
+    A Python signal handler runs in the main thread between two bytecodes,
+    possibly while that thread holds a lock (an Event's, logging's, a buffered
+    file's); a handler that takes such a lock again hangs the process for good,
+    and a gateway that never exits keeps its servers alive too.  So the handler
+    here does nothing at all: Python's C-level handler writes the signal's
+    number to a pipe (``signal.set_wakeup_fd``), and :meth:`wait` selects on it.
+    Blocking the signals and ``sigwait`` would be the other lock-free way, but
+    a blocked mask is inherited by every server process we start.
+    """
+
+    def __init__(self) -> None:
+        self._read, self._write = os.pipe()
+        for fd in (self._read, self._write):
+            os.set_blocking(fd, False)  # set_wakeup_fd needs it; the C handler must never block
+        self._previous_fd = signal.set_wakeup_fd(self._write)
+        self._previous = {}
+        for signum in _STOP_SIGNALS:
+            self._previous[signum] = signal.signal(signum, _note_only)
+
+    def wait(self, timeout: float) -> bool:
+        """True once a stop signal has arrived; False after ``timeout`` seconds without one."""
+        deadline = time.monotonic() + timeout
+        while True:
+            ready, _, _ = select.select([self._read], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                return False
+            try:
+                numbers = os.read(self._read, 512)
+            except (BlockingIOError, InterruptedError):
+                numbers = b""
+            # Another signal with a Python handler (none of ours) wakes us too: keep waiting.
+            if any(number in _STOP_SIGNALS for number in numbers):
+                return True
+
+    def close(self) -> None:
+        """Give the signals back to the handlers they had before, and close the pipe."""
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        signal.set_wakeup_fd(self._previous_fd)
+        os.close(self._read)
+        os.close(self._write)
+
+
+def _note_only(signum, frame) -> None:
+    """The stop signals' Python handler: nothing, the wake-up byte is the message (see StopSignals)."""
+
+
+def wait_for_stop(signals: StopSignals, owner_alive: Optional[Callable[[], bool]] = None, poll: float = 0.5) -> None:
+    """Return when a stop signal arrives, or when ``owner_alive`` (checked every ``poll`` seconds) says no."""
+    while not signals.wait(poll):
+        if owner_alive is not None and not owner_alive():
+            return  # the session that owned us is gone without saying goodbye
 
 
 def _remove_log(path: str) -> None:

@@ -17,8 +17,12 @@ connection.  Connections are bounded: a request head must arrive within
 ``head_timeout`` (idle keep-alive connections are closed after it too), at
 most ``max_connections`` are open, and a new one beyond that evicts the oldest
 connection that is waiting for a request head; only when every connection is
-busy does the newcomer wait (``admission_wait``) for a slot, then get 503.  A
-client that hangs up during ``/call`` cancels the upstream call.
+busy does the newcomer wait (``admission_wait``) for a slot, then get 503.
+Newcomers wait in their own threads (at most ``max_connections`` of them; one
+more gets 503 at once), so slow bodies holding every slot delay nobody's 503
+past ``admission_wait``, and a health check (``GET /healthz`` or ``/health``)
+is answered while it waits, without a slot.  A client that hangs up during
+``/call`` cancels the upstream call.
 
 JSON API (paths relative to the token prefix):
 
@@ -160,6 +164,9 @@ class GatewayServer(ThreadingHTTPServer):
             disconnects=self.disconnects,
         )
         self._connections: Dict[socket.socket, _Connection] = {}
+        # Newcomers that found every connection busy: their admission deadline.  Their own
+        # threads read the request head meanwhile (a health check is answered without a slot).
+        self._waiting: Dict[socket.socket, float] = {}
         self._lingering: Set[socket.socket] = set()
         self._connections_changed = threading.Condition()
         self._reaper_wakes_at = float("inf")
@@ -193,6 +200,7 @@ class GatewayServer(ThreadingHTTPServer):
             self._connections_changed.notify_all()
             # Connections waiting for a request head would otherwise outlive the server.
             idle = [request for request, connection in self._connections.items() if connection.phase == "idle"]
+            idle += list(self._waiting)
         for request in idle:
             _cut(request)
         self.shutdown()
@@ -206,46 +214,98 @@ class GatewayServer(ThreadingHTTPServer):
         with self._connections_changed:
             for connection in self._connections.values():
                 counts[connection.phase] = counts.get(connection.phase, 0) + 1
+            if self._waiting:
+                counts["waiting"] = len(self._waiting)  # beyond the cap, for a slot
         return counts
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        """Admit a new connection: at the cap evict the oldest idle one; when all are busy wait a little, then refuse."""
+        """Admit a new connection: below the cap, or by evicting the oldest idle one; else it waits in its own thread.
+
+        This runs on the accepting thread, so it never waits: a newcomer
+        finding every connection busy gets a handler thread that reads its
+        request head and waits for a slot there (``admit``), while later
+        newcomers are accepted meanwhile.  At most ``max_connections`` wait
+        at once; one more is refused with 503 at once.
+        """
         victim: Optional[socket.socket] = None
         refuse = False
-        deadline: Optional[float] = None
         with self._connections_changed:
-            while len(self._connections) >= self.max_connections:
-                idle = [(c.since, id(s), s) for s, c in self._connections.items() if c.phase == "idle"]
-                if idle:
-                    victim = min(idle)[2]
-                    del self._connections[victim]
-                    break
-                # Every connection is busy: a burst of real callers beyond the cap
-                # waits (new connects queue in the kernel meanwhile) for a slot.
-                now = time.monotonic()
-                deadline = now + self.admission_wait if deadline is None else deadline
-                if now >= deadline or self._closing:
-                    refuse = True
-                    break
-                self._admission_waiting += 1
-                try:
-                    self._connections_changed.wait(deadline - now)
-                finally:
-                    self._admission_waiting -= 1
-            if not refuse:
+            if len(self._connections) >= self.max_connections:
+                victim = self._evict_idle()
+                if victim is None:
+                    if len(self._waiting) >= self.max_connections or self._closing:
+                        refuse = True
+                    else:
+                        self._waiting[request] = time.monotonic() + self.admission_wait
+            if len(self._connections) < self.max_connections:
                 self._connections[request] = _Connection("idle", time.monotonic())
                 self._wake_reaper(time.monotonic() + self.head_timeout)
         if victim is not None:
             logger.debug("%d connections open: closing the oldest idle one", self.max_connections)
             _cut(victim)
         if refuse:
-            logger.warning("%d connections open and all busy: refusing a new one", self.max_connections)
+            logger.warning("%d connections open and all busy, as many waiting for one: refusing a new one", self.max_connections)
             self._refuse(request)
             return
         super().process_request(request, client_address)
 
+    def _evict_idle(self) -> Optional[socket.socket]:
+        """Forget the oldest connection waiting for a request head, to make room; the caller cuts it (the lock is held)."""
+        idle = [(c.since, id(s), s) for s, c in self._connections.items() if c.phase == "idle"]
+        if not idle:
+            return None
+        victim = min(idle)[2]
+        del self._connections[victim]
+        return victim
+
+    def admission_deadline(self, request: socket.socket) -> Optional[float]:
+        """When a connection still waiting for a slot gets 503; None once it has one."""
+        with self._connections_changed:
+            return self._waiting.get(request)
+
+    def admit(self, request: socket.socket) -> bool:
+        """Wait (until the connection's admission deadline) for a slot; False: there is none, answer 503."""
+        victim: Optional[socket.socket] = None
+        admitted = False
+        with self._connections_changed:
+            deadline = self._waiting.get(request)
+            while deadline is not None and not self._closing:
+                if len(self._connections) < self.max_connections:
+                    admitted = True
+                    break
+                victim = self._evict_idle()
+                if victim is not None:
+                    admitted = True
+                    break
+                now = time.monotonic()
+                if now >= deadline:
+                    break
+                self._admission_waiting += 1
+                try:
+                    self._connections_changed.wait(deadline - now)
+                finally:
+                    self._admission_waiting -= 1
+            self._waiting.pop(request, None)
+            if admitted:
+                self._connections[request] = _Connection("reading", time.monotonic())
+                self._wake_reaper(time.monotonic() + self.body_timeout)
+        if victim is not None:
+            logger.debug("%d connections open: closing the oldest idle one", self.max_connections)
+            _cut(victim)
+        if not admitted:
+            logger.warning("%d connections open and all busy: refusing a new one", self.max_connections)
+        return admitted
+
+    def leave_waiting(self, request: socket.socket) -> bool:
+        """Stop waiting for a slot (a health check needs none); True if the connection was waiting."""
+        with self._connections_changed:
+            return self._waiting.pop(request, None) is not None
+
+    def busy_message(self) -> str:
+        return f"the gateway is busy ({self.max_connections} connections open); try again"
+
     def _refuse(self, request: socket.socket) -> None:
-        body = encode_json({"error": f"the gateway is busy ({self.max_connections} connections open); try again"})
+        body = encode_json({"error": self.busy_message()})
         try:
             request.settimeout(1.0)
             request.sendall(response_head(503, content_type="application/json", content_length=len(body), close=True) + body)
@@ -278,6 +338,7 @@ class GatewayServer(ThreadingHTTPServer):
 
     def shutdown_request(self, request: Any) -> None:
         with self._connections_changed:
+            self._waiting.pop(request, None)
             if self._connections.pop(request, None) is not None and self._admission_waiting:
                 self._connections_changed.notify_all()
             lingering = request in self._lingering
@@ -345,11 +406,38 @@ class GatewayHandler(BaseHTTPRequestHandler):
             pass
 
     def handle_one_request(self) -> None:
+        deadline = self.server.admission_deadline(self.connection)
+        if deadline is not None:
+            self._handle_while_waiting(deadline)
+            return
         # Waiting for a head: the reaper closes us after head_timeout (also
         # when it trickles in), and a new connection at the cap may evict us.
         self.server.set_phase(self.connection, "idle")
         self.connection.settimeout(self.server.head_timeout)
         super().handle_one_request()
+
+    def _handle_while_waiting(self, deadline: float) -> None:
+        """The first request of a connection that found every slot busy.
+
+        Its head must arrive before the admission deadline; then a health
+        check is answered at once (liveness probes must not read a busy
+        gateway as a dead one), anything else waits for a slot (``_dispatch``).
+        Whatever is still waiting at the deadline gets 503.
+        """
+        self.connection.settimeout(max(0.001, deadline - time.monotonic()))
+        self._answered = False
+        self.requestline, self.command = "", ""  # for the 503's log line when no head arrives
+        try:
+            super().handle_one_request()
+        finally:
+            if self.server.leave_waiting(self.connection):
+                self.close_connection = True
+                # The head did not come in time (a client that hung up, reading b"", gets nothing).
+                if not self._answered and getattr(self, "raw_requestline", None) != b"":
+                    try:
+                        self._refuse(503, self.server.busy_message())
+                    except OSError:
+                        pass
 
     def send_error(self, code: int, message: Optional[str] = None, explain: Optional[str] = None) -> None:
         """http.server's own refusals (414 long request line, 431 too many or too long headers, 501, ...).
@@ -387,6 +475,13 @@ class GatewayHandler(BaseHTTPRequestHandler):
     # -- routing -----------------------------------------------------------------
 
     def _dispatch(self, method: str) -> None:
+        if self.server.admission_deadline(self.connection) is not None:
+            if self._is_health_check(method):
+                self.server.leave_waiting(self.connection)
+                self.close_connection = True  # answered without a slot: not kept for more
+            elif not self.server.admit(self.connection):
+                self._refuse(503, self.server.busy_message())
+                return
         self.server.set_phase(self.connection, "reading")
         self.connection.settimeout(self.server.body_timeout)
         try:
@@ -451,6 +546,13 @@ class GatewayHandler(BaseHTTPRequestHandler):
             self._json(405, {"error": f"{method} is not allowed on {below}"})
         else:
             self._json(404, {"error": f"no such endpoint: {below} (try /health, /servers, /tools, /call, /mcp)"})
+
+    def _is_health_check(self, method: str) -> bool:
+        """GET /healthz, or an authorized GET /health: cheap, bodiless, and what liveness probes ask."""
+        if method != "GET" or self.headers.get("Content-Length", "0").strip() != "0" or self.headers.get("Transfer-Encoding"):
+            return False
+        path = urlsplit(self.path).path
+        return path == "/healthz" or self._authorized_path(path) in ("/", "/health")
 
     def _host_and_origin_ok(self) -> bool:
         hosts = self.headers.get_all("Host") or []
@@ -612,6 +714,7 @@ class GatewayHandler(BaseHTTPRequestHandler):
         self._send(status, "application/json", body)
 
     def _send(self, status: int, content_type: str, body: bytes) -> None:
+        self._answered = True
         head = response_head(status, content_type=content_type, content_length=len(body), close=self.close_connection)
         # One write: headers and body in separate sends stall ~40 ms on Nagle + delayed ACK.
         self.wfile.write(head + body)

@@ -21,7 +21,9 @@ wants (auth, Host, Origin), reads the body and then calls
 
 What goes on the wire:
 
-- POST carries one JSON-RPC message (or a 2025-03-26 batch array).  Requests
+- POST carries one JSON-RPC message (or a 2025-03-26 batch array: at most
+  ``MAX_BATCH_MESSAGES`` messages, answers past ``MAX_BATCH_ANSWER_BYTES``
+  replaced by errors).  Requests
   are answered with ``application/json``; notifications and responses with
   ``202``.  ``initialize`` mints a session (``Mcp-Session-Id``); everything
   else must name a live one (400 without, 404 for an unknown or ended one).
@@ -83,6 +85,11 @@ _TICK_SECONDS = 0.25  # how often the housekeeping thread looks at calls and ses
 # Request bodies nesting deeper than this are refused: Python's JSON parser,
 # encoder and our schema checks all recurse, and a few thousand levels crash them.
 MAX_JSON_DEPTH = 100
+# A 2025-03-26 batch (later revisions dropped batching) is bounded twice: in
+# messages, and in the bytes of its answer array, which repeated requests
+# (a tools/list is a whole page each) could otherwise blow up to hundreds of MB.
+MAX_BATCH_MESSAGES = 100
+MAX_BATCH_ANSWER_BYTES = 16 * 1024 * 1024
 
 _JSON = "application/json"
 _SSE = "text/event-stream"
@@ -501,9 +508,13 @@ class McpHttpEndpoint:
         page_size: int = 100,
         session_idle_seconds: float = 3600,
         disconnects: Optional[DisconnectWatcher] = None,
+        max_batch: int = MAX_BATCH_MESSAGES,
+        max_batch_answer_bytes: int = MAX_BATCH_ANSWER_BYTES,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
+        self.max_batch = max_batch
+        self.max_batch_answer_bytes = max_batch_answer_bytes
         self.provider = provider
         self.server_info = {"name": server_name, "version": server_version}
         self.instructions = instructions
@@ -658,6 +669,10 @@ class McpHttpEndpoint:
         if not messages:
             _send_error(handler, 400, jsonrpc.INVALID_REQUEST, "Invalid Request: empty batch")
             return
+        if len(messages) > self.max_batch:
+            _send_error(handler, 400, jsonrpc.INVALID_REQUEST,
+                        f"Invalid Request: a batch may hold at most {self.max_batch} messages, this one has {len(messages)}; send them in smaller batches")
+            return
 
         if len(messages) == 1 and _kind(messages[0]) == "request" and messages[0]["method"] == "initialize":
             # A new session, even if the request names an old one.
@@ -687,7 +702,7 @@ class McpHttpEndpoint:
             return
         # A 2025-03-26 batch: answered in order, as one JSON array.  Calls in
         # a batch have no stream, so their progress and logs are dropped.
-        answers: List[Dict[str, Any]] = []
+        answers: List[bytes] = []  # encoded
         # The client hanging up cancels the batch's calls, the running one and those after it.
         hung_up = Cancel()
         unwatch = self.disconnects.watch(handler.connection, hung_up)
@@ -696,19 +711,31 @@ class McpHttpEndpoint:
         finally:
             unwatch()
         if answers:
-            _send(handler, 200, b"[" + b",".join(_encode(a) for a in answers) + b"]")
+            _send(handler, 200, b"[" + b",".join(answers) + b"]")
         else:
             _send(handler, 202)  # every call was cancelled: nothing left to say
 
-    def _answer_batch(self, session: _Session, messages: List[Any], answers: List[Dict[str, Any]], hung_up: Cancel) -> None:
+    def _answer_batch(self, session: _Session, messages: List[Any], answers: List[bytes], hung_up: Cancel) -> None:
+        """Answer a batch's requests in order, encoded into ``answers``, within ``max_batch_answer_bytes``.
+
+        Once the answers would pass that size, the request whose answer did
+        and every request after it are answered with a short error instead
+        (and not run): the client learns which to send again on their own.
+        """
+        size = 0
+        full = False
         for message in messages:
             kind = _kind(message)
+            answer: Optional[Dict[str, Any]]
             if kind == "invalid":
-                answers.append(jsonrpc.error(_id_of(message), jsonrpc.INVALID_REQUEST, "Invalid Request"))
+                answer = jsonrpc.error(_id_of(message), jsonrpc.INVALID_REQUEST, "Invalid Request")
             elif kind != "request":
                 self._client_notification(session, message)
+                continue
+            elif full:
+                answer = self._batch_too_big(message, ran=False)
             elif message["method"] == "initialize":
-                answers.append(jsonrpc.error(message["id"], jsonrpc.INVALID_REQUEST, "initialize must not be part of a batch"))
+                answer = jsonrpc.error(message["id"], jsonrpc.INVALID_REQUEST, "initialize must not be part of a batch")
             elif message["method"] == "tools/call":
                 call = _Call(None, message["id"])
                 stop_linking = hung_up.on_set(call.cancelled.set)
@@ -716,10 +743,25 @@ class McpHttpEndpoint:
                     answer = self._call(call, session, message)
                 finally:
                     stop_linking()
-                if answer is not None:
-                    answers.append(answer)
             else:
-                answers.append(self._dispatch(session, message))
+                answer = self._dispatch(session, message)
+            if answer is None:
+                continue  # a cancelled call
+            data = _encode(answer)
+            if not full and size + len(data) > self.max_batch_answer_bytes:
+                full = True
+                data = _encode(self._batch_too_big(message, ran=True))
+            size += len(data) + 1
+            answers.append(data)
+
+    def _batch_too_big(self, message: Dict[str, Any], ran: bool) -> Dict[str, Any]:
+        """The error that stands for an answer past the batch's size bound."""
+        limit = f"the batch's answer would pass {self.max_batch_answer_bytes} bytes"
+        if ran:  # a tools/call must not be sent again blindly: it did run
+            text = f"Internal error: the request ran, but {limit} with its answer; send it on its own to get one"
+        else:
+            text = f"Internal error: not run, {limit}; send this request on its own or in a smaller batch"
+        return jsonrpc.error(message["id"], jsonrpc.INTERNAL_ERROR, text)
 
     def _initialize(self, message: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[_Session]]:
         params = message.get("params")
