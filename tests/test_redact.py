@@ -3,7 +3,10 @@
 Secrets are embedded at random positions in random surrounding text (seeded,
 so a failure reproduces); the secret must never survive and the surrounding
 words must.  Ordinary text that looks random (commit ids, UUIDs, base64 of
-short words, code) must come through unchanged.
+short words, code, port flags) must come through unchanged.  The shapes are
+those of gitleaks' and detect-secrets' common rules and the password forms
+of command lines and config files; test_memory_secrets.py sends each through
+every hook channel.
 """
 
 import base64
@@ -13,7 +16,8 @@ import uuid
 
 import pytest
 
-from toolscript.redact import REDACTED, clean, redact, strip_private
+from toolscript import redact as redact_module
+from toolscript.redact import REDACTED, clean, is_secret_name, redact, strip_private
 
 SEED = 11
 
@@ -58,6 +62,79 @@ SECRETS = [
     ("AIzaSyA1bC2dE3fG4hI5jK6lM7nO8pQ9rS0tU1v", None),
     ("sk_live_4eC39HqLyjWDarjtT1zdp7dc", None),
     ("https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX", "XXXXXXXXXXXXXXXXXXXXXXXX"),
+    # passwords on command lines
+    ("mysql -u root -pS3cretMysql41 appdb", "S3cretMysql41"),
+    ("mysqldump -h db -u app -p'Dump!Pass7788' appdb", "Dump!Pass7788"),
+    ("mariadb --user=app --password=Mar1aPass appdb", "Mar1aPass"),
+    ("curl -u admin:Sup3rCurlS3cret https://api.example.com", "Sup3rCurlS3cret"),
+    ("curl --user 'admin:Sup3rCurlS3cret' https://api.example.com", "Sup3rCurlS3cret"),
+    ("docker login --password Hunter2Docker99 -u bob registry.example.com", "Hunter2Docker99"),
+    ("docker login -u bob -p Hunter2Podman77 quay.io", "Hunter2Podman77"),
+    ("podman login --password=Hunter2Podman78 quay.io", "Hunter2Podman78"),
+    ("sshpass -p 'Tr0ub4dorSsh3' ssh deploy@10.0.0.5", "Tr0ub4dorSsh3"),
+    ("sshpass -pTr0ub4dorSsh4 ssh deploy@10.0.0.5", "Tr0ub4dorSsh4"),
+    ("htpasswd -b -c /etc/nginx/.htpasswd admin Pa55w0rdHtpw", "Pa55w0rdHtpw"),
+    ("htpasswd -nb admin Pa55w0rdHtnb", "Pa55w0rdHtnb"),
+    ("redis-cli -h cache -a Redis5ecretPw ping", "Redis5ecretPw"),
+    ("sqlcmd -S db -U sa -P 'Sql!Server9' -Q 'select 1'", "Sql!Server9"),
+    ("ldapsearch -x -D cn=admin -w LdapPa55 -b dc=example", "LdapPa55"),
+    ("smbclient //fs/share -U alice%SmbPa55word", "SmbPa55word"),
+    ("gpg --batch --passphrase GpgPhrase77 -c notes.txt", "GpgPhrase77"),
+    ("openssl rsa -in key.pem -passin pass:OpenS5lPass", "OpenS5lPass"),
+    ("keytool -list -keystore ks.jks -storepass Store1Pass99", "Store1Pass99"),
+    ("zip -P ZipPa55word secret.zip notes.txt", "ZipPa55word"),
+    ("az login -u alice@example.com -p AzPa55word1", "AzPa55word1"),
+    ("aws configure set aws_secret_access_key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+     "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    ("twine upload -u __token__ -p T0kenPassw0rdX dist/*", "T0kenPassw0rdX"),
+    ("mysql \\\n  -u root \\\n  -pContinu3dPass db", "Continu3dPass"),
+    # name=value forms
+    ("DB_PASS=s3cr3tDbValue42", "s3cr3tDbValue42"),
+    ("export MYSQL_PWD=MyPwdValue9", "MyPwdValue9"),
+    ("SECRET_KEY_BASE=9f8e7d6c5b4a39281706f5e4d3c2b1a0ffeeddcc", "9f8e7d6c5b4a39281706f5e4d3c2b1a0ffeeddcc"),
+    ("DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=q9Zx3mK7vB2nL8pQ4rT6wY1uI5oP0aSd==;"
+     "EndpointSuffix=core.windows.net", "q9Zx3mK7vB2nL8pQ4rT6wY1uI5oP0aSd=="),
+    ("Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=root;SharedAccessKey=Sb9Key7Value5=",
+     "Sb9Key7Value5="),
+    ("https://acme.blob.core.windows.net/c/x?sv=2022-11-02&ss=b&sig=abcDEF123%2Bxyz%3Dq", "abcDEF123%2Bxyz%3Dq"),
+    ("Server=db;User Id=sa;Password=AdoNetPa55;Encrypt=true", "AdoNetPa55"),
+    ("machine api.example.com login bob password N3tRcPass55word", "N3tRcPass55word"),
+    ("machine api.example.com\n  login bob\n  password N3tRcMulti99", "N3tRcMulti99"),
+    ("db.example.com:5432:appdb:app:PgP4ssw0rd66xyz", "PgP4ssw0rd66xyz"),
+    ("*:*:*:postgres:PgWildcard77", "PgWildcard77"),
+    ("<password>MavenPa55word</password>", "MavenPa55word"),
+    ('{\\"password\\": \\"NestedJs0nPw\\"}', "NestedJs0nPw"),
+    ("--api-key Sp4ceSepKey99", "Sp4ceSepKey99"),
+    ("Cookie: sessionid=Ck9Session77; csrftoken=Xy7Csrf55", "Ck9Session77"),
+    ("X-API-Key: xK3yHeaderValue", "xK3yHeaderValue"),
+    ("PRIVATE-TOKEN: Gl8PrivateTok3n", "Gl8PrivateTok3n"),
+    ("redis://:RedisUrlPw7@cache:6379/0", "RedisUrlPw7"),
+    # provider prefixes
+    ("pypi-AgEIcHlwaS5vcmcCJGE0ZjYxYzFiLTk3YTctNGI0Yi1iYjBiLWU0NGFkZTNhODQxZgACKlszLCJl", None),
+    ("hvs.CAESIJlU4h2pDJ6wW0bXkTaY3kqJvVXrF9n2bN4tJ5R8s", None),
+    ("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", None),
+    ("dop_v1_4b7c2e9a1f0d3c6b8e5a7f2d9c1b4e6a8d3f5c7b9e1a2d4f6c8b0e3a5d7f9c1b", None),
+    ("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", None),
+    ("7214459981:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw3", None),
+    ("https://api.telegram.org/bot7214459981:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw3/getMe",
+     "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw3"),
+    ("glpat-Zx8Cv7Bn6Mm5Lk4Jh3Gf", None),
+    ("npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", None),
+    ("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t", None),
+    ("ya29.a0AfH6SMBx9Yk3Pz8Wm4Tn6Bv1Cq5Df7GhJ2s", None),
+    ("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", None),
+    ("sk_test_4eC39HqLyjWDarjtT1zdp7dc", None),
+    ("xapp-1-A0123456789-0123456789012-abcdef0123456789", None),
+    ("hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567", None),
+    ("dapi0123456789abcdef0123456789abcdef", None),
+    ("lin_api_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd", None),
+    ("AGE-SECRET-KEY-1QQPZRY9X8GF2TVDW0S3JN54KHCE6MUA7LQPZRY9X8GF2TVDW0S3JN54KHCE6M", None),
+    ("0123456789abcdef0123456789abcdef-us12", None),
+    ("abc8Q~AbCdEfGhIjKlMnOpQrStUvWxYz0123456", "AbCdEfGhIjKlMnOpQrStUvWxYz0123456"),
+    ("SK0123456789abcdef0123456789abcdef", None),
+    ("https://discord.com/api/webhooks/123456789/AbCdEf-GhIjKl_MnOp", "AbCdEf-GhIjKl_MnOp"),
+    ("PuTTY-User-Key-File-3: ssh-ed25519\nPrivate-Lines: 1\nAAAAIPrivPuttyKeyBody0123\nPrivate-MAC: 0a1b2c",
+     "AAAAIPrivPuttyKeyBody0123"),
 ]
 
 WORDS = (
@@ -107,6 +184,37 @@ def test_key_names_are_kept():
 
 
 ORDINARY = [
+    # code that reads, passes or compares a secret holds none
+    "password = input()",
+    "password = getpass.getpass('Password: ')",
+    "token = make_token()",
+    "token = self.token",
+    "api_key = os.environ['API_KEY']",
+    "login(user, password=password)",
+    "password: Optional[str] = None",
+    "def f(token: str) -> str:",
+    'headers = {"Authorization": f"Bearer {token}"}',
+    '"Authorization": "Bearer " + token',
+    "secret = settings.SECRET_KEY",
+    "DB_PASSWORD: ${{ secrets.DB_PASSWORD }}",
+    "PWD=/home/dev/proj",
+    "bypass=1 compass: north passed=12",
+    # -p and -P that are ports, parents, pids or patches
+    "docker run -p 8080:80 -d nginx:1.27",
+    "ssh -p 2222 deploy@10.0.0.5",
+    "scp -P 2222 build.tar.gz deploy@host:/srv",
+    "mysql -h db -P 3306 -u root -p appdb",
+    "psql -h db -p 5432 -U app appdb",
+    "nc -l -p 9000",
+    "mkdir -p build/out && cp -p a b",
+    "ps -p 1234 -o pid,cmd",
+    "git add -p src/app.py",
+    "pytest -p no:cacheprovider -q",
+    # colons that are not .pgpass lines
+    "root:x:0:0:root:/root:/bin/bash",
+    "fe80::1ff:fe23:4567:890a",
+    "12:30:45 INFO server started",
+    "src/app.py:12:5: error: missing return",
     "commit 3f2a9c1e0b8d7f6a5e4c3b2a1f0e9d8c7b6a5f4e (HEAD -> main, origin/main)",
     "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
     "request id " + str(uuid.UUID(int=0x12345678123456781234567812345678)),
@@ -135,8 +243,8 @@ def test_ordinary_text_is_not_redacted(text):
 # False positives accepted on purpose (see the module docstring): a value assigned
 # to a secret-ish name is redacted even when it is code.
 ACCEPTED_FALSE_POSITIVES = [
-    ("token = make_token()", "token = [redacted])"),
     ("auth: done", "auth: [redacted]"),
+    ("docker build --secret id=npmrc,src=.npmrc .", "docker build --secret [redacted] ."),
 ]
 
 
@@ -195,6 +303,42 @@ def test_clean_strips_private_before_redacting():
     assert out.startswith("ran deploy") and "ok" in out
 
 
+def test_names_values_and_commands_keep_what_says_what_happened():
+    assert redact("mysql -u root -pS3cret99 appdb") == "mysql -u root -p[redacted] appdb"
+    assert redact("curl -u admin:pw99x https://x") == "curl -u admin:[redacted] https://x"
+    assert redact("htpasswd -b -c .htpasswd admin Pa55 # done") == "htpasswd -b -c .htpasswd admin [redacted] # done"
+    assert redact("SECRET_KEY_BASE=abc123") == "SECRET_KEY_BASE=[redacted]"
+    assert redact("machine h login u password p4ss") == "machine h login u password [redacted]"
+    assert redact("h:5432:db:u:p4ss") == "h:5432:db:u:[redacted]"
+    assert redact("<password>p4ss</password>") == "<password>[redacted]</password>"
+    assert redact("curl -d 'password=x1y2' -u user:pw9 https://x") == "curl -d 'password=[redacted]' -u user:[redacted] https://x"
+
+
+def test_a_value_cut_before_its_closing_quote_is_redacted_to_the_end_of_its_line():
+    assert redact('password="hunter2 with spaces') == 'password="[redacted]'
+    assert redact('x\npassword="hunter2 with spaces\nnext') == 'x\npassword="[redacted]\nnext'
+
+
+@pytest.mark.parametrize("name, secret", [
+    ("password", True), ("db_password", True), ("API_KEY", True), ("x-api-key", True), ("Authorization", True),
+    ("clientSecret", True), ("access_token", True), ("AccountKey", True), ("cookie", True),
+    ("headers", False), ("tokenizer", False), ("max_tokens", False), ("author", False), ("primary_key", False),
+    ("key", False), ("passed", False), ("password_length", False),
+])
+def test_secret_names(name, secret):
+    assert is_secret_name(name) is secret
+
+
+def test_short_and_long_texts_find_the_same_secrets(monkeypatch):
+    """Short texts find trigger words with str.find, long ones with the compiled trie: the same secrets either way."""
+    rng = random.Random(SEED)
+    pieces = [s[0] for s in SECRETS] + ORDINARY + WORDS * 3
+    texts = ["\n".join(rng.sample(pieces, 12)) for _ in range(40)]
+    by_find = [redact(t) for t in texts]
+    monkeypatch.setattr(redact_module, "_SHORT", 0)
+    assert [redact(t) for t in texts] == by_find
+
+
 def _time(fn, arg):
     # The thread's CPU time, not the wall clock: on a loaded machine the wall
     # time of the small input can be one lucky slice and the big one's three
@@ -216,6 +360,27 @@ def _time(fn, arg):
         lambda n: ("http://u:" * (n // 9)),
         lambda n: ("eyJ" + "a" * 20 + ".") * (n // 24),
         lambda n: " ".join(random.Random(SEED).choice(WORDS) for _ in range(n // 6)),
+        lambda n: 'password="' * (n // 10),  # values that never close their quote
+        lambda n: '\\"password\\": \\"' * (n // 16),
+        lambda n: "--password " * (n // 11),
+        lambda n: "mysql -p" * (n // 8),
+        lambda n: "mysql " + "-x " * (n // 3),  # one command with a long run of words
+        lambda n: "mysql " + "\\" * n,
+        lambda n: "htpasswd -b " * (n // 12),
+        lambda n: "curl -u a:" * (n // 10),
+        lambda n: "docker " * (n // 7),
+        lambda n: "machine h" + " login u" * (n // 8),
+        lambda n: ":5432:" * (n // 6),
+        lambda n: "1:" * (n // 2),
+        lambda n: ("7" * 20 + ":A") * (n // 22),
+        lambda n: "q~" * (n // 2),
+        lambda n: ("0123456789abcdef" * 2 + "-us") * (n // 35),
+        lambda n: "Authorization: " * (n // 15),
+        lambda n: "Cookie: " * (n // 8),
+        lambda n: "Bearer " * (n // 7),
+        lambda n: "api_key" * (n // 7),
+        lambda n: "pass " * (n // 5),
+        lambda n: "Private-Lines:" * (n // 14),
     ],
 )
 def test_linear_time_on_large_inputs(build):

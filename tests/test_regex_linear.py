@@ -52,3 +52,53 @@ def test_the_patterns_still_match_what_they_did():
     assert suggest_local._PATH.findall("see src/app.py and owner/repo, not this") == ["src/app.py", "owner/repo"]
     assert context._VOLATILE_NUMBERS.sub("#", "12 passed in 0.31s, 3.5 ms, v1.2.3s") == "12 passed in #, #, v#.#"
     assert capture._TRAILING_BLANKS.sub("\n", "a  \t\nb \n\n c\t") == "a\nb\n\n c\t"
+
+
+# Redaction runs on every stored text: each rule is tried only where its trigger word is, anchored
+# there, with bounded repeats, so a long run of triggers (or of what follows one) costs linear time.
+# Each case below leaves nothing to redact, or redacts what it should, in well under the timeout.
+REDACTION_RUNS = [
+    ('password="' * 40_000, None),
+    ('\\"password\\": \\"' * 25_000, None),
+    ("--password " * 36_000, "unchanged"),
+    ("mysql -p" * 50_000, None),
+    ("mysql " + "-x " * 130_000, "unchanged"),
+    ("mysql " + "\\" * 400_000, "unchanged"),
+    ("htpasswd -b " * 33_000, None),
+    ("curl -u a:" * 40_000, None),
+    ("docker " * 57_000, "unchanged"),
+    ("machine h" + " login u" * 50_000, "unchanged"),
+    (":5432:" * 66_000, "unchanged"),
+    ("1:" * 200_000, "unchanged"),
+    (("7" * 20 + ":A") * 18_000, "unchanged"),
+    ("q~" * 200_000, "unchanged"),
+    (("0123456789abcdef" * 2 + "-us") * 11_000, "unchanged"),
+    ("Authorization: " * 26_000, None),
+    ("Cookie: " * 50_000, "unchanged"),
+    ("api_key" * 57_000, "unchanged"),
+    ("pass " * 80_000, "unchanged"),
+    ("-----BEGIN RSA PRIVATE KEY-----" * 13_000, "[redacted]"),
+]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("text, expected", REDACTION_RUNS, ids=[t[:16] for t, _ in REDACTION_RUNS])
+def test_redaction_is_linear_on_long_runs_of_triggers(text, expected):
+    from toolscript.redact import redact
+
+    out = redact(text)
+    if expected == "unchanged":
+        assert out == text
+    elif expected is not None:
+        assert out == expected
+    else:
+        assert "[redacted]" in out
+
+
+def test_the_redaction_rules_find_what_they_are_for():
+    from toolscript.redact import redact
+
+    assert redact("mysql -u root -pS3cret9 db") == "mysql -u root -p[redacted] db"
+    assert redact("7214459981:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw3") == "[redacted]"
+    assert redact("h.example:5432:db:user:pw9x") == "h.example:5432:db:user:[redacted]"
+    assert redact("x abc8Q~AbCdEfGhIjKlMnOpQrStUvWxYz0123456") == "x [redacted]"
