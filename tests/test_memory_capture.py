@@ -33,19 +33,19 @@ def test_bash_test_run_keeps_the_summary_line_and_files():
                       "1 failed, 5 passed in 0.31s\n"), cwd=CWD)
     assert got == Captured("action", "Bash",
                            "Ran `python -m pytest -q tests/test_parser.py` (Run the parser tests): "
-                           "FAILED tests/test_parser.py::test_empty - assert 0 == 1", ["tests/test_parser.py"])
+                           'output "FAILED tests/test_parser.py::test_empty - assert 0 == 1"', ["tests/test_parser.py"])
 
 
 def test_bash_plain_output_first_meaningful_line():
     got = from_tool_use("Bash", {"command": "git status --short", "description": "Show changes"},
                         bash_response("\n---\n M src/app.py\n?? notes.txt\n"), cwd=CWD)
-    assert got.content == "Ran `git status --short` (Show changes): M src/app.py"
+    assert got.content == 'Ran `git status --short` (Show changes): output "M src/app.py"'
 
 
 def test_bash_errors_on_stderr_win_over_stdout():
     got = from_tool_use("Bash", {"command": "make build"},
                         bash_response("building\n", "make: *** [build] Error 2\n"), cwd=CWD)
-    assert got.content == "Ran `make build`: make: *** [build] Error 2"
+    assert got.content == 'Ran `make build`: output "make: *** [build] Error 2"'
 
 
 def test_bash_interrupted_and_silent_and_failed():
@@ -59,10 +59,10 @@ def test_bash_interrupted_and_silent_and_failed():
                          dict(bash_response(), returnCodeInterpretation="No matches found"))
     assert grep.content == "Ran `grep -rn TODO src`: No matches found"
     exit_code = from_tool_use("Bash", {"command": "./check"}, dict(bash_response("bad input"), exitCode=3))
-    assert exit_code.content == "Ran `./check`: exit 3: bad input"
+    assert exit_code.content == 'Ran `./check`: exit 3, output "bad input"'
     # A failed command's tool_response can be a bare string.
     assert from_tool_use("Bash", {"command": "false"}, "Error: Exit code 1").content == \
-        "Ran `false`: Error: Exit code 1"
+        'Ran `false`: output "Error: Exit code 1"'
 
 
 def test_bash_absolute_paths_inside_cwd_become_relative():
@@ -80,10 +80,10 @@ def test_bash_toolscript_exec_names_the_tools_it_called():
     got = from_tool_use("Bash", {"command": command, "description": "Find issues per file"},
                         bash_response("README.md - 3 issues\n"), cwd=CWD)
     assert got.content == ("Ran toolscript exec `toolscript exec - <<'EOF'` calling builtin.fs_list_dir, "
-                           "github__search_issues (Find issues per file): README.md - 3 issues")
+                           'github__search_issues (Find issues per file): output "README.md - 3 issues"')
     assert got.files == []
     inline = from_tool_use("Bash", {"command": "toolscript exec 'print(1 + 1)'"}, bash_response("2\n"))
-    assert inline.content == "Ran toolscript exec `toolscript exec 'print(1 + 1)'`: 2"
+    assert inline.content == "Ran toolscript exec `toolscript exec 'print(1 + 1)'`: output \"2\""
 
 
 def test_huge_and_binary_output_is_bounded():
@@ -91,12 +91,12 @@ def test_huge_and_binary_output_is_bounded():
                         bash_response(("line " * 1000 + "\n") * 3000), cwd=CWD)
     assert len(got.content) <= MAX_ACTION
     long_run = from_tool_use("Bash", {"command": "pytest"}, bash_response("." * 80 + "\n" * 9000 + "3 failed, 9 passed"))
-    assert long_run.content == "Ran `pytest`: 3 failed, 9 passed"
+    assert long_run.content == 'Ran `pytest`: output "3 failed, 9 passed"'
     binary = from_tool_use("Bash", {"command": "cat logo.png"}, bash_response("\x89PNG\r\n\x1a\n\x00\x00\x00IHDR"))
     assert binary.content == "Ran `cat logo.png`: binary output (15 chars)"
     assert "\x00" not in binary.content
     ansi = from_tool_use("Bash", {"command": "ls --color"}, bash_response("\x1b[01;34msrc\x1b[0m\n"))
-    assert ansi.content == "Ran `ls --color`: src"
+    assert ansi.content == 'Ran `ls --color`: output "src"'
 
 
 # -- edits -----------------------------------------------------------------------
@@ -135,7 +135,7 @@ def test_edit_without_a_path_is_not_stored_and_a_failed_edit_says_so():
     assert from_tool_use("Edit", {"old_string": "a"}, {}) is None
     failed = from_tool_use("Edit", {"file_path": "a.py", "old_string": "a", "new_string": "b"},
                            "<tool_use_error>String to replace not found in file.</tool_use_error>")
-    assert failed.content == "Edited a.py: `a` -> `b` - failed: String to replace not found in file."
+    assert failed.content == 'Edited a.py: `a` -> `b` - failed, output "String to replace not found in file."'
 
 
 # -- read-only, web, agents, todo ---------------------------------------------------
@@ -161,15 +161,15 @@ def test_web_fetch_and_search():
                           {"bytes": 51234, "code": 200, "codeText": "OK", "durationMs": 812,
                            "result": "Run PRAGMA journal_mode=WAL once. Readers then never block.",
                            "url": "https://sqlite.org/wal.html"})
-    assert fetch.content == ("Fetched https://sqlite.org/wal.html (How to enable WAL): HTTP 200: "
-                             "Run PRAGMA journal_mode=WAL once. Readers then never block.")
+    assert fetch.content == ("Fetched https://sqlite.org/wal.html (How to enable WAL): HTTP 200, "
+                             'output "Run PRAGMA journal_mode=WAL once. Readers then never block."')
     search = from_tool_use("WebSearch", {"query": "sqlite fts5 bm25"},
                            {"query": "sqlite fts5 bm25", "durationSeconds": 1.2, "results": [
                                {"tool_use_id": "srvtoolu_1", "content": [
                                    {"title": "FTS5 Extension", "url": "https://sqlite.org/fts5.html"},
                                    {"title": "BM25 ranking", "url": "https://x.org"}]},
                                "Some summary text"]})
-    assert search.content == "Searched the web for `sqlite fts5 bm25`: FTS5 Extension; BM25 ranking"
+    assert search.content == 'Searched the web for `sqlite fts5 bm25`: output "FTS5 Extension; BM25 ranking"'
 
 
 def test_agent_task_and_todo():
@@ -181,8 +181,8 @@ def test_agent_task_and_todo():
     for name in ("Task", "Agent"):
         got = from_tool_use(name, {"description": "Find flaky tests", "prompt": "Look for...",
                                    "subagent_type": "Explore"}, response)
-        assert got.content == ("Delegated to a Explore agent: Find flaky tests -> Found two flaky tests in "
-                               "test_gateway.py. Both race on startup. Details follow.")
+        assert got.content == ('Delegated to a Explore agent: Find flaky tests -> output "Found two flaky tests in '
+                               'test_gateway.py. Both race on startup. Details follow."')
     assert from_tool_use("TodoWrite", {"todos": [{"content": "x", "status": "pending"}]},
                          {"oldTodos": [], "newTodos": []}) is None
 
@@ -197,19 +197,19 @@ def test_mcp_tool_name_args_and_outcome():
                         [{"type": "text", "text": "12 issues found\nfirst: #88 leak"}])
     assert got == Captured("action", "mcp__github__search_issues",
                            'Called github.search_issues(q="memory leak in gateway", repo=acme/toolscript, '
-                           'per_page=5, labels=[bug, p1, triage, …], filter={state: open}) -> 12 issues found', [])
+                           'per_page=5, labels=[bug, p1, triage, …], filter={state: open}) -> output "12 issues found"', [])
     error = from_tool_use("mcp__github__get_issue", {"number": 1},
                           {"isError": True, "content": [{"type": "text", "text": "rate limit exceeded"}]})
-    assert error.content == "Called github.get_issue(number=1) -> error: rate limit exceeded"
+    assert error.content == 'Called github.get_issue(number=1) -> error, output "rate limit exceeded"'
     plugin = from_tool_use("mcp__plugin_toolscript_toolscript__search", {"query": "x"}, "1 tool")
-    assert plugin.content == "Called plugin_toolscript_toolscript.search(query=x) -> 1 tool"
+    assert plugin.content == 'Called plugin_toolscript_toolscript.search(query=x) -> output "1 tool"'
     image = from_tool_use("mcp__shots__take", {}, [{"type": "image", "data": "AAAA" * 10000}])
-    assert image.content == "Called shots.take() -> [image]"
+    assert image.content == 'Called shots.take() -> output "[image]"'
 
 
 def test_unknown_tool_falls_back_to_name_and_arguments():
     got = from_tool_use("SlashCommand", {"command": "/review"}, {"ok": True})
-    assert got.content == "Called SlashCommand(command=/review) -> ok=true"
+    assert got.content == 'Called SlashCommand(command=/review) -> output "ok=true"'
 
 
 # -- odd payloads ------------------------------------------------------------------------

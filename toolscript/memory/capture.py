@@ -24,7 +24,14 @@ pattern, arguments abbreviated), a short outcome (the first meaningful line,
 an error, "interrupted"), files touched relative to ``cwd`` when inside it.
 Nothing here raises, whatever the payload (None, lists, numbers, deep
 nesting, NULs, lone surrogates): an event that cannot be read is not stored.
-Secrets and ``<private>`` are removed later, by ``Store.add``.
+
+Secrets and ``<private>`` spans are removed from every text as it is read,
+before anything is shortened: a token cut first would no longer be
+recognisable and its first characters would be kept (``Store.add`` cleans
+again).  What comes from a tool's output (a command's stdout, an MCP
+result, a fetched page, an agent's answer) is kept short and quoted, as
+``output "..."``: later sessions see it as what a tool printed, not as words
+of the user's or of Claude's.
 """
 
 import os
@@ -32,15 +39,18 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
+from toolscript.redact import REDACTED, clean as _without_secrets, is_placeholder, is_secret_name
+
 if TYPE_CHECKING:  # helper S's module; only needed for the hints
     from toolscript.memory import Memory
 
 __all__ = ["Captured", "from_tool_use", "from_response", "session_summary", "MAX_CONTENT",
-           "MAX_ACTION", "MAX_RESPONSE", "MAX_SUMMARY", "READ_ONLY_TOOLS"]
+           "MAX_ACTION", "MAX_RESPONSE", "MAX_SUMMARY", "OUTPUT_CHARS", "READ_ONLY_TOOLS"]
 
 MAX_ACTION = 600      # one action line
 MAX_RESPONSE = 1500   # Claude's answer at Stop
 MAX_SUMMARY = 800     # the SessionEnd summary
+OUTPUT_CHARS = 120    # what is kept of a tool's output: an error line or a test summary, not a page
 MAX_CONTENT = max(MAX_ACTION, MAX_RESPONSE, MAX_SUMMARY)  # no Captured is longer than this
 
 # Tools that only look: their actions are noise in memory unless asked for.
@@ -50,8 +60,10 @@ READ_ONLY_TOOLS = frozenset({"Read", "Grep", "Glob", "LS", "NotebookRead", "Todo
 SKIPPED_TOOLS = frozenset({"TodoWrite", "ExitPlanMode", "EnterPlanMode"})
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
 
-# Bounds on what is looked at, so a megabyte payload costs no more than a small one.
+# Bounds on what is looked at, so a megabyte payload costs no more than a small one.  A longer
+# text is cut back to a space within _SCAN_MARGIN of the bound, so no secret is cut in half.
 _SCAN_CHARS = 64 * 1024
+_SCAN_MARGIN = 4096
 _MAX_DEPTH = 6
 
 
@@ -73,13 +85,20 @@ def _str(value: Any) -> str:
     if isinstance(value, bool) or value is None:
         return ""
     if isinstance(value, str):
-        text = value[:_SCAN_CHARS]
+        text = value if len(value) <= _SCAN_CHARS else _bounded(value)
     elif isinstance(value, (int, float)):
         text = repr(value)
     else:
         return ""
     # Lone surrogates (from JSON "\udcff") cannot be stored or printed.
     return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _bounded(text: str) -> str:
+    """The first _SCAN_CHARS of ``text``, ending at whitespace: whatever word the bound fell in is left out whole."""
+    head = text[:_SCAN_CHARS]
+    space = max(head.rfind(" ", _SCAN_CHARS - _SCAN_MARGIN), head.rfind("\n", _SCAN_CHARS - _SCAN_MARGIN))
+    return head[:space] if space > 0 else head[: _SCAN_CHARS - _SCAN_MARGIN]
 
 
 def _is_binary(text: str) -> bool:
@@ -91,8 +110,17 @@ def _is_binary(text: str) -> bool:
 
 
 def _clean(text: str) -> str:
-    """Text with terminal escapes and control characters removed (newlines and tabs kept)."""
-    return _CONTROL.sub("", _ANSI.sub("", text)).replace("\r\n", "\n").replace("\r", "\n")
+    """Text without terminal escapes, control characters (newlines and tabs kept), ``<private>`` spans or secrets.
+
+    Escapes go first, so a token split by colour codes is whole when it is looked for.
+    """
+    plain = _CONTROL.sub("", _ANSI.sub("", text)).replace("\r\n", "\n").replace("\r", "\n")
+    return _without_secrets(plain)
+
+
+def _quoted(text: str, limit: int = OUTPUT_CHARS) -> str:
+    """A tool's output as a short quotation: ``output "..."``, its own double quotes made single, so it cannot end the quote."""
+    return 'output "%s"' % _cut(text.replace('"', "'"), limit)
 
 
 def _cut(text: str, limit: int) -> str:
@@ -152,21 +180,25 @@ def _meaningful_lines(text: str) -> List[str]:
     return [line.strip() for line in lines if line.strip() and not _DECORATION.match(line.strip())]
 
 
-def _outcome_of_output(text: str, limit: int = 160) -> str:
-    """The line that says how it went: an error line, else a summary line near the end, else the first line."""
+def _outcome_of_output(text: str, limit: int = OUTPUT_CHARS) -> str:
+    """How it went, as ``output "<line>"``: an error line, else a summary line near the end, else the first line."""
     if _is_binary(text):
         return "binary output (%d chars)" % len(text)
-    text = _clean(text)
+    line = _outcome_line(_clean(text))
+    return _quoted(line, limit) if line else ""
+
+
+def _outcome_line(text: str) -> str:
     lines = _meaningful_lines(text)
     if not lines:
         return ""
     for line in lines:
         if _ERROR_LINE.search(line):
-            return _cut(line, limit)
+            return line
     for line in reversed(lines[-3:]):  # test runners and builds sum up at the end
         if _SUMMARY_LINE.search(line):
-            return _cut(line, limit)
-    return _cut(lines[0], limit)
+            return line
+    return lines[0]
 
 
 # -- arguments and paths ---------------------------------------------------------
@@ -187,18 +219,30 @@ def _abbrev(value: Any, limit: int = 40, depth: int = 0) -> str:
         inner = ", ".join(_abbrev(v, 15, depth + 1) for v in value[:3])
         return "[%s%s]" % (inner, ", …" if len(value) > 3 else "")
     if isinstance(value, dict):
-        inner = ", ".join("%s: %s" % (_str(k) or "?", _abbrev(v, 15, depth + 1)) for k, v in list(value.items())[:3])
+        inner = ", ".join("%s: %s" % (_key(k), _keyed(k, v, 15, depth + 1)) for k, v in list(value.items())[:3])
         return "{%s%s}" % (inner, ", …" if len(value) > 3 else "")
     return "…"
+
+
+def _key(key: Any) -> str:
+    return _clean(_str(key))[:60] or "?"
+
+
+def _keyed(key: Any, value: Any, limit: int, depth: int = 0) -> str:
+    """An argument's value, or [redacted] when its name says it is a secret (password, api_key, Authorization)."""
+    if isinstance(key, str) and is_secret_name(key) and not (isinstance(value, str) and is_placeholder(value)):
+        if isinstance(value, (str, int, float, list, dict)) and not isinstance(value, bool):
+            return REDACTED
+    return _abbrev(value, limit, depth)
 
 
 def _args(tool_input: Any, limit: int = 200) -> str:
     if not isinstance(tool_input, dict):
         return _abbrev(tool_input) if tool_input not in (None, "", [], {}) else ""
-    parts = ["%s=%s" % (_str(k) or "?", _abbrev(v)) for k, v in list(tool_input.items())[:5]]
+    parts = ["%s=%s" % (_key(k), _keyed(k, v, 40)) for k, v in list(tool_input.items())[:5]]
     if len(tool_input) > 5:
         parts.append("…")
-    return _cut(", ".join(parts), limit)
+    return _cut(_clean(", ".join(parts)), limit)
 
 
 def _rel(path: Any, cwd: str) -> str:
@@ -277,16 +321,16 @@ def _bash(tool_input: Any, tool_response: Any, cwd: str) -> Optional[Tuple[str, 
         else:
             stdout = _str(tool_response.get("stdout"))
             stderr = _str(tool_response.get("stderr"))
-            outcome = _outcome_of_output(stdout) or _outcome_of_output(stderr)
-            if stderr.strip() and _ERROR_LINE.search(stderr) and not _ERROR_LINE.search(outcome):
-                outcome = _outcome_of_output(stderr)
+            outcome = _outcome_of_output(stdout)
+            if stderr.strip() and (not outcome or _ERROR_LINE.search(stderr) and not _ERROR_LINE.search(outcome)):
+                outcome = _outcome_of_output(stderr) or outcome
             code = _get(tool_response, "exitCode", "returncode")
             if isinstance(code, int) and not isinstance(code, bool) and code != 0:
-                outcome = "exit %d" % code + (": " + outcome if outcome else "")
+                outcome = "exit %d" % code + (", " + outcome if outcome else "")
             # Claude Code's reading of a non-zero status, e.g. "No matches found" for grep.
             meaning = _cut(_clean(_str(tool_response.get("returnCodeInterpretation"))), 80)
             if meaning:
-                outcome = meaning + (": " + outcome if outcome else "")
+                outcome = meaning + (", " + outcome if outcome else "")
             if not outcome:
                 outcome = "no output"
             if tool_response.get("isImage") is True:
@@ -343,7 +387,7 @@ def _edit(tool_name: str, tool_input: Any, tool_response: Any, cwd: str) -> Opti
         if _get(tool_input, "replace_all") is True:
             line += " (all occurrences)"
     if error:
-        line += " - failed: %s" % error
+        line += " - failed, %s" % _quoted(error)
     return line, [path]
 
 
@@ -359,18 +403,18 @@ def _change(edit: Any) -> str:
 
 
 def _failure(tool_response: Any) -> str:
-    """An error the response reports ("Error: ...", ``is_error``/``isError``, ``error``), else ""."""
+    """An error the response reports ("Error: ...", ``is_error``/``isError``, ``error``), unquoted, else ""."""
     if isinstance(tool_response, str):
         text = _clean(_str(tool_response)).strip()
         if re.match(r"^(<tool_use_error>|error\b)", text, re.I):
-            return _cut(re.sub(r"</?tool_use_error>", "", text), 160)
+            return re.sub(r"</?tool_use_error>", "", text).strip()
         return ""
     if isinstance(tool_response, dict):
         if tool_response.get("isError") is True or tool_response.get("is_error") is True:
-            return _outcome_of_output(_block_text(tool_response)) or "error"
+            return _outcome_line(_clean(_block_text(tool_response))) or "error"
         error = tool_response.get("error")
         if isinstance(error, str) and error.strip():
-            return _cut(_clean(_str(error)), 160)
+            return _clean(_str(error)).strip()
     return ""
 
 
@@ -412,10 +456,10 @@ def _web(tool_name: str, tool_input: Any, tool_response: Any) -> str:
         if prompt:
             line += " (%s)" % prompt
         code = _get(tool_response, "code")
-        result = _outcome_of_output(_str(_get(tool_response, "result")) or _block_text(tool_response), 200)
+        result = _outcome_of_output(_str(_get(tool_response, "result")) or _block_text(tool_response))
         outcome = ("HTTP %s" % _str(code)) if isinstance(code, int) else ""
         if result:
-            outcome = (outcome + ": " if outcome else "") + result
+            outcome = (outcome + ", " if outcome else "") + result
         return line + (": %s" % outcome if outcome else "")
     query = _cut(_clean(_str(_get(tool_input, "query"))), 150)
     results = _get(tool_response, "results")
@@ -428,7 +472,7 @@ def _web(tool_name: str, tool_input: Any, tool_response: Any) -> str:
                 if title and len(titles) < 3:
                     titles.append(_cut(_clean(title), 60))
     if titles:
-        line += ": %s" % "; ".join(titles)
+        line += ": %s" % _quoted("; ".join(titles))
     return line
 
 
@@ -438,8 +482,10 @@ def _agent(tool_input: Any, tool_response: Any) -> str:
     prompt = _cut(_clean(_str(_get(tool_input, "prompt"))), 100)
     line = "Delegated to a %s agent: %s" % (kind, description or prompt or "a task")
     result = _block_text(_get(tool_response, "content") if isinstance(tool_response, dict) else tool_response)
-    outcome = _first_sentences(_clean(result), 200) if result else _str(_get(tool_response, "status"))
-    return line + (" -> %s" % outcome if outcome else "")
+    if result:
+        return line + " -> %s" % _quoted(_first_sentences(_clean(result), OUTPUT_CHARS), OUTPUT_CHARS)
+    status = _cut(_clean(_str(_get(tool_response, "status"))), 40)
+    return line + (" -> %s" % status if status else "")
 
 
 def _mcp_name(tool_name: str) -> str:
@@ -455,10 +501,10 @@ def _generic(tool_name: str, tool_input: Any, tool_response: Any) -> str:
     line = "Called %s(%s)" % (name, _args(tool_input))
     error = _failure(tool_response)
     if error:
-        return "%s -> error: %s" % (line, error)
+        return "%s -> error, %s" % (line, _quoted(error))
     outcome = _outcome_of_output(_block_text(tool_response))
     if not outcome and isinstance(tool_response, dict):
-        outcome = _args(tool_response, 120)
+        outcome = _quoted(_args(tool_response, OUTPUT_CHARS)) if tool_response else ""
     return line + (" -> %s" % outcome if outcome else "")
 
 

@@ -217,7 +217,9 @@ def model_summary(memories: Any, extractive: str, backend: str, model: Any = Non
     except (models.ModelError, ValueError) as exc:
         logger.info("memory: no model summary (%s); keeping the extractive one", exc)
         return None
-    text = reply.text.strip()
+    from toolscript.redact import clean
+
+    text = clean(reply.text).strip()  # before it is cut: a cut secret is no longer recognisable
     return text[:1500] if text else None
 
 
