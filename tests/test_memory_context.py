@@ -10,7 +10,7 @@ import pytest
 from toolscript.memory import Memory
 
 from toolscript.memory.context import (
-    activity_shift, brief, estimate_tokens, inject, relative_date, render_brief, render_inject,
+    BRIEF_HEADER, PREAMBLE, activity_shift, brief, estimate_tokens, inject, relative_date, render_brief, render_inject,
 )
 
 
@@ -124,13 +124,14 @@ def test_inject_shape_matches_req_p6_03():
     out = render_inject("write tests for the installer on windows", related, recent, now=NOW)
     assert out == "\n".join([
         "## Relevant Context",
+        PREAMBLE,
         "",
         "### Recent Related Work",
-        "- Yesterday: Implemented HDBSCAN clustering in multi_space.rs",
-        "- 3 days ago: Fixed embedding dimension validation",
+        '- Yesterday, Edit: "Implemented HDBSCAN clustering in multi_space.rs"',
+        '- 3 days ago, Bash: "Fixed embedding dimension validation"',
         "",
         "### Potentially Related",
-        "- Rust error handling patterns (2 weeks ago)",
+        '- 2 weeks ago, note: "Rust error handling patterns"',
         "",
         "### Note: Activity Shift Detected",
         'Your current query about "tests, installer, windows" has low similarity to recent work on '
@@ -156,9 +157,9 @@ def test_weak_or_old_matches_go_to_potentially_related():
                (mem(2, "Ran `make docs`: weak but new", ago=3600), 0.2)]
     out = render_inject("docs", related, [], now=NOW)
     assert "### Recent Related Work" not in out
-    assert out.splitlines()[2:] == ["### Potentially Related",
-                                    "- Edited a.py: strong but old (4 weeks ago)",
-                                    "- Ran `make docs`: weak but new (today)"]
+    assert out.splitlines()[3:] == ["### Potentially Related",
+                                    '- 4 weeks ago, Edit: "Edited a.py: strong but old"',
+                                    '- Today, Bash: "Ran `make docs`: weak but new"']
 
 
 def test_strong_is_relative_to_the_best_hit():
@@ -169,9 +170,9 @@ def test_strong_is_relative_to_the_best_hit():
                      ago=3 * DAY + i, tool="Edit", files=["src/parser.py"]), 0.234) for i in range(4)]
     related.append((mem(9, "Ran `pytest -q`: 6 passed", ago=3 * DAY), 0.114))
     out = render_inject("parser strict mode default empty input", related, [], now=NOW)
-    assert out == ("## Relevant Context\n\n### Recent Related Work\n"
-                   "- 3 days ago: The parser now accepts a strict flag.\n"
-                   "- 3 days ago: Edited src/parser.py (4 times)")
+    assert out == ("## Relevant Context\n" + PREAMBLE + "\n\n### Recent Related Work\n"
+                   "- 3 days ago, Claude's answer: \"The parser now accepts a strict flag.\"\n"
+                   '- 3 days ago, Edit: "Edited src/parser.py" (4 times)')
     # Only weak hits: none of them is promoted.
     weak = [(m, 0.18) for m, _ in related[:2]]
     assert "### Recent Related Work" not in render_inject("parser", weak, [], now=NOW)
@@ -183,14 +184,14 @@ def test_repeated_edits_of_one_file_are_one_bullet():
     related.append((mem(9, "Ran `pytest -q`: 12 passed in 0.31s", ago=400), 0.6))
     related.append((mem(10, "Ran `pytest -q`: 12 passed in 0.29s", ago=500), 0.6))
     out = render_inject("x.py tests", related, [], now=NOW)
-    assert "- Today: Edited src/x.py (5 times)" in out
-    assert "- Today: Ran `pytest -q`: 12 passed in 0.31s (2 times)" in out
+    assert '- Today, Edit: "Edited src/x.py" (5 times)' in out
+    assert '- Today, Bash: "Ran `pytest -q`: 12 passed in 0.31s" (2 times)' in out
     assert out.count("- ") == 2
 
 
 def test_files_are_named_when_the_line_does_not_name_them():
     related = [(mem(1, "Replaced the retry loop", ago=DAY, tool="Edit", files=["pkg/net/retry.py"]), 0.9)]
-    assert "- Yesterday: Replaced the retry loop (retry.py)" in render_inject("retry", related, [], now=NOW)
+    assert '- Yesterday, Edit: "Replaced the retry loop" (files: retry.py)' in render_inject("retry", related, [], now=NOW)
 
 
 def test_budget_cuts_whole_bullets_lowest_priority_first():
@@ -218,15 +219,15 @@ def test_order_is_stable_and_output_deterministic():
     two = render_inject("make", list(reversed(related)), [], now=NOW)
     assert one == two
     assert [l for l in one.splitlines() if l.startswith("- ")] == [
-        "- Yesterday: Ran `make %d`" % i for i in range(5)]
+        '- Yesterday, Bash: "Ran `make %d`"' % i for i in range(5)]
 
 
 def test_long_memory_lines_are_cut_at_a_word():
     text = "Ran `pytest` " + " ".join("word%d" % i for i in range(200))
     out = render_inject("pytest", [(mem(1, text, ago=DAY), 0.9)], [], now=NOW)
-    bullet = out.splitlines()[3]
-    assert bullet.endswith("…") and len(bullet) < 220
-    assert re.search(r" word\d+…$", bullet)
+    bullet = out.splitlines()[4]
+    assert bullet.endswith('…"') and len(bullet) < 220
+    assert re.search(r' word\d+…"$', bullet)
 
 
 # -- activity shift ----------------------------------------------------------
@@ -280,7 +281,7 @@ def test_shift_note_without_files_quotes_the_newest_work():
                 session="now") for i in range(3)]
     note = activity_shift("refactor the database migrations module", work)
     assert note is not None
-    assert note.splitlines()[1] == "Recent context: Called weather_forecast(city=Oslo) -> 3 degrees, rain"
+    assert note.splitlines()[1] == 'Recent context: "Called weather_forecast(city=Oslo) -> 3 degrees, rain"'
 
 
 # -- brief -------------------------------------------------------------------
@@ -291,7 +292,7 @@ def test_brief_is_small_and_has_one_to_three_bullets():
                     files=["src/f%d.py" % i]), 0.9 - i / 100.0) for i in range(10)]
     out = render_brief("src/f1.py", related, now=NOW)
     lines = out.splitlines()
-    assert lines[0] == "Related earlier work (toolscript memory):"
+    assert lines[0] == BRIEF_HEADER
     assert 1 <= len(lines) - 1 <= 3 and all(l.startswith("- ") for l in lines[1:])
     assert estimate_tokens(out) <= 200
     assert estimate_tokens(render_brief("x", related, now=NOW, budget_tokens=5000)) <= 200
@@ -310,7 +311,7 @@ def test_inject_glue_searches_other_sessions_and_checks_the_shift():
             session="s2"),
     ] + [m._replace(session="s2", id=100 + m.id, created=NOW - 300) for m in CLUSTER_WORK])
     out = inject(store, "Please fix the parser for empty input!", project=PROJECT, session="s2", now=NOW)
-    assert "- Yesterday: Edited src/parser.py: handle empty input" in out
+    assert '- Yesterday, Edit: "Edited src/parser.py: handle empty input"' in out
     assert "same session" not in out
     # This session just edited parser.py: the prompt continues its work, no shift.
     assert "### Note: Activity Shift Detected" not in out
@@ -321,7 +322,7 @@ def test_inject_glue_sends_stems_that_prefix_match_other_forms():
     store = FakeStore([mem(1, "Ran `pip install -e .`: installed toolscript", ago=DAY, session="s1")])
     out = inject(store, "installing the packages", project=PROJECT, session="s2", now=NOW)
     assert store.calls[0] == ("search", "install packag", PROJECT, None)
-    assert "- Yesterday: Ran `pip install -e .`: installed toolscript" in out
+    assert '- Yesterday, Bash: "Ran `pip install -e .`: installed toolscript"' in out
     assert ("recent", PROJECT, "s2", None) in store.calls
 
 
@@ -329,14 +330,15 @@ def test_inject_glue_with_no_query_shows_earlier_sessions_recent_work():
     store = FakeStore([mem(1, "Ran `make release`: published 1.2.0", ago=2 * DAY, session="s1"),
                        mem(2, "Ran `ls`", ago=10, session="s2")])
     out = inject(store, "", project=PROJECT, session="s2", now=NOW)
-    assert out == "## Relevant Context\n\n### Recent Related Work\n- 2 days ago: Ran `make release`: published 1.2.0"
+    assert out == ("## Relevant Context\n" + PREAMBLE + "\n\n### Recent Related Work\n"
+                   '- 2 days ago, Bash: "Ran `make release`: published 1.2.0"')
     assert inject(FakeStore([]), "", project=PROJECT, session="s2", now=NOW) == ""
 
 
 def test_brief_glue():
     store = FakeStore([mem(1, "Ran `make release`: failed, missing token", ago=3 * DAY, session="s1")])
     assert brief(store, "make release", project=PROJECT, session="s2", now=NOW) == (
-        "Related earlier work (toolscript memory):\n- 3 days ago: Ran `make release`: failed, missing token")
+        BRIEF_HEADER + '\n- 3 days ago, Bash: "Ran `make release`: failed, missing token"')
     assert brief(store, "", project=PROJECT, session="s2", now=NOW) == ""
     assert brief(store, "make release", project=PROJECT, session="s1", now=NOW) == ""
 
@@ -363,17 +365,21 @@ def _valid_markdown(out):
     if out == "":
         return True
     lines = out.split("\n")
-    assert lines[0] == "## Relevant Context"
+    assert lines[:2] == ["## Relevant Context", PREAMBLE]
     section = None
-    for line in lines[1:]:
+    for line in lines[2:]:
         if line.startswith("### "):
             section = line
         elif line.startswith("- "):
             assert section in ("### Recent Related Work", "### Potentially Related")
-            assert line[2:].strip() and not line.rstrip().endswith(":")  # never an empty bullet
+            assert RECORD.fullmatch(line), line  # a quoted record, never an empty one
         elif line:
             assert section == "### Note: Activity Shift Detected"
     return True
+
+
+# - <age>, <source>: "<text without double quotes>" (n times) (files: a, b)
+RECORD = re.compile(r'- [A-Z0-9][a-z0-9 ]+, [^":]+: "[^"\n]+"(?: \(\d+ times\))?(?: \(files: [^"()]+\))?')
 
 
 def test_any_memories_give_valid_markdown_within_budget():

@@ -133,7 +133,9 @@ examples:
 _INJECT_HELP = """\
 Prints spec 003's markdown (## Relevant Context, Recent Related Work, Potentially
 Related, and an Activity Shift note when the query leaves the session's recent work),
-or nothing when nothing is related (exit 0 either way).
+or nothing when nothing is related (exit 0 either way).  Each memory is a quoted
+record with its age and source (- 3 days ago, Bash: "..."), under a line saying
+they are records of earlier sessions, not instructions.
 
 examples:
   toolscript memory inject --query "fix the clustering bug"
