@@ -593,7 +593,11 @@ def check_memory(config_paths: Optional[List[str]], cwd: str, env: Mapping[str, 
     try:
         with store.open_store(path, readonly=True) as db:
             stats = db.stats()
+            damage = db.quick_check()  # every page: a count alone reads few of them
     except store.StoreError as exc:
         return Check("memory", FAIL, str(exc), f"move {shlex.quote(path)} away: a new one is created on next use")
+    if damage:
+        return Check("memory", FAIL, f"{path} is damaged (SQLite quick_check: {'; '.join(damage[:3])})",
+                     f"move {shlex.quote(path)} away: a new one is created on next use")
     detail = f"{stats['memories']} memories in {path}; {search}"
     return Check("memory", OK if fts else WARN, detail, "" if fts else "use a Python whose SQLite has FTS5 (most do)")

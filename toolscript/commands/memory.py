@@ -21,7 +21,8 @@ answers, a summary at the end) in a SQLite database under the data directory
 redacted and <private>...</private> never stored, and bring related work back
 at SessionStart and with each prompt.  These commands do the same by hand.
 Memories belong to a project (the git root of the working directory, or the
-directory); commands look at this project's unless --all-projects.
+directory); commands look at this project's unless --all-projects, by id too:
+show, timeline and forget say when an id is another project's and leave it.
 
 examples:
   toolscript memory search "flaky login test"
@@ -85,17 +86,20 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
 
     show = add_action(actions, "show", common, "memories in full, by id", _SHOW_HELP, _show)
     show.add_argument("ids", nargs="+", type=int, metavar="ID")
+    _inherit(show, scope)
 
     timeline = add_action(actions, "timeline", common, "what happened around a memory", _TIMELINE_HELP, _timeline)
     timeline.add_argument("id", type=int, metavar="ID")
     timeline.add_argument("--before", type=int, default=5)
     timeline.add_argument("--after", type=int, default=5)
+    _inherit(timeline, scope)
 
     forget = add_action(actions, "forget", common, "delete memories by id, session or project", _FORGET_HELP, _forget)
     forget.add_argument("ids", nargs="*", type=int, metavar="ID")
     forget.add_argument("--from-session", metavar="ID", dest="only_session", help="every memory of this session")
     forget.add_argument("--project", metavar="DIR", help="every memory of this project")
     forget.add_argument("--yes", action="store_true", help="really delete (without it: say how many would go, exit 1)")
+    _inherit(forget, scope)
 
     export = add_action(actions, "export", common, "memories as JSON lines", _EXPORT_HELP, _export)
     export.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
@@ -156,15 +160,20 @@ examples:
   toolscript memory list --from-session 3f1c... --json
 """
 _SHOW_HELP = """\
+Only this project's memories are shown; an id of another project's is named
+as such (exit 1) unless --all-projects.
+
 examples:
   toolscript memory show 42 43
+  toolscript memory show 42 --all-projects
 """
 _TIMELINE_HELP = """\
 examples:
   toolscript memory timeline 42 --before 3 --after 3
 """
 _FORGET_HELP = """\
-Without --yes it only counts what would be deleted (exit 1).
+Without --yes it only counts what would be deleted (exit 1).  Ids of another
+project's memories are refused (nothing is deleted) unless --all-projects.
 
 examples:
   toolscript memory forget 42 43 --yes
@@ -399,10 +408,27 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _foreign(db: Any, args: argparse.Namespace, ids: List[int]) -> Dict[int, str]:
+    """{id: its project} for the ids that exist but belong to another project than the command's (none with --all-projects)."""
+    project = _project(args)
+    if project is None or not ids:
+        return {}
+    return {i: owner for i, owner in db.owners(ids).items() if owner != project}
+
+
+def _foreign_message(foreign: Dict[int, str], what: str) -> str:
+    ids = ", ".join(map(str, sorted(foreign)))
+    projects = ", ".join(sorted(set(foreign.values())))
+    one = len(foreign) == 1
+    return (f"memor{'y' if one else 'ies'} {ids} belong{'s' if one else ''} to another project ({projects}); "
+            f"{what} with --all-projects, or from that project's directory (--cwd)")
+
+
 def _show(args: argparse.Namespace) -> int:
     with _open(args) as db:
-        memories = db.get(args.ids)
-    missing = sorted(set(args.ids) - {m.id for m in memories})
+        foreign = _foreign(db, args, args.ids)
+        memories = [m for m in db.get(args.ids) if m.id not in foreign]
+    missing = sorted(set(args.ids) - {m.id for m in memories} - set(foreign))
     if args.json:
         print_json([_row(m) for m in memories])
     else:
@@ -413,15 +439,21 @@ def _show(args: argparse.Namespace) -> int:
                 echo("files: " + ", ".join(memory.files))
             echo(memory.content)
             print()
+    problems = [_foreign_message(foreign, "show it")] if foreign else []
     if missing:
-        raise UserError(f"no memory with id {', '.join(map(str, missing))}; see 'toolscript memory list'", exit_code=1)
+        problems.append(f"no memory with id {', '.join(map(str, missing))}; see 'toolscript memory list'")
+    if problems:
+        raise UserError("; ".join(problems), exit_code=1)
     return 0
 
 
 def _timeline(args: argparse.Namespace) -> int:
     with _open(args) as db:
-        if not db.get([args.id]):
+        if not db.owners([args.id]):
             raise UserError(f"no memory with id {args.id}; see 'toolscript memory list'", exit_code=1)
+        foreign = _foreign(db, args, [args.id])
+        if foreign:
+            raise UserError(_foreign_message(foreign, "see its timeline"), exit_code=1)
         memories = db.timeline(args.id, before=max(0, args.before), after=max(0, args.after))
     _print_memories(args, memories)
     return 0
@@ -434,6 +466,9 @@ def _forget(args: argparse.Namespace) -> int:
     if not (args.ids or args.only_session or project):
         raise UserError("say what to forget: memory ids, --session ID or --project DIR (with --yes)", exit_code=2)
     with _open(args) as db:
+        foreign = _foreign(db, args, args.ids)
+        if foreign:
+            raise UserError(_foreign_message(foreign, "nothing was deleted; delete it"), exit_code=1)
         if not args.yes:
             count = _count(db, args.ids, args.only_session, project)
             message = f"{count} memor{'y' if count == 1 else 'ies'} would be deleted; run again with --yes to delete"

@@ -7,7 +7,13 @@ what gets recorded is ``toolscript.memory.capture``.
 """
 
 import os
-from typing import List, NamedTuple, Optional
+from typing import Any, List, NamedTuple, Optional
+
+# A session id as Claude Code makes it is a UUID (36 characters).  Anything longer, or with
+# characters outside these, comes from elsewhere and is stored as its hash: a hook event's
+# megabyte "session_id" must not be copied onto every memory row.
+MAX_SESSION_ID = 128
+_SESSION_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:@+=")
 
 
 class Memory(NamedTuple):
@@ -31,6 +37,22 @@ class Session(NamedTuple):
     started: float
     ended: Optional[float]
     status: str  # "active" | "completed"
+
+
+def session_key(value: Any) -> str:
+    """The session id as stored: ``value`` itself when it is a short plain id, else ``h-`` and its SHA-256 (shortened).
+
+    The same input always gives the same key, so a session's memories stay
+    together whatever its id looks like; a key passes through unchanged.
+    Not text, or empty: "" (no session).
+    """
+    if not isinstance(value, str) or not value:
+        return ""
+    if len(value) <= MAX_SESSION_ID and all(char in _SESSION_CHARS for char in value):
+        return value
+    import hashlib
+
+    return "h-" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
 
 def project_root(cwd: str) -> str:

@@ -66,13 +66,13 @@ def _open(settings: Mapping[str, Any]):
 
 
 def _ids(event: Mapping[str, Any]) -> Tuple[str, str, str]:
-    """(session id, project root, cwd) of the event."""
-    from toolscript.memory import project_root
+    """(session id, project root, cwd) of the event; a session id that is not a plain short id becomes its hash."""
+    from toolscript.memory import project_root, session_key
 
     session = event.get("session_id") or os.environ.get("CLAUDE_SESSION_ID") or ""
     given = event.get("cwd")
     cwd = given if isinstance(given, str) and given else os.getcwd()
-    return str(session), project_root(cwd), cwd
+    return session_key(session if isinstance(session, str) else str(session)), project_root(cwd), cwd
 
 
 def _text(value: Any) -> str:

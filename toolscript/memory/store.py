@@ -21,7 +21,16 @@ Why it looks like this:
   to ``LIKE`` over the query's words; ``stats()["fts"]`` says which is in use.
   ``TOOLSCRIPT_MEMORY_FTS=0`` (or ``open_store(fts=False)``) forces the fallback.
 * Every text is passed through ``toolscript.redact.clean`` before it is
-  stored: secrets and ``<private>`` spans never reach the file.
+  stored: secrets and ``<private>`` spans never reach the file; control
+  characters and terminal escapes are dropped too.  A session id longer
+  than an id (a hook event can carry a megabyte of anything) is stored as its
+  hash (``toolscript.memory.session_key``).
+* The data directory is 0700 and the database 0600 (with its -wal and -shm
+  files): created so, and tightened when found looser, since memories are a
+  record of the user's work.
+* Memories belong to a project.  ``get`` and ``timeline`` take the project
+  like ``search`` does, so a caller scoped to one project cannot read
+  another's by walking ids; ``owners`` says whose an id is.
 * Every SQLite failure becomes a one-line ``StoreError`` that says what to do
   (corrupt file, locked, read-only, disk full); hooks catch it and exit 0.
 """
@@ -34,12 +43,13 @@ import math
 import os
 import re
 import sqlite3
+import stat
 import threading
 import time
 from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from toolscript.errors import UserError
-from toolscript.memory import Memory, Session
+from toolscript.memory import Memory, Session, session_key
 from toolscript.redact import clean
 
 DB_FILENAME = "memory.db"
@@ -150,6 +160,7 @@ def open_store(
             raise StoreError(f"no memory database at {db_path} yet; it is created when the first memory is captured")
     else:
         _create_file(db_path)
+    tighten_permissions(db_path)
     try:
         conn = sqlite3.connect(
             _uri(db_path, readonly), uri=True, timeout=busy_timeout_ms / 1000.0, isolation_level=None, check_same_thread=False
@@ -208,6 +219,34 @@ def _create_file(path: str) -> None:
         ) from exc
     os.close(fd)
     logger.info("initializing the memory database at %s", path)  # spec 003 EC-P6-06
+
+
+def tighten_permissions(db_path: str) -> List[str]:
+    """Make the data directory 0700 and the database files 0600 where group or others could read them; what changed.
+
+    Only what this user owns is changed.  A shared directory (sticky, like
+    /tmp) or the home directory itself is left alone, with a warning: the
+    data directory is meant to be toolscript's own.
+    """
+    changed: List[str] = []
+    directory = os.path.dirname(db_path)
+    home = os.path.realpath(os.path.expanduser("~"))
+    for path, private in [(directory, 0o700)] + [(db_path + suffix, 0o600) for suffix in ("", "-wal", "-shm", "-journal")]:
+        try:
+            info = os.stat(path)
+            mode = stat.S_IMODE(info.st_mode)
+            if not mode & 0o077 or (hasattr(os, "geteuid") and info.st_uid != os.geteuid()):
+                continue
+            if stat.S_ISDIR(info.st_mode) and (mode & stat.S_ISVTX or os.path.realpath(path) in (home, "/")):
+                logger.warning("memory: %s is readable by others (mode %o) and shared, so it is left as is; "
+                               "set TOOLSCRIPT_DATA_DIR to a directory of toolscript's own", path, mode)
+                continue
+            os.chmod(path, private)
+            changed.append(path)
+            logger.warning("memory: %s was mode %o, readable by others; it is now %o", path, mode, private)
+        except OSError:
+            continue  # gone, or not ours to change: the open itself says what is wrong
+    return changed
 
 
 def _fts5_available(conn: sqlite3.Connection) -> bool:
@@ -436,6 +475,14 @@ def _row_session(row: Sequence[Any]) -> Session:
     return Session(row[0], row[1], float(row[2]), None if row[3] is None else float(row[3]), row[4])
 
 
+_UNPRINTABLE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _printable(text: str) -> str:
+    """``text`` without terminal escapes and control characters (newlines and tabs kept): it is printed and injected."""
+    return _UNPRINTABLE.sub("", text)
+
+
 def _cap(text: str, limit: int = MAX_CONTENT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
 
@@ -508,6 +555,7 @@ class Store:
     def start_session(self, session_id: str, project: str, now: Optional[float] = None) -> bool:
         """Record a session as active; True if it was new.  Starting a completed one (a resume) reactivates it."""
         started = time.time() if now is None else float(now)
+        session_id = session_key(session_id)
         cursor = self.conn.execute(
             "INSERT OR IGNORE INTO sessions(id, project, started, ended, status) VALUES (?, ?, ?, NULL, 'active')",
             (session_id, project, started),
@@ -521,6 +569,7 @@ class Store:
     def end_session(self, session_id: str, now: Optional[float] = None) -> bool:
         """Mark an active session completed; False when there is no such active session (the caller warns)."""
         ended = time.time() if now is None else float(now)
+        session_id = session_key(session_id)
         cursor = self.conn.execute(
             "UPDATE sessions SET status = 'completed', ended = ? WHERE id = ? AND status = 'active'", (ended, session_id)
         )
@@ -528,7 +577,8 @@ class Store:
 
     @_guarded
     def session(self, session_id: str) -> Optional[Session]:
-        row = self.conn.execute("SELECT id, project, started, ended, status FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        row = self.conn.execute("SELECT id, project, started, ended, status FROM sessions WHERE id = ?",
+                                (session_key(session_id),)).fetchone()
         return _row_session(row) if row else None
 
     @_guarded
@@ -558,17 +608,18 @@ class Store:
         created: Optional[float] = None,
     ) -> Optional[int]:
         """Store one memory (redacted, ``<private>`` removed, capped); its id, or None if nothing is left to store."""
-        text = _cap(clean(content or "").strip())
+        text = _cap(clean(_printable(content or "")).strip())
         if not text:
             return None
-        tool = clean(tool or "")
-        paths = [clean(str(f)) for f in files if f]
+        tool = clean(_printable(tool or ""))[:200]
+        paths = [clean(_printable(str(f)))[:1000] for f in files if f][:50]
+        session = session_key(session)
         when = time.time() if created is None else float(created)
-        digest = _digest(session or "", project, kind, tool, paths, text, when)
+        digest = _digest(session, project, kind, tool, paths, text, when)
         cursor = self.conn.execute(
             "INSERT INTO memories(session, project, kind, tool, files, content, created, digest, project_key) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (session or "", project, kind, tool, json.dumps(paths, ensure_ascii=False) if paths else "", text, when, digest, project_key(project)),
+            (session, project, kind, tool, json.dumps(paths, ensure_ascii=False) if paths else "", text, when, digest, project_key(project)),
         )
         return int(cursor.lastrowid or 0)
 
@@ -592,7 +643,7 @@ class Store:
         terms = query_terms(query)
         if not terms or limit <= 0:
             return []
-        where, params = _filters(project, session, kinds)
+        where, params = _filters(project, None if session is None else session_key(session), kinds)
         total = int(self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM memories").fetchone()[0])
         matched: Dict[int, int] = {}
         if self.fts:
@@ -692,7 +743,8 @@ class Store:
         exclude_session: Optional[str] = None,
     ) -> List[Memory]:
         """Newest first."""
-        where, params = _filters(project, session, exclude_session=exclude_session)
+        where, params = _filters(project, None if session is None else session_key(session),
+                                 exclude_session=None if exclude_session is None else session_key(exclude_session))
         rows = self.conn.execute(
             f"SELECT {_COLUMNS} FROM memories m" + (" WHERE " + where if where else "") + " ORDER BY created DESC, id DESC LIMIT ?",
             params + [int(limit)],
@@ -700,21 +752,42 @@ class Store:
         return [_row_memory(r) for r in rows]
 
     @_guarded
-    def get(self, ids: Sequence[int]) -> List[Memory]:
-        """The memories with these ids, in the order asked (unknown ids are left out)."""
+    def get(self, ids: Sequence[int], *, project: Optional[str] = None) -> List[Memory]:
+        """The memories with these ids, in the order asked; unknown ids, and with ``project`` other projects', left out."""
         wanted = [int(i) for i in ids]
         found: Dict[int, Memory] = {}
+        scope = "" if project is None else " AND project = ?"
         for start in range(0, len(wanted), 500):  # stay under SQLite's variable limit
             chunk = wanted[start : start + 500]
-            rows = self.conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+            rows = self.conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE id IN ({','.join('?' * len(chunk))}){scope}",
+                chunk + ([] if project is None else [project]),
+            )
             for row in rows:
                 found[int(row[0])] = _row_memory(row)
         return [found[i] for i in wanted if i in found]
 
     @_guarded
-    def timeline(self, memory_id: int, before: int = 5, after: int = 5) -> List[Memory]:
-        """Up to ``before`` memories before and ``after`` after ``memory_id`` in its project, oldest first, it included."""
-        row = self.conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (int(memory_id),)).fetchone()
+    def owners(self, ids: Sequence[int]) -> Dict[int, str]:
+        """{id: project} for the ids that exist: whose a memory is, without reading it."""
+        wanted = [int(i) for i in ids]
+        found: Dict[int, str] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            rows = self.conn.execute(f"SELECT id, project FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+            found.update((int(memory_id), str(owner)) for memory_id, owner in rows)
+        return found
+
+    @_guarded
+    def timeline(self, memory_id: int, before: int = 5, after: int = 5, *, project: Optional[str] = None) -> List[Memory]:
+        """Up to ``before`` memories before and ``after`` after ``memory_id`` in its project, oldest first, it included.
+
+        With ``project``, a memory of another project has no timeline here: [].
+        """
+        row = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM memories WHERE id = ?" + ("" if project is None else " AND project = ?"),
+            (int(memory_id),) if project is None else (int(memory_id), project),
+        ).fetchone()
         if row is None:
             return []
         pivot = _row_memory(row)
@@ -740,6 +813,7 @@ class Store:
         """
         if not ids and session is None and project is None:
             raise StoreError("say what to forget: memory ids, a session or a project")
+        session = None if session is None else session_key(session)
         where, params = _where([("id IN", [int(i) for i in ids]), ("session = ?", session), ("project = ?", project)])
         self.conn.execute("BEGIN IMMEDIATE")
         count = self.conn.execute("DELETE FROM memories WHERE " + where, params).rowcount
@@ -774,11 +848,11 @@ class Store:
         imported = 0
         self.conn.execute("BEGIN IMMEDIATE")
         for record in records:
-            text = _cap(clean(record["content"]).strip())
+            text = _cap(clean(_printable(record["content"])).strip())
             if not text:
                 continue
-            tool = clean(record["tool"])
-            paths = [clean(p) for p in record["files"]]
+            tool = clean(_printable(record["tool"]))[:200]
+            paths = [clean(_printable(p))[:1000] for p in record["files"]][:50]
             digest = _digest(record["session"], record["project"], record["kind"], tool, paths, text, record["created"])
             if self.conn.execute("SELECT 1 FROM memories WHERE digest = ?", (digest,)).fetchone():
                 continue
@@ -800,6 +874,20 @@ class Store:
             imported += 1
         self.conn.execute("COMMIT")
         return imported
+
+    @_guarded
+    def quick_check(self) -> List[str]:
+        """SQLite's ``PRAGMA quick_check`` over every page: [] when the file is sound, else what is wrong (up to 10).
+
+        A page too damaged to walk stops the check with an error: that is a finding too.
+        """
+        try:
+            rows = self.conn.execute("PRAGMA quick_check(10)").fetchall()
+        except sqlite3.DatabaseError as exc:
+            if "malformed" not in str(exc).lower() and "corrupt" not in str(exc).lower():
+                raise
+            return [str(exc)]
+        return [str(row[0]) for row in rows if str(row[0]).lower() != "ok"]
 
     @_guarded
     def stats(self) -> Dict[str, Any]:
@@ -839,7 +927,7 @@ def _parse_import(stream: IO[str]) -> Iterable[Dict[str, Any]]:
         created = data.get("created")
         records.append(
             {
-                "session": str(data.get("session") or ""),
+                "session": session_key(str(data.get("session") or "")),
                 "project": data["project"],
                 "kind": str(data.get("kind") or "note"),
                 "tool": str(data.get("tool") or ""),
