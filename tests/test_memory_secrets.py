@@ -189,3 +189,16 @@ def test_ordinary_commands_are_stored_as_they_were(project, tmp_path, command):
     [content] = [row[0] for row in conn.execute("SELECT content FROM memories")]
     conn.close()
     assert command in content and "[redacted]" not in content, content
+
+
+def test_a_key_block_in_the_middle_of_a_long_output_is_not_kept_by_its_tail(project, tmp_path):
+    """Only the head and tail of a long output are looked at; a key block opened in between takes the tail along."""
+    body = ["QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo+ok/%04d" % i for i in range(60)]
+    stdout = "\n".join(["compiling module %d" % i for i in range(300)] + ["-----BEGIN RSA PRIVATE KEY-----"] + body
+                       + ["-----END RSA PRIVATE KEY-----"])
+    _run(project, "post_tool_use", {"tool_name": "Bash", "tool_input": {"command": "make dist"},
+                                    "tool_response": {"stdout": stdout, "stderr": "", "interrupted": False}})
+    conn = sqlite3.connect(str(tmp_path / "data" / "memory.db"))
+    [content] = [row[0] for row in conn.execute("SELECT content FROM memories")]
+    conn.close()
+    assert "QUJDREVG" not in content, content

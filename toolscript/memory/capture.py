@@ -184,8 +184,23 @@ def _outcome_of_output(text: str, limit: int = OUTPUT_CHARS) -> str:
     """How it went, as ``output "<line>"``: an error line, else a summary line near the end, else the first line."""
     if _is_binary(text):
         return "binary output (%d chars)" % len(text)
-    line = _outcome_line(_clean(text))
+    line = _outcome_line(_clean(_head_and_tail(text)))
     return _quoted(line, limit) if line else ""
+
+
+def _head_and_tail(text: str) -> str:
+    """The lines an outcome is picked from (the first 200 and the last 20): only they need cleaning.
+
+    The middle of a long output only costs time (redacting 64 KB of log takes
+    milliseconds).  Should the middle open a private key block or a
+    ``<private>`` span, the tail goes too: it may be that block's end.
+    """
+    lines = text.split("\n")
+    if len(lines) <= 220:
+        return text
+    middle = "\n".join(lines[200:-20])
+    opened = "PRIVATE KEY" in middle or "Private-Lines:" in middle or "<private" in middle.lower()
+    return "\n".join(lines[:200] + ([] if opened else lines[-20:]))
 
 
 def _outcome_line(text: str) -> str:
