@@ -11,12 +11,23 @@ One JSON document (ms; progress on stderr):
   memories for a prompt) and stop (capture of an answer), next to a bare
   ``python -I -S -c pass``; in rotation.  (SessionStart also starts the
   session's gateway, so it is not a memory figure.)
+  post-tool-use-64k is the same with 64 KB of log on stdout: what
+  redacting a large output costs a hook.
 - ``inject`` and ``brief``: ``memory.context.inject``/``brief`` in-process
   (search + recent + rendering) p50/p95/p99 at 50, 10,000 and 100,000
-  memories (bench/memory_store.py's generator).  Issue 11's goal: p99 <= 50 ms
+  memories (bench/memory_store.py's generator).  The goal: p99 <= 50 ms
   at 100k.
+- ``redaction``: CPU ms per call of ``toolscript.redact.clean`` on a one-line
+  command, 2 KB and 64 KB of output (a log, source code, prose with secrets),
+  and of ``capture.from_tool_use`` (then the store's clean) on a Bash event
+  with 64 KB of output; the
+  first call of a process (what a hook pays) apart from the steady state.
 
-    .venv/bin/python bench/memory_hooks.py [--sizes 50,10000,100000] [--rounds 15] [--memories 10000]
+``--baseline DIR`` measures another checkout (e.g. a worktree of main) in the
+same run: its zipapp's hooks in the same rotation, its redaction in the same
+way, under ``baseline`` keys.
+
+    .venv/bin/python bench/memory_hooks.py [--sizes 50,10000,100000] [--rounds 15] [--memories 10000] [--baseline DIR]
 """
 
 import argparse
@@ -78,12 +89,68 @@ def time_context(sizes, rounds):
     return results
 
 
-def time_hooks(memories, rounds):
+# Runs in a child process with one checkout first on sys.path: that checkout's redaction and capture.
+REDACTION_PROBE = r"""
+import json, random, sys, time
+sys.path.insert(0, sys.argv[1])
+start = time.process_time()
+from toolscript.redact import clean
+from toolscript.memory import capture
+imported = time.process_time() - start
+rng = random.Random(7)
+words = "edited src/app.py to fix the login bug then ran pytest and all tests passed build deploy staging".split()
+log = "".join("2026-01-01 12:00:%02d INFO GET /api/v1/items/%d status=200 took=%dms\n" % (i % 60, i, i % 97)
+              for i in range(1000))[:65536]
+code = open(sys.argv[1] + "/toolscript/memory/context.py", encoding="utf-8").read()[:65536]
+code = code.replace("<private>", "<p>")
+prose = "\n".join(" ".join(rng.choice(words) for _ in range(12)) + (" password=hunter%d" % i if i % 9 == 0 else "")
+                  for i in range(1200))[:65536]
+payloads = {"command": "pytest tests/test_cache.py -q", "output_2k": log[:2048], "log_64k": log,
+            "code_64k": code, "prose_64k": prose}
+out = {"import_ms": round(imported * 1000, 3)}
+start = time.process_time()
+clean(payloads["command"])
+out["first_call_ms"] = round((time.process_time() - start) * 1000, 3)
+def per_call(fn, arg, n):
+    best = None
+    for _ in range(5):
+        start = time.process_time()
+        for _ in range(n):
+            fn(arg)
+        took = (time.process_time() - start) / n * 1000
+        best = took if best is None else min(best, took)
+    return round(best, 4)
+for name, text in payloads.items():
+    out["clean_" + name + "_ms"] = per_call(clean, text, 2000 if len(text) < 4000 else 10)
+event = ("Bash", {"command": "make logs", "description": "Show the logs"}, {"stdout": log, "stderr": "", "interrupted": False})
+# what a hook does with the event before SQLite: capture the line, then the store cleans it
+out["capture_bash_64k_ms"] = per_call(lambda e: clean(capture.from_tool_use(*e, cwd="/p").content), event, 10)
+print(json.dumps(out))
+"""
+
+
+def time_redaction(checkouts):
+    """{label: figures} for each (label, checkout dir), each measured in its own process, alternately, best of 3."""
+    runs = {label: [] for label, _ in checkouts}
+    for _ in range(3):
+        for label, root in checkouts:
+            proc = subprocess.run([sys.executable, "-I", "-S", "-c", REDACTION_PROBE, root], capture_output=True,
+                                  text=True, timeout=600, check=True)
+            runs[label].append(json.loads(proc.stdout))
+    return {label: {key: min(run[key] for run in found) for key in found[0]} for label, found in runs.items()}
+
+
+def time_hooks(memories, rounds, baseline=None):
     import build_pyz
 
     scratch = tempfile.mkdtemp(prefix="toolscript-bench-memhooks-")
     try:
         pyz = build_pyz.build(os.path.join(scratch, "toolscript.pyz"))
+        pyzs = {"": pyz}
+        if baseline:
+            pyzs[" (baseline)"] = os.path.join(scratch, "baseline.pyz")
+            subprocess.run([sys.executable, os.path.join(baseline, "build_pyz.py"), "-o", pyzs[" (baseline)"]], check=True,
+                           cwd=baseline, capture_output=True, timeout=600)
         project = os.path.join(scratch, "project")
         os.makedirs(os.path.join(project, ".git"))
         data = os.path.join(scratch, "data")
@@ -98,14 +165,18 @@ def time_hooks(memories, rounds):
             "user-prompt-submit": {"prompt": "fix the flaky login test in the cache"},
             "stop": {"last_assistant_message": "Raised the eviction limit; the cache tests pass.", "stop_hook_active": False},
         }
+        log = "".join("2026-01-01 12:00:%02d INFO GET /api/v1/items/%d status=200 took=%dms\n" % (i % 60, i, i % 97)
+                      for i in range(1000))[:65536]
+        events["post-tool-use-64k"] = {"tool_name": "Bash", "tool_input": {"command": "make logs"},
+                                       "tool_response": {"stdout": log, "stderr": ""}}
         counter = [0]
 
-        def hook(name):
+        def hook(name, archive):
             counter[0] += 1
             event = dict(events[name], session_id=f"bench-{counter[0] % 7}", cwd=project)
             t = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-I", "-S", pyz, "hook", name], input=json.dumps(event).encode(), env=env,
-                                  cwd=project, capture_output=True, timeout=60)
+            proc = subprocess.run([sys.executable, "-I", "-S", archive, "hook", name.replace("-64k", "")],
+                                  input=json.dumps(event).encode(), env=env, cwd=project, capture_output=True, timeout=60)
             wall = (time.perf_counter() - t) * 1000
             if proc.returncode != 0 or proc.stderr:
                 raise RuntimeError(f"hook {name}: {proc.returncode} {proc.stderr[-300:]!r}")
@@ -116,7 +187,7 @@ def time_hooks(memories, rounds):
             subprocess.run([sys.executable, "-I", "-S", "-c", "pass"], check=True)
             return (time.perf_counter() - t) * 1000
 
-        variants = {name: (lambda n=name: hook(n)) for name in events}
+        variants = {name + suffix: (lambda n=name, a=archive: hook(n, a)) for name in events for suffix, archive in pyzs.items()}
         variants["bare_python_I_S"] = bare
         samples = {name: [] for name in variants}
         for run in variants.values():
@@ -135,12 +206,16 @@ def main():
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--memories", type=int, default=10000)
+    parser.add_argument("--baseline", metavar="DIR", help="another checkout to measure in the same run (e.g. main's)")
     args = parser.parse_args()
     started = time.perf_counter()
+    checkouts = [("this", ROOT)] + ([("baseline", os.path.abspath(args.baseline))] if args.baseline else [])
+    progress("redaction")
     report = {
         "benchmark": "memory_hooks",
+        "redaction": time_redaction(checkouts),
         "context": time_context([int(s) for s in args.sizes.split(",")], args.queries),
-        "hooks": time_hooks(args.memories, args.rounds),
+        "hooks": time_hooks(args.memories, args.rounds, args.baseline and os.path.abspath(args.baseline)),
         "hook_memories": args.memories,
     }
     report["total_s"] = round(time.perf_counter() - started, 1)
