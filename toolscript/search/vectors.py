@@ -1,6 +1,6 @@
 """Static semantic vectors for tool search: a distilled token-embedding table shipped as package data.
 
-``toolscript/data/embeddings.bin`` holds one small quantised vector (int4, with float scales) per
+``data/embeddings.bin`` (beside this module) holds one small quantised vector (int4, with float scales) per
 WordPiece token of a sentence-embedding model's vocabulary (all-MiniLM-L6-v2), distilled at development
 time by distill/distill.py and tuned on real tool requests by distill/requests.py (see distill/README.md).  A text's vector is the sum of its tokens' vectors, normalised to unit length: the
 scales already carry a per-token weight (frequent words like "the" count little), so the sum is a weighted
@@ -8,7 +8,7 @@ mean.  Paraphrases land close together ("take a picture of the page" near "scree
 at run time: the tokenizer (BERT basic tokenisation + greedy longest-match WordPiece) and the maths are
 stdlib Python.
 
-The table is read on first use only (``import toolscript.vectors`` costs nothing, ``--version`` and hooks
+The table is read on first use only (``import toolscript.search.vectors`` costs nothing, ``--version`` and hooks
 never read it), with pkgutil.get_data so it loads from the zipapp as from a checkout.
 """
 
@@ -22,7 +22,7 @@ from array import array
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 DIM = 256  # vector width; the data file must say the same
-DATA = "data/embeddings.bin"
+DATA = "data/embeddings.bin"  # beside this module
 _MAGIC = b"TSVEC\x00\x02\n"
 _MAX_WORD = 100  # longer "words" are [UNK] to the teacher's tokenizer too
 # camelCase and PascalCase boundaries ("getFileContents", "HTTPRequest"): tool names use them, the
@@ -48,12 +48,12 @@ _NAME_SEPARATORS = re.compile(r"[_\-./:]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
 _lock = threading.Lock()
-_table: Optional["_Table"] = None
+_table: Optional["Table"] = None
 _failed = False
 loads = 0  # how many times the data file was read (tests: importing or --version must not read it)
 
 
-class _Table:
+class Table:
     """The loaded data: token -> row index, per-row scales, quantised rows, and rows packed for summing on demand."""
 
     def __init__(self, data: bytes) -> None:
@@ -61,9 +61,9 @@ class _Table:
             raise ValueError("not a toolscript embeddings file")
         dim, bits, count, with_vectors, words_size = struct.unpack_from("<HHIII", data, 8)
         if dim != DIM:
-            raise ValueError(f"embeddings file has {dim} dimensions, toolscript.vectors expects {DIM}")
+            raise ValueError(f"embeddings file has {dim} dimensions, toolscript.search.vectors expects {DIM}")
         if bits not in (4, 8):
-            raise ValueError(f"embeddings file has {bits}-bit rows, toolscript.vectors reads 4 or 8")
+            raise ValueError(f"embeddings file has {bits}-bit rows, toolscript.search.vectors reads 4 or 8")
         offset = 8 + struct.calcsize("<HHIII")
         words = data[offset:offset + words_size].decode("utf-8").split("\n")
         offset += words_size
@@ -115,7 +115,7 @@ class _Table:
         return value
 
 
-def _load() -> Optional[_Table]:
+def _load() -> Optional[Table]:
     global _table, _failed, loads
     if _table is not None or _failed:
         return _table
@@ -123,21 +123,33 @@ def _load() -> Optional[_Table]:
         if _table is None and not _failed:
             try:
                 loads += 1
-                data = pkgutil.get_data("toolscript", DATA)
-                _table = _Table(data or b"")
+                data = pkgutil.get_data(__name__.rpartition(".")[0], DATA)
+                _table = Table(data or b"")
             except Exception:  # a missing or damaged file means search without vectors, never a crash
                 _failed = True
     return _table
 
 
-def _use(data: bytes) -> None:
+def use_table(data: bytes) -> None:
     """Replace the table with ``data`` (bench/vectors.py compares candidate tables; tests load broken ones)."""
     global _table, _failed
     with _lock:
         try:
-            _table, _failed = _Table(data), False
+            _table, _failed = Table(data), False
         except Exception:
             _table, _failed = None, True
+
+
+def reset() -> None:
+    """Forget the table in use: the next use reads the package's data file again."""
+    global _table, _failed
+    with _lock:
+        _table, _failed = None, False
+
+
+def loaded() -> Optional[Table]:
+    """The table in use, without loading one: None before the first use or when it failed to load."""
+    return _table
 
 
 def available() -> bool:
@@ -157,7 +169,7 @@ def _is_cjk(code: int) -> bool:
             or 0x2A700 <= code <= 0x2CEAF or 0xF900 <= code <= 0xFAFF or 0x2F800 <= code <= 0x2FA1F)
 
 
-def _words(text: str) -> List[str]:
+def basic_words(text: str) -> List[str]:
     """BERT's basic tokenisation (uncased): clean, split CJK and punctuation, lower-case, strip accents."""
     text = _CAMEL.sub(" ", text)
     if text.isascii():
@@ -195,7 +207,7 @@ def _words(text: str) -> List[str]:
     return words
 
 
-def _wordpieces(table: _Table, word: str) -> Tuple[int, ...]:
+def _wordpieces(table: Table, word: str) -> Tuple[int, ...]:
     """Greedy longest-match WordPiece row indexes of one word; () when any part is unknown (the word is [UNK])."""
     found = table.pieces.get(word)
     if found is not None:
@@ -223,10 +235,10 @@ def _wordpieces(table: _Table, word: str) -> Tuple[int, ...]:
     return result
 
 
-def _rows(table: _Table, text: str) -> List[int]:
+def rows_of(table: Table, text: str) -> List[int]:
     """Row indexes of the text's known wordpieces that carry a vector, in order."""
     rows: List[int] = []
-    for word in _words(text):
+    for word in basic_words(text):
         rows.extend(r for r in _wordpieces(table, word) if table.scales[r] > 0.0)
     return rows
 
@@ -237,10 +249,10 @@ def tokens(text: str) -> List[str]:
     if table is None:
         return []
     names = _names(table)
-    return [names[r] for r in _rows(table, text)]
+    return [names[r] for r in rows_of(table, text)]
 
 
-def _names(table: _Table) -> List[str]:
+def _names(table: Table) -> List[str]:
     """Row index -> token, built on the first tokens() call only (encode does not need it)."""
     if table.names is None:
         table.names = [""] * len(table.index)
@@ -254,7 +266,7 @@ def encode(text: str) -> Optional[List[float]]:
     table = _load()
     if table is None:
         return None
-    packed = [p for p in map(table.vector, _rows(table, text)) if p]
+    packed = [p for p in map(table.vector, rows_of(table, text)) if p]
     if not packed:
         return None
     if len(packed) <= _MAX_SUMMED:  # always, but for a text of a million words
@@ -308,7 +320,7 @@ def tool_texts(tool: Mapping[str, Any]) -> List[str]:
 
     Encoded apart and summed, so a long description does not drown the name, and its first sentence (what
     the tool does) counts twice.  Chosen on the development set (bench/vectors.py --recipe all); search
-    adds the parameter names and weighs the parts (toolscript.search._tool_texts).
+    adds the parameter names and weighs the parts (toolscript.search.fields.vector_texts).
     """
     name = _NAME_SEPARATORS.sub(" ", f"{tool.get('server') or ''} {tool.get('name') or ''}").strip()
     description = str(tool.get("description") or "").strip()
