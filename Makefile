@@ -71,6 +71,7 @@ bench: venv peers peer-proxy
 	$(VPY) bench/gateway.py
 	$(VPY) bench/codemode.py
 	$(VPY) bench/search.py
+	$(VPY) bench/search.py --floors
 	$(VPY) bench/vectors.py
 	$(VPY) bench/exec_isolation.py
 	$(VPY) bench/suggest_hook.py

@@ -13,7 +13,7 @@ exactly as distill.py packs them (int4, same vocabulary, same size).
 A text is pooled as toolscript.search.vectors.encode pools it (its tokens' rows summed, then normalised; the
 rows already carry distill.py's SIF weights), with the product's own tokenizer.  torch on one thread,
 fixed seeds, a hand-written Adam that moves only the rows a batch touches: the same inputs give the same
-bytes.  Only the sets in DEVELOPMENT_SETS are read; a set added later (bench/heldout12 on) joins them
+bytes.  Only the sets in DEVELOPMENT_SETS are read; a set added later (bench/search/sets/set12 on) joins them
 only after it has judged a table once, so a fresh held-out set can still judge this one.  ``--leave-out`` drops sets (and every pair whose tool is in
 their catalogs) to judge the stage on them (distill/README.md, VECTORS-V5 to V7).
 
@@ -36,10 +36,9 @@ sys.path.insert(0, HERE)
 
 import distill  # noqa: E402  (distill/distill.py: pack, write_table, _torch)
 
-# The sets whose queries train the table, by bench/search.py's names ("eval" is bench/eval, "heldout" set 1).
-DEVELOPMENT_SETS = ("eval", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8",
-                    "heldout9", "heldout10", "heldout11", "heldout12", "heldout13", "heldout14", "heldout15", "heldout16",
-                    "heldout17", "heldout18", "heldout19", "heldout20")
+# The sets whose queries train the table (bench/search/sets/sets.json's trains_vectors): the committed
+# table was made from exactly these, so a set added later joins only when the table is made again.
+DEVELOPMENT_SETS = tuple(f"set{n:02d}" for n in range(21))
 START = os.path.join(HERE, "embeddings-v3.bin")
 OUTPUT = os.path.join(ROOT, "toolscript", "search", "data", "embeddings.bin")
 TAU = 0.05  # softmax temperature of the contrastive loss
@@ -79,12 +78,9 @@ def request_pairs(leave_out=()):
     from toolscript.search.fields import vector_texts
 
     dev_tools = bench.load_catalog()
-    sets = {"eval": (dev_tools, bench.with_dev_kinds(dev_tools, bench.load_queries()), bench.load_queries(key="noise"), dev_tools)}
-    held = bench.load_catalog(os.path.join(bench.HELDOUT, "catalogs"))
-    path = os.path.join(bench.HELDOUT, "queries.json")
-    sets["heldout"] = (held + dev_tools, bench.load_queries(path), bench.load_queries(path, key="noise"), held)
-    for name in DEVELOPMENT_SETS[2:]:
-        sets[name] = bench.later_set(name, dev_tools)
+    sets = {DEVELOPMENT_SETS[0]: (dev_tools, bench.with_dev_kinds(dev_tools, bench.load_queries()), bench.load_queries(key="noise"), dev_tools)}
+    for name in DEVELOPMENT_SETS[1:]:
+        sets[name] = bench.later_set(name)
     banned = {t["id"] for name in leave_out for t in sets[name][3]}
     pairs, noise = set(), set()
     for name, (tools, queries, noise_queries, _own) in sets.items():
