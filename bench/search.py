@@ -27,7 +27,7 @@ tool's name, title, description or parameter names, else ``few_shared_words``.
     python3 bench/search.py [--repeat 5] [--misses] [--dev-only] [--no-cli]
     python3 bench/search.py --floors            # every development set against its floor (sets.json)
     python3 bench/search.py --only set21        # one development set's figures
-    python3 bench/search.py --only set22 --first-run   # a held-out-unseen set's one first run
+    python3 bench/search.py --only SET --first-run     # a held-out-unseen set's one first run
     python3 bench/search.py --tune | --tune-similar | --tune-server | --cv
 
 ``--dev-only`` keeps to set00 (and the speed figures).  A held-out-unseen set is never ranked but

@@ -1,4 +1,4 @@
-"""toolscript.vectors: the distilled token-embedding table, its tokenizer and maths, in a checkout and in the zipapp.
+"""toolscript.search.vectors: the distilled token-embedding table, its tokenizer and maths, in a checkout and in the zipapp.
 
 What is held here: the data loads lazily (importing the module or ``--version`` reads nothing), loads from
 the built zipapp through pkgutil, fits its 4 MB budget, is the very file distill/README.md records (sha256),
@@ -17,20 +17,19 @@ import sys
 
 import pytest
 
-from conftest import REPO_ROOT, load_script, run_pyz
-from toolscript import vectors
+from conftest import REPO_ROOT, run_pyz
+from toolscript.search import vectors
 
-DATA_PATH = os.path.join(REPO_ROOT, "toolscript", "data", "embeddings.bin")
+DATA_PATH = os.path.join(REPO_ROOT, "toolscript", "search", "data", "embeddings.bin")
 README = os.path.join(REPO_ROOT, "distill", "README.md")
-BUDGET = 4 * 1000 * 1000  # bytes: the issue's "<= 4 MB"
+BUDGET = 4 * 1000 * 1000  # bytes: the table ships in the zipapp, kept under 4 MB
 
 
 @pytest.fixture
 def broken_table():
-    """Let a test load another table, and put the committed one back afterwards."""
-    saved = vectors._table, vectors._failed
-    yield vectors._use
-    vectors._table, vectors._failed = saved
+    """Let a test load another table, and read the committed one again afterwards."""
+    yield vectors.use_table
+    vectors.reset()
 
 
 def cosine(a: str, b: str) -> float:
@@ -44,17 +43,17 @@ def cosine(a: str, b: str) -> float:
 _PROBE = """
 import json, sys
 sys.path.insert(0, sys.argv[1])  # the checkout or the zipapp
-import toolscript.vectors
+from toolscript.search import vectors
 mode = sys.argv[2]
 if mode == "import":
     pass
 elif mode == "use":
-    toolscript.vectors.encode("take a screenshot")
+    vectors.encode("take a screenshot")
 else:
     from toolscript.cli import main  # what __main__ runs, without its os._exit
     main([mode])
-print("PROBE=" + json.dumps({"loads": toolscript.vectors.loads, "loaded": toolscript.vectors._table is not None,
-                             "file": toolscript.vectors.__file__}), file=sys.stderr)
+print("PROBE=" + json.dumps({"loads": vectors.loads, "loaded": vectors.loaded() is not None,
+                             "file": vectors.__file__}), file=sys.stderr)
 """
 
 
@@ -75,7 +74,7 @@ def test_import_and_version_read_no_data(mode):
 def test_version_in_a_fresh_process_never_imports_vectors(clean_env, workdir):
     """Not even the module: ``toolscript --version`` must start as fast as before the table existed."""
     driver = ("import sys\nfrom toolscript.cli import main\nmain(['--version'])\n"
-              "print('VECTORS=' + str('toolscript.vectors' in sys.modules), file=sys.stderr)\n")
+              "print('VECTORS=' + str('toolscript.search.vectors' in sys.modules), file=sys.stderr)\n")
     proc = subprocess.run([sys.executable, "-c", driver], env=dict(clean_env, PYTHONPATH=REPO_ROOT), cwd=workdir,
                           capture_output=True, text=True, timeout=60)
     assert "VECTORS=False" in proc.stderr, proc.stderr
@@ -97,7 +96,7 @@ def test_loads_from_the_zipapp(pyz):
 
 def test_zipapp_vectors_equal_the_checkout_ones(pyz):
     text = "list the open pull requests of a repository"
-    code = (f"import json, sys; sys.path.insert(0, {pyz!r}); from toolscript import vectors; "
+    code = (f"import json, sys; sys.path.insert(0, {pyz!r}); from toolscript.search import vectors; "
             f"print(json.dumps([vectors.encode({text!r}), vectors.tokens({text!r})]))")
     proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -124,7 +123,7 @@ def test_data_file_is_the_one_distill_readme_records():
     assert recorded, "distill/README.md names no sha256"
     with open(DATA_PATH, "rb") as f:
         actual = hashlib.sha256(f.read()).hexdigest()
-    assert actual == recorded[-1], "toolscript/data/embeddings.bin changed: re-run distill/requests.py and record its sha256"
+    assert actual == recorded[-1], "toolscript/search/data/embeddings.bin changed: re-run distill/requests.py and record its sha256"
     with open(os.path.join(os.path.dirname(README), "embeddings-v3.bin"), "rb") as f:
         start = hashlib.sha256(f.read()).hexdigest()
     assert start in recorded[:-1], "distill/embeddings-v3.bin changed: it is distill/distill.py's output, requests.py's start"
@@ -188,7 +187,7 @@ def test_encode_is_unit_length_and_deterministic():
     assert first is not None
     assert math.isclose(math.fsum(x * x for x in first), 1.0, rel_tol=1e-9)
     assert vectors.encode(text) == first
-    code = f"import json; from toolscript import vectors; print(json.dumps(vectors.encode({text!r})))"
+    code = f"import json; from toolscript.search import vectors; print(json.dumps(vectors.encode({text!r})))"
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
     assert json.loads(proc.stdout) == first  # a fresh process (cold caches) gives the same floats
 
@@ -260,82 +259,6 @@ def test_a_damaged_table_means_no_vectors_never_an_error(broken_table):
 
 
 # -- the training corpus (distill/corpus.py is stdlib only) ------------------------------------------------
-
-def _corpus_module():
-    return load_script("distill/corpus.py")
-
-
-def test_corpus_refuses_a_packages_file_other_than_the_pinned_one(tmp_path):
-    corpus = _corpus_module()
-    other = tmp_path / "Packages"
-    other.write_text("Package: x\nDescription: not the pinned Debian file\n")
-    with pytest.raises(SystemExit, match="expected 515e692f"):
-        corpus.debian(str(other))
-
-
-def test_corpus_sentences_are_cleaned_deduplicated_and_sorted():
-    corpus = _corpus_module()
-    assert corpus.clean("  copy   files and\ndirectories.  More text here.") == "copy files and directories."
-    assert corpus.clean("two words") == "" and corpus.clean(" ".join(["word"] * 33)) == ""
-    man = corpus.build(["man"])
-    assert man == sorted(man) and len({s.lower() for s in man}) == len(man) and len(man) > 3000
-    picked = corpus.sample(["Alpha beta gamma", "alpha BETA gamma", "delta epsilon zeta", "eta theta iota"], 2)
-    assert len(picked) == 2 and picked == corpus.sample(["eta theta iota", "delta epsilon zeta", "Alpha beta gamma"], 2)
-
-
-def test_corpus_never_reads_the_evaluation_sets():
-    """The held-out set must stay unseen, and dev text only enters with an explicit ``dev`` source."""
-    corpus = _corpus_module()
-    source = open(os.path.join(REPO_ROOT, "distill", "corpus.py"), encoding="utf-8").read()
-    assert "heldout" not in source
-    assert "dev" not in corpus.DEFAULT_SOURCES
-
-
-
-def _fake_deb(path, files: dict) -> str:
-    """A .deb as dpkg builds it (an ar archive: debian-binary, control.tar.xz, data.tar.xz) holding ``files``."""
-    import io
-    import tarfile
-
-    def tar_xz(members: dict) -> bytes:
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w:xz") as tar:
-            for name, data in members.items():
-                info = tarfile.TarInfo("./" + name.lstrip("/"))
-                info.size = len(data)
-                tar.addfile(info, io.BytesIO(data))
-        return buffer.getvalue()
-
-    out = b"!<arch>\n"
-    for name, data in (("debian-binary", b"2.0\n"), ("control.tar.xz", tar_xz({"control": b"Package: x\n"})),
-                       ("data.tar.xz", tar_xz(files))):
-        out += f"{name:<16}{0:<12}{0:<6}{0:<6}{'100644':<8}{len(data):<10}`\n".encode("ascii") + data
-        out += b"\n" if len(data) % 2 else b""
-    path.write_bytes(out)
-    return str(path)
-
-
-def test_corpus_wordnet_source_reads_glosses_and_examples_from_the_pinned_deb(tmp_path, monkeypatch):
-    """WordNet's synsets become 'lemma, lemma: definition' sentences and its quoted examples sentences of their own."""
-    corpus = _corpus_module()
-    licence = "  1 This software and database is being provided to you, the LICENSEE\n"
-    verb = (licence + '00134328 30 v 02 barbarize 0 barbarise 0 004 @ 00126264 v 0000 02 + 09 00 | make crude or savage'
-            ' in behavior or speech; "his years in prison have barbarized the young man"  \n')
-    adj = '00001740 00 a 01 able(p) 0 005 ! 00002098 a 0101 | (usually followed by `to\') having the means to do'
-    adj += ' something; "able to swim"; "she was able to program her computer"  \n'
-    files = {f"/usr/share/wordnet/data.{part}": b"" for part in ("noun", "adv")}
-    files["/usr/share/wordnet/data.verb"] = verb.encode()
-    files["/usr/share/wordnet/data.adj"] = adj.encode()
-    deb = _fake_deb(tmp_path / "wordnet-base.deb", files)
-    with pytest.raises(SystemExit, match="expected 61060d96"):
-        corpus.wordnet(deb)
-    monkeypatch.setattr(corpus, "WORDNET_SHA256", hashlib.sha256(open(deb, "rb").read()).hexdigest())
-    assert corpus.wordnet(deb) == ["barbarize, barbarise: make crude or savage in behavior or speech",
-                                   "able: (usually followed by `to') having the means to do something"]
-    assert corpus.wordnet_examples(deb) == ["his years in prison have barbarized the young man", "able to swim",
-                                            "she was able to program her computer"]
-    built = corpus.build(["wordnet", "wordnet-examples"], wordnet_path=deb)
-    assert built == sorted(corpus.wordnet(deb) + corpus.wordnet_examples(deb))
 
 
 # Reproducing the bytes needs numpy, scipy, torch and the teacher (~18 min): `make distill-check`, not make test.

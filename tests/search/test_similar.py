@@ -1,4 +1,4 @@
-"""Similar words: a query word meets the catalog words closest to it in meaning (issue 13, soft matching).
+"""Similar words (toolscript/search/similar.py): a query word meets the catalog words closest to it in meaning.
 
 A query word that no tool or only a few tools have is also looked up as the
 catalog words whose vectors are nearest its own ("altitude" -> "elevation"),
@@ -6,24 +6,20 @@ weighted by the cosine and always below a literal match, inside the BM25F
 frame (field weights, idf, saturation).  These tests check that the signal
 finds a tool through a word it does not contain, prefers a name to a
 description, never beats a literal or exact match, goes away without the
-vectors data, and that ``--explain`` shows which catalog word a query word
-was matched to.
+vectors data, and keeps its word rows for one vectors table only.
 """
 
-import json
 import os
-import sys
+from dataclasses import replace
 
 import pytest
 
-from conftest import REPO_ROOT, run_cli
-from mcp_servers.launch import FIXTURE
-from toolscript import search
-from toolscript.config import ServerConfig
-from toolscript.search import SearchIndex
+from conftest import REPO_ROOT
 from search_sets import load_catalogs, tool, tools_of
+from toolscript.search import SIGNALS, SearchIndex, vectors
+from toolscript.search.similar import forget_rows_of_another_table, similar_weight, word_row
+from toolscript.search.tuning import DEFAULT_TUNING
 
-vectors = pytest.importorskip("toolscript.vectors")
 # The cases here were written before the thesaurus, which reaches some of their words itself (see
 # conftest.no_thesaurus).
 pytestmark = [pytest.mark.skipif(not vectors.available(), reason="no vectors data in this checkout"),
@@ -43,7 +39,7 @@ def ids(results):
     return [r["id"] for r in results]
 
 
-def test_a_tool_is_found_through_a_word_it_does_not_contain(monkeypatch):
+def test_a_tool_is_found_through_a_word_it_does_not_contain():
     query = "altitude of denver"  # no tool says "altitude"; get_elevation says "elevation" in its name
     index = SearchIndex(MAPS)
     top = index.search(query, limit=3, explain=True)[0]
@@ -51,13 +47,11 @@ def test_a_tool_is_found_through_a_word_it_does_not_contain(monkeypatch):
     assert top["signals"]["similar_words"] > 0 and "bm25" not in top["signals"]
     matched = [t for t in index.explain_terms(query) if t["signal"] == "similar_words"]
     assert {"from": "altitude", "word": "elevation", "term": "elevation"}.items() <= matched[0].items()
-    assert 0 < matched[0]["weight"] < 1 and search._SIMILAR_FLOOR <= matched[0]["cosine"] <= 1
+    assert 0 < matched[0]["weight"] < 1 and DEFAULT_TUNING.similar_floor <= matched[0]["cosine"] <= 1
 
     # With the signal switched off the tool has only what the whole texts' vectors give it: less.
-    # (With the second vector table that was not enough to list it first; the third's vectors and
-    # the tool vector's name weight put it first on their own.)
-    monkeypatch.setattr(search, "_SIMILAR_TOP", 0)
-    without = {r["id"]: r for r in SearchIndex(MAPS).search(query, limit=5, explain=True)}
+    off = SearchIndex(MAPS, tuning=replace(DEFAULT_TUNING, similar_top=0))
+    without = {r["id"]: r for r in off.search(query, limit=5, explain=True)}
     alone = without.get("maps__get_elevation", {"score": 0.0, "signals": {}})
     assert "similar_words" not in alone["signals"] and alone["score"] < top["score"]
 
@@ -69,7 +63,7 @@ def test_similar_words_add_up_with_the_other_signals_and_change_no_result_when_e
         assert [{k: v for k, v in r.items() if k != "signals"} for r in explained] == index.search(query, limit=5)
         for r in explained:
             assert round(min(1.0, sum(r["signals"].values())), 3) == pytest.approx(r["score"], abs=0.001), r
-    assert search.SIGNALS.index("similar_words") < search.SIGNALS.index("vector")
+    assert SIGNALS.index("similar_words") < SIGNALS.index("vector")
 
 
 def test_a_similar_word_in_a_name_counts_more_than_in_a_description():
@@ -90,7 +84,7 @@ def test_a_similar_word_never_outranks_the_word_itself():
     assert ids(index.search("get_elevation", limit=1)) == ["maps__get_elevation"]
     assert index.search("get_elevation", limit=1)[0]["score"] == 1.0
     # The weight a similar word gets is below a literal word's 1 at every cosine.
-    assert search._similar_weight(1.0) < 1.0 and search._similar_weight(search._SIMILAR_FLOOR) == 0.0
+    assert similar_weight(1.0, DEFAULT_TUNING) < 1.0 and similar_weight(DEFAULT_TUNING.similar_floor, DEFAULT_TUNING) == 0.0
 
 
 def test_common_and_misspelt_query_words_look_for_no_similar_words():
@@ -101,12 +95,14 @@ def test_common_and_misspelt_query_words_look_for_no_similar_words():
     assert {t["signal"] for t in looked_up} == {"bm25", "typo"}
 
 
-def test_without_vectors_data_there_are_no_similar_words(monkeypatch):
+def test_without_vectors_data_there_are_no_similar_words():
     words_only = SearchIndex(MAPS, semantic=False)
-    # A missing or damaged data file: vectors reports no table (as _load does when reading fails).
-    monkeypatch.setattr(vectors, "_table", None)
-    monkeypatch.setattr(vectors, "_failed", True)
-    degraded = SearchIndex(MAPS)
+    # A missing or damaged data file: vectors reports no table, as when reading it fails.
+    vectors.use_table(b"not a table")
+    try:
+        degraded = SearchIndex(MAPS)
+    finally:
+        vectors.reset()
     assert not degraded.semantic
     for query in ["altitude of denver", "altitude", "get_elevation", "read a file"]:
         assert degraded.search(query, limit=5, explain=True) == words_only.search(query, limit=5, explain=True)
@@ -124,7 +120,7 @@ def test_a_long_query_looks_for_similar_words_of_its_rarest_words_only():
     index = SearchIndex(MAPS)
     words = ["altitude", "summit", "glacier", "valley", "canyon", "plateau", "volcano", "meadow"]
     looked_for = [t["from"] for t in index.explain_terms(" ".join(words)) if t["signal"] == "similar_words"]
-    assert set(index._similar.cache) <= set(words) and len(index._similar.cache) == search._SIMILAR_PER_QUERY
+    assert set(index._similar.cache) <= set(words) and len(index._similar.cache) == DEFAULT_TUNING.similar_per_query
     assert set(looked_for) <= set(index._similar.cache)
 
 
@@ -136,49 +132,34 @@ def test_matches_are_cached_per_query_word():
 
 
 def test_packed_cosines_agree_with_the_vectors():
-    # The big-integer dot products (see _SimilarWords) against plain floating-point ones.
+    # The big-integer dot products (see SimilarWords) against plain floating-point ones.
     index = SearchIndex(MAPS)
     for word in ("altitude", "photo", "height", "document"):
         for term, cosine, catalog_word in index._similar.matches(word):
-            a = vectors.encode(word)[:search._SIMILAR_DIMS]
-            b = vectors.encode(catalog_word)[:search._SIMILAR_DIMS]
+            a = vectors.encode(word)[:DEFAULT_TUNING.similar_dims]
+            b = vectors.encode(catalog_word)[:DEFAULT_TUNING.similar_dims]
             exact = sum(x * y for x, y in zip(a, b)) / (sum(x * x for x in a) * sum(y * y for y in b)) ** 0.5
             assert cosine == pytest.approx(exact, abs=0.01), (word, catalog_word)
 
 
-def test_explain_in_the_cli_names_the_catalog_word_a_query_word_met(gateway, tmp_path):
-    config = ServerConfig(name="fixture", type="stdio", source="t", command=sys.executable, args=[FIXTURE, "stdio"], timeout=10)
-    _, url = gateway(config)
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONPATH": REPO_ROOT,
-           "TOOLSCRIPT_GATEWAY_URL": url, "TOOLSCRIPT_STATE_DIR": str(tmp_path / "state")}
-    table = run_cli("search", "take a nap", "--explain", env=env, cwd=str(tmp_path))
-    assert table.returncode == 0, table.stderr
-    lines = table.stdout.splitlines()
-    assert "SIMILAR_WORDS" in lines[0].split()
-    assert lines[1].split()[1] == "fixture__slow"  # "Sleep `steps` times ..."
-    looked_up = next(line for line in lines if line.startswith("looked up: "))
-    assert "sleep (similar_words x" in looked_up and "for nap)" in looked_up
-
-    as_json = json.loads(run_cli("search", "take a nap", "--explain", "--json", env=env, cwd=str(tmp_path)).stdout)
-    similar = [t for t in as_json["terms"] if t["signal"] == "similar_words"]
-    assert similar and similar[0]["from"] == "nap" and similar[0]["word"] == "sleep"
-    assert as_json["results"][0]["signals"]["similar_words"] > 0
-
-
-def test_a_new_vectors_table_is_not_mixed_with_word_rows_of_the_old_one(monkeypatch):
+def test_a_new_vectors_table_is_not_mixed_with_word_rows_of_the_old_one():
     SearchIndex(MAPS).explain_terms("altitude")
-    assert search._word_row.cache_info().currsize > 0
-    # What vectors._use (bench/vectors.py, tests) leaves behind: another table object.
-    monkeypatch.setattr(vectors, "_table", object())
-    search._forget_rows_of_another_table()
-    assert search._word_row.cache_info().currsize == 0
+    assert word_row.cache_info().currsize > 0
+    # What vectors.use_table (bench/vectors.py, tests) leaves behind: another table object.
+    with open(os.path.join(REPO_ROOT, "toolscript", "search", "data", "embeddings.bin"), "rb") as f:
+        vectors.use_table(f.read())
+    try:
+        forget_rows_of_another_table()
+        assert word_row.cache_info().currsize == 0
+    finally:
+        vectors.reset()
 
 
 def test_a_new_catalog_version_encodes_only_its_new_words(monkeypatch):
     from toolscript.gateway.catalog import Catalog
     from toolscript.gateway.derived import Derived
 
-    search._word_row.cache_clear()
+    word_row.cache_clear()
     tools = {"maps": [{"name": "get_elevation", "description": "Return the data of points", "inputSchema": {"type": "object"}}]}
     catalog = Catalog(lambda: list(tools.items()))
     derived = Derived(catalog)
@@ -198,21 +179,9 @@ def test_a_new_catalog_version_encodes_only_its_new_words(monkeypatch):
         derived.close()
 
 
-def test_gateway_words_only_explain_lists_no_similar_words(gateway):
-    from toolscript.gateway.client import GatewayClient
-
-    config = ServerConfig(name="fixture", type="stdio", source="t", command=sys.executable, args=[FIXTURE, "stdio"], timeout=10)
-    _, url = gateway(config)
-    client = GatewayClient(url)
-    mixed = client.get("/search", q="take a nap", explain="1")
-    words = client.get("/search", q="take a nap", explain="1", semantic="0")
-    assert any(t["signal"] == "similar_words" for t in mixed["terms"])
-    assert all(t["signal"] != "similar_words" for t in words["terms"])
-
-
 def development_catalog():
-    """The development set's recorded catalogs (bench/eval/catalogs), as bench/search.py indexes them."""
-    return tools_of(load_catalogs(os.path.join(REPO_ROOT, "bench", "eval")))
+    """set00's recorded catalogs, as bench/search.py indexes them."""
+    return tools_of(load_catalogs(os.path.join(REPO_ROOT, "bench", "search", "sets", "set00")))
 
 
 def test_a_misspelt_word_reaches_the_vectors_as_the_word_it_stands_for():

@@ -1,33 +1,34 @@
-"""How search fuses the words and the vectors (issue 13, FU): what the vectors know must survive the fusion.
+"""The signals besides the words' BM25F share, and how they are fused (toolscript/search/signals.py).
 
-Small catalogs prove each behaviour: a paraphrase whose words match nothing
-finds its tool through the vectors; a real word is not "corrected" into a
-catalog word before the vectors read it; a tool's name weighs more in its
-vector than its long description; an exact name still wins over anything
-soft; and without the vectors data search is the words' alone.  Round 2
-(FU2): fused with the vectors, a word weighs by its idf to a power, so a
-word many tools share does not outvote the meaning.  Round 3 (FU3): a
+Small catalogs prove each behaviour, most of them with the signal switched
+off through the tuning to show the case it decides: a paraphrase whose words
+match nothing finds its tool through the vectors; a real word is not
+"corrected" into a catalog word before the vectors read it; an exact name
+still wins over anything soft; fused with the vectors, a word weighs by its
+idf to a power, so a word many tools share does not outvote the meaning; a
 query naming a tool's parameter (snake_case, camelCase) weighs the vectors
-less, so the words' exact parameter match is not outvoted.  Round 4
-(FU4): among the tools of a server the query names, the words naming it
-decide nothing (_NAME_WORDS_SET_APART).  Round 5 (FU5): siblings are told
-apart by what only one of them has: a query by parameter names favours the
-tool taking the rarest of them (_PARAMETER_COVERAGE_BONUS), a question the
-tools that only read (_QUESTION_READ_BONUS).  Round 6 (FU6): a query names a
-server by a word of its name as written when only the stem is shared
-("plane", not "plan"), and by its whole name run together or apart
-("browsertools", "hugging face").
+less, and favours the tool taking the rarest of them; among the tools of a
+server the query names, the words naming it decide nothing; a question
+favours the tools that only read; a query names a server by a word of its
+name as written when only the stem is shared ("plane", not "plan"), and by
+its whole name run together or apart ("browsertools", "hugging face"); a
+request spread over a server's tools lifts that server.
 """
 
-import math
+from dataclasses import replace
 
 import pytest
 
-import toolscript.search
-from toolscript import vectors
-from toolscript.search import SearchIndex
 from conftest import load_script
 from search_sets import tool
+from toolscript.search import SIGNALS, SearchIndex, signals, vectors
+from toolscript.search.signals import fuse, identifiers, is_question, reads_only, server_shares, vector_share
+from toolscript.search.tuning import DEFAULT_TUNING
+
+
+def tuned(**changes):
+    """The shipped tuning with ``changes``: a signal switched off or weighed otherwise, to show what it decides."""
+    return replace(DEFAULT_TUNING, **changes)
 
 needs_vectors = pytest.mark.skipif(not vectors.available(), reason="no vectors data in this checkout")
 # The cases here were written against VECTORS-V3's cosines and before the thesaurus (see conftest.vectors_v3 and
@@ -74,35 +75,6 @@ def test_a_real_word_reaches_the_vectors_as_written_not_as_the_catalog_word_it_r
 
 
 @needs_vectors
-def test_the_tool_name_weighs_more_than_each_description_text_in_the_tool_vector():
-    texts = vectors.tool_texts(tool("git", "git_log", "Shows the commit logs. Lists commits with author, date and message."))
-    parts = [vectors.encode(t) for t in texts]
-    equal = [sum(xs) for xs in zip(*parts)]
-    norm = math.hypot(*equal)
-    equal = [x / norm for x in equal]
-    weighted = toolscript.search._encode_tool(texts)
-    assert math.isclose(math.hypot(*weighted), 1.0, rel_tol=1e-9)
-    name = parts[0]
-    assert vectors.dot(weighted, name) > vectors.dot(equal, name) + 0.01
-    assert toolscript.search._encode_tool(["", "", "", ""]) is None
-
-
-@needs_vectors
-def test_the_parameter_names_are_part_of_the_tool_vector_at_a_small_weight():
-    schema = {"type": "object", "properties": {"max_count": {"type": "integer"}, "authorEmail": {"type": "string"}}}
-    with_params = tool("git", "git_log", "Shows the commit logs", inputSchema=schema)
-    texts = toolscript.search._tool_texts(with_params)
-    assert texts[:3] == vectors.tool_texts(with_params) and texts[3] == "max count authorEmail"
-    bare = toolscript.search._encode_tool(toolscript.search._tool_texts(tool("git", "git_log", "Shows the commit logs")))
-    weighted = toolscript.search._encode_tool(texts)
-    params = vectors.encode(texts[3])
-    assert vectors.dot(weighted, params) > vectors.dot(bare, params)
-    assert vectors.dot(weighted, bare) > 0.95  # a quarter's weight: the name and description still lead
-    index = SearchIndex([with_params])
-    assert index.vector_cache == {"\n".join(texts): list(weighted)}
-
-
-@needs_vectors
 @pytest.mark.parametrize("query, expected", [
     ("delete_file", "filesystem__delete_file"),
     ("read file", "filesystem__read_file"),
@@ -137,28 +109,6 @@ def test_a_tool_no_word_reaches_is_listed_on_its_vector_when_the_query_speaks_th
     assert index.search("xyzzy plugh", limit=3) == []
 
 
-def test_packed_tool_vectors_give_every_cosine_as_the_float_dot_product_does():
-    import random
-
-    rng = random.Random(13)
-
-    def unit(values):
-        norm = math.hypot(*values)
-        return tuple(x / norm for x in values)
-
-    dim = 256
-    axis = tuple(1.0 if d == 0 else 0.0 for d in range(dim))
-    tools = [unit([rng.gauss(0, 1) for _ in range(dim)]) for _ in range(40)]
-    tools += [axis, tuple(-x for x in axis), unit([1.0] * dim), unit([-1.0] * dim)]  # the extremes: cosines of +-1
-    packed = toolscript.search._PackedVectors([(3 * n, v) for n, v in enumerate(tools)])
-    for query in [axis, unit([1.0] * dim), unit([-1.0] * dim)] + [unit([rng.gauss(0, 1) for _ in range(dim)]) for _ in range(5)]:
-        cosines = packed.cosines(query)
-        assert sorted(cosines) == [3 * n for n in range(len(tools))]
-        for n, v in enumerate(tools):
-            assert abs(cosines[3 * n] - sum(a * b for a, b in zip(query, v))) < 1e-3
-    assert toolscript.search._PackedVectors([]).cosines(axis) == {}
-
-
 SERVERS_CATALOG = [
     tool("airtable", "create_table", "Create a new table in an Airtable base"),
     tool("airtable", "list_records", "List records in a table"),
@@ -182,8 +132,8 @@ def test_a_query_that_names_a_server_prefers_that_servers_tools():
     for r in results:
         assert ("named_server" in r["signals"]) == (r["server"] == "notion")
         assert r["score"] == pytest.approx(sum(r["signals"].values()), abs=0.001)
-    assert results[0]["signals"]["named_server"] == toolscript.search._NAMED_SERVER_BONUS
-    assert list(results[0]["signals"]) == [s for s in toolscript.search.SIGNALS if s in results[0]["signals"]]
+    assert results[0]["signals"]["named_server"] == DEFAULT_TUNING.named_server_bonus
+    assert list(results[0]["signals"]) == [s for s in SIGNALS if s in results[0]["signals"]]
 
 
 @needs_vectors
@@ -227,20 +177,18 @@ TRACKER_CATALOG = [
 
 
 @needs_vectors
-def test_fused_with_the_vectors_a_word_many_tools_share_does_not_outvote_the_meaning(monkeypatch):
+def test_fused_with_the_vectors_a_word_many_tools_share_does_not_outvote_the_meaning():
     query = "get the edit log of an issue"
     # "get" and "issue" are both in get_issue's name; with the plain idf they outvote the changelog's meaning...
-    monkeypatch.setattr(toolscript.search, "_FUSED_IDF_POWER", 1.0)
-    assert SearchIndex(TRACKER_CATALOG).search(query, limit=1)[0]["id"] == "tracker__get_issue"
+    assert SearchIndex(TRACKER_CATALOG, tuning=tuned(fused_idf_power=1.0)).search(query, limit=1)[0]["id"] == "tracker__get_issue"
     # ...weighed by idf to the power, the common words count for less and the vectors decide.
-    monkeypatch.undo()
     assert SearchIndex(TRACKER_CATALOG).search(query, limit=1)[0]["id"] == "tracker__issue_changelog"
 
 
 @needs_vectors
 def test_the_fused_word_share_weighs_each_word_by_its_idf_to_the_power():
     hybrid, words = SearchIndex(TRACKER_CATALOG), SearchIndex(TRACKER_CATALOG, semantic=False)
-    power = toolscript.search._FUSED_IDF_POWER
+    power = DEFAULT_TUNING.fused_idf_power
     assert power > 1.0
     query = "issue changelog"
     fused = {r["id"]: r["signals"] for r in hybrid.search(query, limit=10, explain=True)}
@@ -248,7 +196,7 @@ def test_the_fused_word_share_weighs_each_word_by_its_idf_to_the_power():
     sharp = hybrid._lexical(query, explain=True, idf_power=power)[1]["bm25"]  # the query's words as written
     for i, tool_id in enumerate(hybrid._ids):
         if tool_id in fused and "bm25" in fused[tool_id]:
-            assert fused[tool_id]["bm25"] == pytest.approx(toolscript.search._LEXICAL_WEIGHT * sharp[i])
+            assert fused[tool_id]["bm25"] == pytest.approx(DEFAULT_TUNING.lexical_weight * sharp[i])
     # A tool that has only the common word explains less of the query than words alone say,
     # and less against the tool that also has the rare word.
     common, rare = hybrid._ids.index("tracker__get_issue"), hybrid._ids.index("tracker__issue_changelog")
@@ -261,7 +209,7 @@ def test_the_fused_word_share_weighs_each_word_by_its_idf_to_the_power():
 @needs_vectors
 def test_explain_terms_shows_the_idf_the_fusion_weighs_by():
     index = SearchIndex(TRACKER_CATALOG)
-    power = toolscript.search._FUSED_IDF_POWER
+    power = DEFAULT_TUNING.fused_idf_power
     looked_up = {t["term"]: t for t in index.explain_terms("issue changelog")}
     for entry in looked_up.values():
         assert entry["fused_idf"] == pytest.approx(entry["idf"] ** power, abs=0.001)
@@ -269,7 +217,7 @@ def test_explain_terms_shows_the_idf_the_fusion_weighs_by():
     assert all("fused_idf" not in t for t in SearchIndex(TRACKER_CATALOG, semantic=False).explain_terms("issue changelog"))
 
 
-# Round 3 (FU3): a query that names a tool's parameters is answered by the words.
+# A query that names a tool's parameters is answered by the words.
 
 
 def schema(*names):
@@ -291,24 +239,20 @@ TASK_CATALOG = [
 ]
 
 
-def without_round_3(monkeypatch):
-    """Search as before session 18's third fusion round: a query naming parameters fused as any other."""
-    monkeypatch.setattr(toolscript.search, "_IDENTIFIER_VECTOR_SCALE", 1.0)
-    # The parameter-coverage share (round 5) applies whenever the query names parameters, whatever the scale.
-    monkeypatch.setattr(toolscript.search, "_PARAMETER_COVERAGE_BONUS", 0.0)
+# A query naming parameters fused as any other: the parameter-coverage share off too, as it applies
+# whenever the query names parameters, whatever the scale.
+PARAMETERS_AS_WORDS = tuned(identifier_vector_scale=1.0, parameter_coverage_bonus=0.0)
 
 
 @needs_vectors
-def test_a_query_naming_parameters_is_not_outvoted_by_the_vectors(monkeypatch):
+def test_a_query_naming_parameters_is_not_outvoted_by_the_vectors():
     query = "parent_task_id name notes"
     words = ids(SearchIndex(TASK_CATALOG, semantic=False).search(query, limit=2))
     assert "tasks__create_subtask" in words  # the only tool with a parameter parent_task_id
     # With the vectors at their full weight (and no share for the parameters a tool
-    # takes, round 5's), create_task's meaning pushes it out of the top 2...
-    without_round_3(monkeypatch)
-    assert "tasks__create_subtask" not in ids(SearchIndex(TASK_CATALOG).search(query, limit=2))
+    # takes), create_task's meaning pushes it out of the top 2...
+    assert "tasks__create_subtask" not in ids(SearchIndex(TASK_CATALOG, tuning=PARAMETERS_AS_WORDS).search(query, limit=2))
     # ...with their weight cut for a query that names parameters, the words' top 2 stand.
-    monkeypatch.undo()
     assert ids(SearchIndex(TASK_CATALOG).search(query, limit=2)) == words
 
 
@@ -323,7 +267,7 @@ def test_a_query_naming_parameters_is_not_outvoted_by_the_vectors(monkeypatch):
 ])
 def test_the_vectors_weigh_less_only_for_an_identifier_that_is_a_parameter_name(query, named):
     index = SearchIndex(TASK_CATALOG)
-    scale = toolscript.search._IDENTIFIER_VECTOR_SCALE
+    scale = DEFAULT_TUNING.identifier_vector_scale
     assert scale < 1.0
     assert index._vector_scale(query) == (scale if named else 1.0)
 
@@ -331,38 +275,38 @@ def test_the_vectors_weigh_less_only_for_an_identifier_that_is_a_parameter_name(
 @needs_vectors
 def test_explain_adds_up_to_the_score_when_the_query_names_parameters():
     index = SearchIndex(TASK_CATALOG)
-    scale = toolscript.search._IDENTIFIER_VECTOR_SCALE
+    scale = DEFAULT_TUNING.identifier_vector_scale
     for result in index.search("calendarId timeMin timeMax", limit=3, explain=True):
-        signals = result["signals"]
-        # Capped at 1: the tool taking all three parameters gains _PARAMETER_COVERAGE_BONUS on top.
-        assert min(1.0, sum(signals.values())) == pytest.approx(result["score"], abs=0.001)
+        parts = result["signals"]
+        # Capped at 1: the tool taking all three parameters gains parameter_coverage_bonus on top.
+        assert min(1.0, sum(parts.values())) == pytest.approx(result["score"], abs=0.001)
         i = index._ids.index(result["id"])
         cosine = index._semantic("calendarId timeMin timeMax")[i]
-        assert signals["vector"] == pytest.approx(toolscript.search._vector_share(cosine) * scale)
+        assert parts["vector"] == pytest.approx(vector_share(cosine, DEFAULT_TUNING) * scale)
     # A tool both signals fully back still scores 1: the words take the weight the vectors give up.
-    assert toolscript.search._fuse({0: 1.0}, {0: 1.0}, scale)[0] == pytest.approx(1.0)
+    assert fuse({0: 1.0}, {0: 1.0}, DEFAULT_TUNING, scale)[0] == pytest.approx(1.0)
 
 
 @needs_vectors
-def test_the_tuning_bench_fuses_a_parameter_query_as_search_does(monkeypatch):
+def test_the_tuning_bench_fuses_a_parameter_query_as_search_does():
     bench = load_script("bench/search.py")
     index = SearchIndex(TASK_CATALOG)
     queries = [{"query": "parent_task_id name notes", "ids": ["tasks__create_subtask"], "kind": "param"}]
     # The grid's shipped point ranks as search does (the identifier scale applied), so its figures are search's.
-    row = bench.fused_figures(index, queries, bench.prepare_signals(index, queries, ["book a flight"]), bench.shipped_fuse)
+    row = bench.fused_figures(index, queries, bench.prepare_signals(index, queries, ["book a flight"]))
     rank = ids(index.search(queries[0]["query"], limit=3)).index("tasks__create_subtask") + 1
     assert rank == 2 and row["mrr@10"] == pytest.approx(1 / rank, abs=0.001)
-    # The grid's points rank as search does at each scale.  Without round 5's share for the
-    # parameters a tool takes (it applies at any scale), full vector weight drops create_subtask to third.
-    monkeypatch.setattr(toolscript.search, "_PARAMETER_COVERAGE_BONUS", 0.0)
-    rows = {r["scale"]: r for r in bench.identifier_scale_rows(index, queries, ["book a flight"])}
-    assert rows[toolscript.search._IDENTIFIER_VECTOR_SCALE]["mrr@10"] == pytest.approx(0.5)
+    # The grid's points rank as search does at each scale.  Without the share for the parameters a
+    # tool takes (it applies at any scale), full vector weight drops create_subtask to third.
+    uncovered = SearchIndex(TASK_CATALOG, tuning=tuned(parameter_coverage_bonus=0.0))
+    rows = {r["scale"]: r for r in bench.identifier_scale_rows(uncovered, queries, ["book a flight"])}
+    assert rows[DEFAULT_TUNING.identifier_vector_scale]["mrr@10"] == pytest.approx(0.5)
     assert rows[1.0]["mrr@10"] == pytest.approx(1 / 3, abs=0.001)
-    monkeypatch.setattr(toolscript.search, "_IDENTIFIER_VECTOR_SCALE", 1.0)
-    assert ids(index.search(queries[0]["query"], limit=3)).index("tasks__create_subtask") == 2
+    as_words = SearchIndex(TASK_CATALOG, tuning=PARAMETERS_AS_WORDS)
+    assert ids(as_words.search(queries[0]["query"], limit=3)).index("tasks__create_subtask") == 2
 
 
-# Round 4 (FU4): a named server's tools are told apart by the rest of the query.
+# A named server's tools are told apart by the rest of the query.
 
 JENKINS_CATALOG = [
     # get_view says "Jenkins" three times; build_item, the one that starts a job, never.
@@ -376,9 +320,10 @@ JENKINS_CATALOG = [
 ]
 
 
-def as_before_round_4(monkeypatch):
-    monkeypatch.setattr(toolscript.search, "_NAME_WORDS_SET_APART", 0.0)
+def naming_words_not_set_apart(monkeypatch):
+    """Search with a named server's name words counting among its tools like any word (in the vector and the words)."""
     monkeypatch.setattr(SearchIndex, "_evened", lambda self, postings, named: postings)
+    return tuned(name_words_set_apart=0.0)
 
 
 @needs_vectors
@@ -386,8 +331,8 @@ def test_the_words_naming_a_server_do_not_choose_among_its_tools(monkeypatch):
     query = "start the jenkins job again"
     assert SearchIndex(JENKINS_CATALOG).search(query, limit=1)[0]["id"] == "jenkins__build_item"
     # Before: the tool that says "Jenkins" most won, in the vectors and the words alike.
-    as_before_round_4(monkeypatch)
-    assert SearchIndex(JENKINS_CATALOG).search(query, limit=1)[0]["id"] == "jenkins__get_view"
+    tuning = naming_words_not_set_apart(monkeypatch)
+    assert SearchIndex(JENKINS_CATALOG, tuning=tuning).search(query, limit=1)[0]["id"] == "jenkins__get_view"
 
 
 @needs_vectors
@@ -405,7 +350,7 @@ def test_the_named_servers_tools_keep_their_mean_cosine_and_other_servers_theirs
     # Each moves _NAME_WORDS_SET_APART of the way to its re-centred cosine without the naming word.
     without = index._semantic("start the job again")
     shift = sum(plain[i] - without[i] for i in mine) / len(mine)
-    share = toolscript.search._NAME_WORDS_SET_APART
+    share = DEFAULT_TUNING.name_words_set_apart
     for i in mine:
         assert set_apart[i] == pytest.approx(plain[i] + share * (without[i] + shift - plain[i]))
 
@@ -421,8 +366,8 @@ def test_a_word_naming_a_server_counts_the_same_for_each_of_its_tools():
     index = SearchIndex(JENKINS_CATALOG)
     named = frozenset({"jenkins"})
     mine = [i for i, t in enumerate(JENKINS_CATALOG) if t["server"] == "jenkins"]
-    plain, _, _ = index._lexical("jenkins", idf_power=toolscript.search._FUSED_IDF_POWER)
-    evened, _, _ = index._lexical("jenkins", idf_power=toolscript.search._FUSED_IDF_POWER, named=named)
+    plain, _, _ = index._lexical("jenkins", idf_power=DEFAULT_TUNING.fused_idf_power)
+    evened, _, _ = index._lexical("jenkins", idf_power=DEFAULT_TUNING.fused_idf_power, named=named)
     assert plain[mine[0]] > plain[mine[1]]  # get_view says it four times
     # Evened: each at the least of them, as if said once, as the server's name.
     assert {round(evened[i], 9) for i in mine} == {round(min(plain[i] for i in mine), 9)}
@@ -449,10 +394,10 @@ def test_explain_shows_the_set_apart_cosine_and_adds_up():
     plain = index._semantic(query)
     for result in index.search(query, limit=4, explain=True):
         i = index._ids.index(result["id"])
-        assert result["signals"]["vector"] == pytest.approx(toolscript.search._vector_share(cosines[i]))
+        assert result["signals"]["vector"] == pytest.approx(vector_share(cosines[i], DEFAULT_TUNING))
         assert sum(result["signals"].values()) == pytest.approx(result["score"], abs=0.001)
     top = index._ids.index("jenkins__build_item")
-    assert toolscript.search._vector_share(cosines[top]) != pytest.approx(toolscript.search._vector_share(plain[top]))
+    assert vector_share(cosines[top], DEFAULT_TUNING) != pytest.approx(vector_share(plain[top], DEFAULT_TUNING))
 
 
 @needs_vectors
@@ -460,12 +405,12 @@ def test_the_tuning_bench_sets_a_named_servers_tools_apart_as_search_does():
     bench = load_script("bench/search.py")
     index = SearchIndex(JENKINS_CATALOG)
     queries = [{"query": "start the jenkins job again", "ids": ["jenkins__build_item"], "kind": "paraphrase"}]
-    row = bench.fused_figures(index, queries, bench.prepare_signals(index, queries, ["book a flight"]), bench.shipped_fuse)
+    row = bench.fused_figures(index, queries, bench.prepare_signals(index, queries, ["book a flight"]))
     assert row["mrr@10"] == pytest.approx(1.0)
     rows = {(r["share"], r["evened"]): r for r in bench.name_words_rows(index, queries, ["book a flight"])}
-    assert rows[(toolscript.search._NAME_WORDS_SET_APART, True)]["mrr@10"] == pytest.approx(1.0)
+    assert rows[(DEFAULT_TUNING.name_words_set_apart, True)]["mrr@10"] == pytest.approx(1.0)
     assert rows[(0.0, False)]["mrr@10"] < 1.0  # the fusion as it was
-    assert "_evened" not in vars(index)  # the grid put the evening back
+    assert "_evened" not in vars(index)  # the grid's points are copies: the index is as it was
 
 
 @needs_vectors
@@ -486,10 +431,9 @@ def test_the_cross_validation_scores_each_set_left_aside_with_the_shipped_fusion
         hits = sum(bool(set(q["ids"]) & set(ids(index.search(q["query"], limit=3)))) for q in queries)
         assert fold["recall@3"]["shipped"] == pytest.approx(hits / len(queries))
     assert report["adopt"] == all(f["recall@3"]["fitted"] >= f["recall@3"]["shipped"] for f in report["folds"])
-    assert toolscript.search._LEXICAL_WEIGHT == 0.5 and toolscript.search._VECTOR_WEIGHT == 0.5  # put back
 
 
-# Round 5 (FU5): siblings that share most of their words -- a family's parameters, an object's verbs --
+# Siblings that share most of their words -- a family's parameters, an object's verbs --
 # are told apart by what only one of them has: the rarest parameter name, whether it only reads.
 
 
@@ -503,26 +447,25 @@ LABEL_CATALOG = [
 
 
 @needs_vectors
-def test_the_tool_taking_every_parameter_the_query_names_comes_first_among_tools_sharing_most(monkeypatch):
+def test_the_tool_taking_every_parameter_the_query_names_comes_first_among_tools_sharing_most():
     query = "project_id label_id label_data"
     # Without the coverage share, create_label's meaning (and two of the three names) wins.
-    monkeypatch.setattr(toolscript.search, "_PARAMETER_COVERAGE_BONUS", 0.0)
-    assert ids(SearchIndex(LABEL_CATALOG).search(query, limit=1)) == ["plane__create_label"]
-    monkeypatch.undo()
+    uncovered = SearchIndex(LABEL_CATALOG, tuning=tuned(parameter_coverage_bonus=0.0))
+    assert ids(uncovered.search(query, limit=1)) == ["plane__create_label"]
     top = SearchIndex(LABEL_CATALOG).search(query, limit=1, explain=True)[0]
     assert top["id"] == "plane__update_label"
-    assert top["signals"]["parameters"] == pytest.approx(toolscript.search._PARAMETER_COVERAGE_BONUS)
+    assert top["signals"]["parameters"] == pytest.approx(DEFAULT_TUNING.parameter_coverage_bonus)
 
 
 @needs_vectors
-def test_the_coverage_share_follows_whether_the_query_names_parameters_not_the_vectors_weight(monkeypatch):
+def test_the_coverage_share_follows_whether_the_query_names_parameters_not_the_vectors_weight():
     # The share is for a query that names parameters; the vectors' weight for one is a separate choice.
-    monkeypatch.setattr(toolscript.search, "_IDENTIFIER_VECTOR_SCALE", 1.0)
-    results = SearchIndex(LABEL_CATALOG).search("project_id label_id label_data", limit=5, explain=True)
+    full_vectors = SearchIndex(LABEL_CATALOG, tuning=tuned(identifier_vector_scale=1.0))
+    results = full_vectors.search("project_id label_id label_data", limit=5, explain=True)
     update = next(r for r in results if r["id"] == "plane__update_label")
-    assert update["signals"]["parameters"] == pytest.approx(toolscript.search._PARAMETER_COVERAGE_BONUS)
+    assert update["signals"]["parameters"] == pytest.approx(DEFAULT_TUNING.parameter_coverage_bonus)
     # A query without a parameter name gets none, whatever the scale.
-    plain = SearchIndex(LABEL_CATALOG).search("change a label", limit=5, explain=True)
+    plain = full_vectors.search("change a label", limit=5, explain=True)
     assert plain and not any("parameters" in r["signals"] for r in plain)
 
 
@@ -556,14 +499,13 @@ AI_CONFIG_CATALOG = [
     "what model and prompt does the support bot's ai config use",
     "which prompt does the ai config use?",
 ])
-def test_a_question_prefers_the_sibling_that_only_reads(monkeypatch, query):
-    monkeypatch.setattr(toolscript.search, "_QUESTION_READ_BONUS", 0.0)
-    assert ids(SearchIndex(AI_CONFIG_CATALOG).search(query, limit=1)) == ["flags__create_ai_config"]
-    monkeypatch.undo()
+def test_a_question_prefers_the_sibling_that_only_reads(query):
+    no_share = SearchIndex(AI_CONFIG_CATALOG, tuning=tuned(question_read_bonus=0.0))
+    assert ids(no_share.search(query, limit=1)) == ["flags__create_ai_config"]
     results = SearchIndex(AI_CONFIG_CATALOG).search(query, limit=3, explain=True)
     assert results[0]["id"] == "flags__get_ai_config"
     assert {r["id"]: r["signals"].get("question_read", 0.0) for r in results} == {
-        "flags__get_ai_config": toolscript.search._QUESTION_READ_BONUS,
+        "flags__get_ai_config": DEFAULT_TUNING.question_read_bonus,
         "flags__create_ai_config": 0.0, "flags__delete_ai_config": 0.0}
     for result in results:
         assert min(1.0, sum(result["signals"].values())) == pytest.approx(result["score"], abs=0.001)
@@ -586,7 +528,7 @@ def test_a_request_that_is_no_question_gives_no_reader_a_share():
     ("jenkins: restart build 5", False),
 ])
 def test_a_question_is_told_by_its_mark_or_its_first_word(query, question):
-    assert toolscript.search._is_question(query) is question
+    assert is_question(query) is question
 
 
 @pytest.mark.parametrize("spec, reads", [
@@ -598,7 +540,7 @@ def test_a_question_is_told_by_its_mark_or_its_first_word(query, question):
     ({"name": "labels", "annotations": {"readOnlyHint": True}}, True),
 ])
 def test_a_tool_only_reads_by_its_annotation_else_by_a_reading_verb_in_its_name(spec, reads):
-    assert toolscript.search._reads_only(spec) is reads
+    assert reads_only(spec) is reads
 
 
 @needs_vectors
@@ -608,13 +550,13 @@ def test_the_tuning_bench_adds_the_sibling_shares_as_search_does():
     queries = [{"query": "project_id label_id label_data", "ids": ["plane__update_label"], "kind": "param"},
                {"query": "which prompt does the ai config use?", "ids": ["flags__get_ai_config"], "kind": "paraphrase"}]
     rows = {(r["parameter_coverage"], r["question_read"]): r for r in bench.sibling_rows(index, queries, ["book a flight"])}
-    shipped = rows[(toolscript.search._PARAMETER_COVERAGE_BONUS, toolscript.search._QUESTION_READ_BONUS)]
+    shipped = rows[(DEFAULT_TUNING.parameter_coverage_bonus, DEFAULT_TUNING.question_read_bonus)]
     assert [ids(index.search(q["query"], limit=1)) for q in queries] == [[q["ids"][0]] for q in queries]
     assert shipped["mrr@10"] == pytest.approx(1.0)
     assert rows[(0.0, 0.0)]["mrr@10"] < 1.0
 
 
-# Round 6 (FU6): a server named by its word as written, or by its whole name.
+# A server named by its word as written, or by its whole name.
 
 
 PLANE_CATALOG = [
@@ -643,11 +585,12 @@ BROWSER_CATALOG = [
 ]
 
 
-def as_before_round_6(monkeypatch):
-    monkeypatch.setattr(toolscript.search, "_server_naming_words", lambda tools, postings, naming: {})
-    monkeypatch.setattr(toolscript.search, "_whole_server_names", lambda tools: {})
-    # Round 7's server as a whole (_SERVER_WEIGHT) finds browser-tools on its own: not before round 6 either.
-    monkeypatch.setattr(toolscript.search, "_SERVER_WEIGHT", 0.0)
+def named_by_stems_alone(monkeypatch):
+    """Search that names a server by a pure stem of its name only (no word as written, no whole name)."""
+    monkeypatch.setattr(signals, "server_naming_words", lambda tools, postings, naming, purity: {})
+    monkeypatch.setattr(signals, "whole_server_names", lambda tools: {})
+    # The server as a whole finds browser-tools on its own: off, to see what naming decides.
+    return tuned(server_weight=0.0)
 
 
 @needs_vectors
@@ -658,8 +601,7 @@ def test_a_word_of_a_servers_name_names_it_when_only_its_stem_is_shared(monkeypa
     assert index._named_servers("list the test plans") == frozenset()  # the stem alone names nothing
     assert all(i.startswith("plane__") for i in ids(index.search(query, limit=3)))
     # Before: "plan" named nothing (its tools are not plane's alone) and a test plan came in.
-    as_before_round_6(monkeypatch)
-    before = SearchIndex(PLANE_CATALOG)
+    before = SearchIndex(PLANE_CATALOG, tuning=named_by_stems_alone(monkeypatch))
     assert before._named_servers(query) == frozenset()
     assert "testrail__create_test_plan" in ids(before.search(query, limit=3))
 
@@ -680,8 +622,8 @@ def test_a_servers_whole_name_names_it_run_together_or_apart(query, named):
 def test_a_server_named_by_its_run_together_name_ranks_its_tool_first(monkeypatch):
     query = "is my page accessible, via browsertools"
     assert ids(SearchIndex(BROWSER_CATALOG).search(query, limit=1)) == ["browser-tools__runAccessibilityAudit"]
-    as_before_round_6(monkeypatch)
-    assert ids(SearchIndex(BROWSER_CATALOG).search(query, limit=1)) != ["browser-tools__runAccessibilityAudit"]
+    tuning = named_by_stems_alone(monkeypatch)
+    assert ids(SearchIndex(BROWSER_CATALOG, tuning=tuning).search(query, limit=1)) != ["browser-tools__runAccessibilityAudit"]
 
 
 @needs_vectors
@@ -693,11 +635,10 @@ def test_a_run_together_server_name_is_set_apart_like_its_words():
 
 
 @needs_vectors
-def test_the_tuning_bench_names_servers_as_search_does_and_without_round_6(monkeypatch):
-    # Round 7's server as a whole (_SERVER_WEIGHT) finds browser-tools on its own: off, to see round 6's part.
-    monkeypatch.setattr(toolscript.search, "_SERVER_WEIGHT", 0.0)
+def test_the_tuning_bench_names_servers_as_search_does_and_by_stems_alone():
+    # The server as a whole finds browser-tools on its own: off, to see what naming decides.
     bench = load_script("bench/search.py")
-    index = SearchIndex(BROWSER_CATALOG)
+    index = SearchIndex(BROWSER_CATALOG, tuning=tuned(server_weight=0.0))
     query = "is my page accessible, via browsertools"
     queries = [{"query": query, "ids": ["browser-tools__runAccessibilityAudit"], "kind": "paraphrase"}]
     rows = {(r["word"], r["whole"]): r for r in bench.server_naming_rows(index, queries, ["book a flight"])}
@@ -705,4 +646,162 @@ def test_the_tuning_bench_names_servers_as_search_does_and_without_round_6(monke
     assert ids(index.search(query, limit=1)) == ["browser-tools__runAccessibilityAudit"]
     assert rows[(False, False)]["mrr@10"] < 1.0
     assert rows[(False, True)]["mrr@10"] == 1.0  # the whole name run together is what names it
-    assert "browsertools" in index._whole_names  # the index's maps are restored
+    assert "browsertools" in index._whole_names  # the grid's points are copies: the index is as it was
+
+
+def test_identifiers_are_found_as_the_pattern_finds_them_in_each_run():
+    pattern = signals._IDENTIFIER  # what identifiers() finds, run by run instead of over the whole query
+    for query in ("calendarId timeMin", "project_id label_id, label_data", "owner/repo:pull_number do merge_title_field",
+                  "getUser's maxResults (pageToken)", "__init__ a_ _b x_y_", "plain words only", "a" * 98 + "_b"):
+        assert identifiers(query) == pattern.findall(query), query
+    assert identifiers("a" * 99 + "_b") == []  # longer than any parameter name: not looked for
+
+
+# --- a server as a whole ------------------------------------------------------------
+#
+# A request that describes a domain ("remember that Alice works at Acme") has its meaning spread over a
+# server's tools (a knowledge graph's entities, relations, observations) more than in any one of them.  With
+# the vectors, each tool gains a share of server_weight by how its server's score (the mean of the query's
+# cosines with its best server_tools tools) leads, softmax over the servers.  A query that names a server
+# keeps named_server_bonus alone (not doubled); one by parameter names and a search by the words alone get
+# nothing.  These cases were written against VECTORS-V3's cosines, like the rest of this file.
+
+
+# Three recorded servers' tools (set00's catalogs): a knowledge graph, a database with a memo, git.
+MEMORY_CATALOG = [
+    tool("memory", "create_entities", "Create multiple new entities in the knowledge graph"),
+    tool("memory", "create_relations", "Create multiple new relations between entities in the knowledge graph. Relations should be in active voice"),
+    tool("memory", "add_observations", "Add new observations to existing entities in the knowledge graph"),
+    tool("memory", "delete_entities", "Delete multiple entities and their associated relations from the knowledge graph"),
+    tool("memory", "delete_observations", "Delete specific observations from entities in the knowledge graph"),
+    tool("memory", "delete_relations", "Delete multiple relations from the knowledge graph"),
+    tool("memory", "read_graph", "Read the entire knowledge graph"),
+    tool("memory", "search_nodes", "Search for nodes in the knowledge graph based on a query"),
+    tool("memory", "open_nodes", "Open specific nodes in the knowledge graph by their names"),
+    tool("sqlite", "read_query", "Execute a SELECT query on the SQLite database"),
+    tool("sqlite", "write_query", "Execute an INSERT, UPDATE, or DELETE query on the SQLite database"),
+    tool("sqlite", "create_table", "Create a new table in the SQLite database"),
+    tool("sqlite", "list_tables", "List all tables in the SQLite database"),
+    tool("sqlite", "describe_table", "Get the schema information for a specific table"),
+    tool("sqlite", "append_insight", "Add a business insight to the memo"),
+    tool("git", "git_status", "Shows the working tree status"),
+    tool("git", "git_diff_unstaged", "Shows changes in the working directory that are not yet staged"),
+    tool("git", "git_diff_staged", "Shows changes that are staged for commit"),
+    tool("git", "git_diff", "Shows differences between branches or commits"),
+    tool("git", "git_commit", "Records changes to the repository"),
+    tool("git", "git_add", "Adds file contents to the staging area"),
+    tool("git", "git_reset", "Unstages all staged changes"),
+    tool("git", "git_log", "Shows the commit logs"),
+    tool("git", "git_create_branch", "Creates a new branch from an optional base branch"),
+    tool("git", "git_checkout", "Switches branches"),
+    tool("git", "git_show", "Shows the contents of a commit, or of a file or directory given as <revision>:<path>"),
+    tool("git", "git_branch", "List Git branches"),
+]
+DOMAIN_QUERY = "remember that Alice works at Acme"  # a set00 query whose answers are memory's
+
+
+
+@needs_vectors
+def test_a_request_spread_over_one_servers_tools_lifts_that_servers_tool_over_another_servers():
+    index = SearchIndex(MEMORY_CATALOG)
+    alone = ids(SearchIndex(MEMORY_CATALOG, tuning=tuned(server_weight=0.0)).search(DOMAIN_QUERY, limit=len(MEMORY_CATALOG)))
+    assert alone.index("git__git_diff_unstaged") < alone.index("memory__add_observations")
+    assert "memory__add_observations" not in alone[:3]
+    whole = ids(index.search(DOMAIN_QUERY, limit=len(MEMORY_CATALOG)))
+    assert whole.index("memory__add_observations") < whole.index("git__git_diff_unstaged")
+    assert "memory__add_observations" in whole[:3]
+
+
+@needs_vectors
+def test_the_server_that_leads_takes_nearly_all_the_weight_and_explain_shows_it():
+    index = SearchIndex(MEMORY_CATALOG)
+    results = index.search(DOMAIN_QUERY, limit=10, explain=True)
+    by_server = {}
+    assert all("server" in r["signals"] for r in results if r["server"] == "memory")
+    for r in results:
+        by_server.setdefault(r["server"], set()).add(round(r["signals"].get("server", 0.0), 6))
+        # The signals still add up to the score shown.
+        assert sum(r["signals"].values()) == pytest.approx(r["score"], abs=0.0006)
+    assert by_server["memory"] and all(share == pytest.approx(DEFAULT_TUNING.server_weight, rel=0.05) for share in by_server["memory"])
+    assert all(share < 0.1 * DEFAULT_TUNING.server_weight for server, shares in by_server.items() if server != "memory" for share in shares)
+    assert SIGNALS.index("named_server") < SIGNALS.index("server") < SIGNALS.index("exact_name")
+
+
+@needs_vectors
+def test_a_query_naming_a_server_gets_the_named_bonus_once_not_the_server_signal_too():
+    index = SearchIndex(MEMORY_CATALOG)
+    query = "in memory, remember that Alice works at Acme"
+    top = index.search(query, limit=3, explain=True)
+    assert {r["server"] for r in top} == {"memory"}
+    for r in top:
+        assert r["signals"]["named_server"] == DEFAULT_TUNING.named_server_bonus
+        assert "server" not in r["signals"]
+    off = SearchIndex(MEMORY_CATALOG, tuning=tuned(server_weight=0.0))
+    assert [(r["id"], r["score"]) for r in off.search(query, limit=3)] == [(r["id"], r["score"]) for r in top]
+
+
+@needs_vectors
+def test_a_query_by_parameter_names_gets_no_server_signal():
+    schema = {"type": "object", "properties": {"entity_name": {"type": "string"}, "observation_text": {"type": "string"}}}
+    catalog = MEMORY_CATALOG + [tool("notes", "add_note", "Add a note", inputSchema=schema)]
+    index = SearchIndex(catalog)
+    query = "entity_name observation_text"
+    results = index.search(query, limit=5, explain=True)
+    assert results and all("server" not in r["signals"] for r in results)
+    off = SearchIndex(catalog, tuning=tuned(server_weight=0.0))
+    assert [(r["id"], r["score"]) for r in off.search(query, limit=5)] == [(r["id"], r["score"]) for r in results]
+
+
+def test_words_alone_get_no_server_signal():
+    index = SearchIndex(MEMORY_CATALOG, semantic=False)
+    results = index.search(DOMAIN_QUERY + " graph", limit=5, explain=True)
+    assert results and all("server" not in r["signals"] for r in results)
+    off = SearchIndex(MEMORY_CATALOG, semantic=False, tuning=tuned(server_weight=0.0))
+    assert [(r["id"], r["score"]) for r in off.search(DOMAIN_QUERY + " graph", limit=5)] == [(r["id"], r["score"]) for r in results]
+
+
+def test_tied_servers_gain_nothing_and_a_clear_leader_takes_nearly_all_above_an_even_split():
+    one_tool = tuned(server_tools=1)
+    weight = one_tool.server_weight
+    # Two servers of one tool each: their tools' cosines are their scores.
+    assert server_shares({0: 0.4, 1: 0.4}, [0, 1], 2, one_tool) == [0.0, 0.0]
+    led = server_shares({0: 0.5, 1: 0.4}, [0, 1], 2, one_tool)
+    assert led[0] == pytest.approx(weight, rel=0.02) and led[1] == 0.0
+    # Of three servers, two that tie for the lead split what is above an even third.
+    split = server_shares({0: 0.5, 1: 0.5, 2: 0.3}, [0, 1, 2], 3, one_tool)
+    assert split == [pytest.approx(weight / 4, rel=0.01), pytest.approx(weight / 4, rel=0.01), 0.0]
+
+
+@needs_vectors
+def test_one_server_alone_gains_nothing_from_its_standing():
+    # The built-in tools alone (or a user with one MCP server): a share of 1 says nothing about which tool.
+    alone = [t for t in MEMORY_CATALOG if t["server"] == MEMORY_CATALOG[0]["server"]]
+    index = SearchIndex(alone)
+    assert index._servers == 1 and server_shares({0: 0.9}, [0], 1, DEFAULT_TUNING) == [0.0]
+    results = index.search(DOMAIN_QUERY + " in the knowledge graph", limit=5, explain=True)
+    assert results and all("server" not in r["signals"] for r in results)
+
+
+def test_a_server_is_scored_by_its_best_tools_mean_so_a_spread_domain_beats_one_lone_match():
+    assert DEFAULT_TUNING.server_tools == 3
+    # Server 0: three tools that each fit a little; server 1: one tool that fits better, and two that do not.
+    cosines = {0: 0.45, 1: 0.42, 2: 0.40, 3: 0.55, 4: 0.05, 5: -0.2}
+    shares = server_shares(cosines, [0, 0, 0, 1, 1, 1], 2, DEFAULT_TUNING)
+    assert shares[0] > 0.9 * DEFAULT_TUNING.server_weight and shares[1] == 0.0
+    # A server with fewer tools than that counts 0 for each missing one; above the vectors' ceiling all tie.
+    lone = server_shares({0: 0.6, 1: 0.3, 2: 0.3, 3: 0.3}, [0, 1, 1, 1], 2, DEFAULT_TUNING)
+    assert lone[1] > 0.9 * DEFAULT_TUNING.server_weight and lone[0] == 0.0  # 0.6 / 3 = 0.2 < 0.3
+    assert server_shares({0: 0.95, 1: 0.99, 2: 0.95, 3: 0.99, 4: 0.95, 5: 0.99}, [0, 1, 0, 1, 0, 1], 2, DEFAULT_TUNING) == [0.0, 0.0]
+
+
+@needs_vectors
+def test_the_tuning_bench_adds_the_server_signal_as_search_does():
+    bench = load_script("bench/search.py")
+    index = SearchIndex(MEMORY_CATALOG)
+    queries = [{"query": DOMAIN_QUERY, "ids": ["memory__add_observations"], "kind": "paraphrase"}]
+    grid = {"tools": (DEFAULT_TUNING.server_tools,), "weight": (0.0, DEFAULT_TUNING.server_weight), "temperature": (DEFAULT_TUNING.server_temperature,)}
+    rows = bench.server_signal_rows(index, queries, ["book a flight"], grid)
+    assert [r["hits@3"] for r in rows] == [0, 1]  # without it, and as search ranks it (above)
+    assert "memory__add_observations" in ids(index.search(DOMAIN_QUERY, limit=3))
+
+

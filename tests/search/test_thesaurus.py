@@ -1,4 +1,4 @@
-"""Search's thesaurus (toolscript/data/thesaurus.tsv): compiled from its source, used by search, never fatal."""
+"""Search's thesaurus (toolscript/search/thesaurus.py, data/thesaurus.tsv): compiled from its source, used by search, never fatal."""
 
 import importlib.util
 import os
@@ -8,10 +8,10 @@ import zipfile
 
 import pytest
 
-from toolscript import search
-from toolscript.search import SearchIndex
+from conftest import REPO_ROOT
+from toolscript.search import SearchIndex, thesaurus
+from toolscript.search.tuning import DEFAULT_TUNING
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _spec = importlib.util.spec_from_file_location("thesaurus_compiler", os.path.join(REPO_ROOT, "distill", "thesaurus.py"))
 compiler = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(compiler)
@@ -32,7 +32,7 @@ TOOLS = [
 def table(monkeypatch):
     """A small thesaurus in place of the shipped one."""
     entries = {"octet": ("byt",), "responstim": ("latency",)}
-    monkeypatch.setattr(search, "_thesaurus", lambda: entries)
+    monkeypatch.setattr(thesaurus, "load", lambda: entries)
     return entries
 
 
@@ -46,7 +46,7 @@ def test_committed_data_is_the_compiled_source():
     with open(compiler.SOURCE, encoding="utf-8") as f:
         compiled = compiler.compile_source(f.read())
     with open(compiler.OUTPUT, encoding="utf-8") as f:
-        assert f.read() == compiled, "toolscript/data/thesaurus.tsv is stale: run python3 distill/thesaurus.py"
+        assert f.read() == compiled, "toolscript/search/data/thesaurus.tsv is stale: run python3 distill/thesaurus.py"
 
 
 def test_check_mode_says_when_the_data_is_stale(tmp_path, monkeypatch, capsys):
@@ -108,13 +108,13 @@ def test_source_lines_are_word_tab_alternatives():
 def test_a_request_in_other_words_reaches_the_tool(table, monkeypatch):
     index = SearchIndex(TOOLS, semantic=False)  # no vectors: the words and the thesaurus alone
     query = "octets of the stored object"
-    assert synonym_terms(index, query) == {"byt": search._THESAURUS_WEIGHT}
+    assert synonym_terms(index, query) == {"byt": DEFAULT_TUNING.thesaurus_weight}
     results = index.search(query, limit=3, explain=True)
     assert results[0]["name"] == "get_object_size" and results[0]["signals"]["synonym"] > 0
     scores = {r["name"]: r["score"] for r in results}
     assert scores["get_object_size"] - scores["get_object_owner"] > 0.1
     # Control: without the thesaurus the words alone hardly tell the two object tools apart.
-    monkeypatch.setattr(search, "_thesaurus", lambda: {})
+    monkeypatch.setattr(thesaurus, "load", lambda: {})
     assert synonym_terms(index, query) == {}
     scores = {r["name"]: r["score"] for r in index.search(query, limit=3)}
     assert abs(scores["get_object_size"] - scores["get_object_owner"]) < 0.01
@@ -122,7 +122,7 @@ def test_a_request_in_other_words_reaches_the_tool(table, monkeypatch):
 
 def test_two_adjacent_words_are_looked_up_joined(table):
     index = SearchIndex(TOOLS, semantic=False)  # no vectors: the words and the thesaurus alone
-    assert synonym_terms(index, "what is the response time of the store") == {"latency": search._THESAURUS_WEIGHT}
+    assert synonym_terms(index, "what is the response time of the store") == {"latency": DEFAULT_TUNING.thesaurus_weight}
     assert index.search("what is the response time of the store", limit=1)[0]["name"] == "get_latency"
     # Apart, the two words stand for nothing.
     assert synonym_terms(index, "the time of a response from the store") == {}
@@ -147,20 +147,20 @@ def test_a_word_as_written_outweighs_its_thesaurus_meaning(table):
 
 
 def test_the_shipped_thesaurus_is_read_on_first_use():
-    search._thesaurus.cache_clear()
-    shipped = search._thesaurus()
+    thesaurus.load.cache_clear()
+    shipped = thesaurus.load()
     assert len(shipped) > 4000
     assert "byt" in shipped["octet"] and "latency" in shipped["responstim"]
 
 
 def test_a_missing_or_damaged_file_means_search_without_it(monkeypatch):
-    real = search.pkgutil.get_data
+    real = thesaurus.pkgutil.get_data
 
     def thesaurus_only(replacement):
         # Only the thesaurus's read is replaced: the vectors table, read the same way, must stay readable
         # (its loader remembers a failed read for the whole process).
         def get_data(package, name):
-            if name != search.THESAURUS:
+            if name != thesaurus.PATH:
                 return real(package, name)
             if isinstance(replacement, Exception):
                 raise replacement
@@ -168,16 +168,16 @@ def test_a_missing_or_damaged_file_means_search_without_it(monkeypatch):
         return get_data
 
     for data in (None, b"\xff\xfe not utf-8"):
-        monkeypatch.setattr(search.pkgutil, "get_data", thesaurus_only(data))
-        search._thesaurus.cache_clear()
-        assert search._thesaurus() == {}
+        monkeypatch.setattr(thesaurus.pkgutil, "get_data", thesaurus_only(data))
+        thesaurus.load.cache_clear()
+        assert thesaurus.load() == {}
         assert SearchIndex(TOOLS).search("size of a stored object in bytes", limit=1)[0]["name"] == "get_object_size"
-    monkeypatch.setattr(search.pkgutil, "get_data", thesaurus_only(OSError("gone")))
-    search._thesaurus.cache_clear()
-    assert search._thesaurus() == {}
+    monkeypatch.setattr(thesaurus.pkgutil, "get_data", thesaurus_only(OSError("gone")))
+    thesaurus.load.cache_clear()
+    assert thesaurus.load() == {}
     monkeypatch.undo()
-    search._thesaurus.cache_clear()
-    assert search._thesaurus()  # the shipped table again, for the tests after this one
+    thesaurus.load.cache_clear()
+    assert thesaurus.load()  # the shipped table again, for the tests after this one
 
 
 def test_version_reads_no_thesaurus():
@@ -195,9 +195,9 @@ def test_version_reads_no_thesaurus():
 def test_the_zipapp_carries_and_reads_it(pyz):
     with zipfile.ZipFile(pyz) as archive:
         with open(compiler.OUTPUT, "rb") as f:
-            assert archive.read("toolscript/" + search.THESAURUS) == f.read()
-    code = (f"import sys; sys.path.insert(0, {pyz!r}); from toolscript import search; "
-            "print(search.__file__, len(search._thesaurus()))")
+            assert archive.read("toolscript/search/" + thesaurus.PATH) == f.read()
+    code = (f"import sys; sys.path.insert(0, {pyz!r}); from toolscript.search import thesaurus; "
+            "print(thesaurus.__file__, len(thesaurus.load()))")
     proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=60)
     where, count = proc.stdout.split()
     assert where.startswith(pyz) and int(count) > 4000, proc.stderr
