@@ -71,6 +71,7 @@ bench: venv peers peer-proxy
 	$(VPY) bench/gateway.py
 	$(VPY) bench/codemode.py
 	$(VPY) bench/search.py
+	$(VPY) bench/search.py --floors
 	$(VPY) bench/vectors.py
 	$(VPY) bench/exec_isolation.py
 	$(VPY) bench/suggest_hook.py
@@ -98,7 +99,7 @@ distill-check:
 	$(DISTILL_PYTHON) distill/distill.py -o $(CURDIR)/dist/embeddings-v3.rebuilt.bin
 	cmp dist/embeddings-v3.rebuilt.bin distill/embeddings-v3.bin && echo "distill-check: V3, the same bytes as committed"
 	$(DISTILL_PYTHON) distill/requests.py -o $(CURDIR)/dist/embeddings.rebuilt.bin
-	cmp dist/embeddings.rebuilt.bin toolscript/data/embeddings.bin && echo "distill-check: the shipped table, the same bytes as committed"
+	cmp dist/embeddings.rebuilt.bin toolscript/search/data/embeddings.bin && echo "distill-check: the shipped table, the same bytes as committed"
 	python3 distill/thesaurus.py --check && echo "distill-check: the thesaurus, compiled from its source"
 
 clean:

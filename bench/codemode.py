@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark code mode: exec cost in Python and TypeScript, tool calls from a script, search, context.
+"""Benchmark code mode: exec cost in Python and TypeScript, tool calls from a script, context.
 
 One run, one gateway (``python -m toolscript gateway start --json`` as a
 subprocess, the stdlib fixture server over stdio as its only upstream),
@@ -15,11 +15,13 @@ everything on 127.0.0.1:
 - exec_100_calls: a script making 100 sequential ``echo`` calls, through the
   CLI, in Python and in TypeScript, plus the Deno original's model; the
   script's own time for the loop is reported next to the wall time;
-- search: bench/search.py's JSON (run as a subprocess, ``--repeat 1``);
-- context: per catalog in bench/eval/catalogs/ and for all together, the
-  characters of ``typegen.python_stubs(tools)`` (compact, what ``get-types``
+- context: per catalog of the first search evaluation set (bench/search/sets/set00/catalogs/)
+  and for all together, the characters of ``typegen.python_stubs(tools)`` (compact, what ``get-types``
   prints) against ``json.dumps`` of the MCP ``tools/list`` result (what an
   agent is given when every tool is loaded), and the ratio.
+
+Search has a bench of its own (bench/search.py, which ``make bench`` runs): it takes minutes on a
+small machine, and run from here under a fixed time limit it took every exec figure down with it.
 
 The variants of a section run in rotation (one of each, then again) so
 machine noise hits them alike.  Prints one JSON document (median, p95 and n
@@ -212,19 +214,11 @@ def exec_benchmarks(runner, repeats, call_repeats, model_repeats):
     return results
 
 
-def search_benchmark():
-    progress("search: bench/search.py --repeat 1")
-    proc = subprocess.run([sys.executable, os.path.join(BENCH, "search.py"), "--repeat", "1"], capture_output=True, timeout=120, cwd=ROOT)
-    if proc.returncode != 0:
-        return {"error": proc.stderr.decode(errors="replace")[-800:]}
-    return json.loads(proc.stdout)
-
-
 def context_benchmark():
     """Characters an agent reads: compact Python stubs vs the tools/list JSON, per catalog and in all."""
     progress("context: stubs vs tools/list JSON per catalog")
     per, all_tools, all_raw = {}, [], []
-    for path in sorted(glob.glob(os.path.join(BENCH, "eval", "catalogs", "*.json"))):
+    for path in sorted(glob.glob(os.path.join(BENCH, "search", "sets", "set00", "catalogs", "*.json"))):
         with open(path, encoding="utf-8") as f:
             catalog = json.load(f)
         raw = catalog["tools"]
@@ -291,7 +285,6 @@ def main(argv=None):
     finally:
         gateway.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    results["search"] = search_benchmark()
     results["context"] = context_benchmark()
     results["total_s"] = round(time.perf_counter() - started, 1)
     json.dump(results, sys.stdout, indent=2)

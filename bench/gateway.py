@@ -119,7 +119,8 @@ class GatewayProcess:
         for d in (home, state, work):
             os.makedirs(d)
         self.work = work
-        with open(os.path.join(work, ".toolscript.json"), "w") as f:
+        # The user's own config: a project's .toolscript.json counts only once `toolscript trust` approves it.
+        with open(os.path.join(home, ".toolscript.json"), "w") as f:
             json.dump({"mcpServers": servers}, f)
         env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSCRIPT_") and k != "CLAUDE_CODE_SESSION_ID"}
         env.update(PYTHONPATH=ROOT, HOME=home, TOOLSCRIPT_STATE_DIR=state)

@@ -1,75 +1,48 @@
 #!/usr/bin/env python3
-"""Measure tool search quality and speed on the recorded evaluation set.
+"""Measure tool search quality and speed on the evaluation sets (bench/search/sets/).
 
-Loads every catalog in bench/eval/catalogs/ (the tools/list of real MCP
-servers) into one SearchIndex -- the whole catalog, as a gateway with all of
-those servers would hold it -- runs every query of bench/eval/queries.json
-and prints one JSON document:
+Prints one JSON document:
 
-- recall@1, recall@3 (a query counts when any of its labelled tools is in the
-  top 1 / top 3), MRR (1 / rank of the first labelled tool, 0 past rank 10),
-  the same recall for the misspelt queries alone;
-- query latency p50 / p95 in milliseconds, index build time, tool and query
-  counts;
-- the same figures for a naive baseline in the same run: rank tools by how
-  many query words occur as substrings of their name + description;
-- for score thresholds 0.2-0.5: the recall@3 that is left, and the share of
-  the noise queries (requests no tool serves) that get no result at all;
-- ablations: the ranker's quality with its synonym table, typo correction,
-  field weights or similar words switched off, one at a time;
-- the held-out set (bench/heldout/: servers and queries the ranker was never
-  tuned on) next to the development set (bench/eval/): recall@1/3/5, MRR@10
-  and nDCG@10, overall and per query kind, for today's ranker (BM25) and the
-  keyword-overlap baseline.  The held-out queries run against the held-out
-  catalogs plus the development catalogs (a gateway holds many servers);
-- build and query time at scale: the catalog plus copies of it under renamed
-  servers, with their words altered so the vocabulary grows too, until it
-  holds about 1000 tools (recall@3 there shows what the decoys cost);
-- ``rankers`` (issue 13): rows ``bm25`` (words only), ``vectors`` (the
-  cosine of the static word vectors alone), ``hybrid_without_similar_words``
-  (the hybrid before query words met catalog words by meaning) and
-  ``hybrid`` (what search ranks with when the vectors data is there) on
-  both sets, recall@1/3/5,
-  MRR@10 and nDCG@10 per kind.  The development set has no kind labels but
-  ``typo``; bench labels its other queries mechanically (no ranker involved):
-  ``shared_words`` when at least half of the query's index terms occur in a
-  labelled tool's name, title, description or parameter names, else
-  ``few_shared_words`` (the paraphrase- and task-like queries).  Plus the
-  hybrid's score thresholds against the noise queries;
-- ``speed``: in-process query latency p50/p95 over 500 tools (bm25 and
-  hybrid; wall and the thread's CPU time, with the load average, since a
-  shared machine's wall-time p95 is mostly waiting; for the hybrid also
-  each query's first sight, every word new to the index), the 500-tool
-  index build with vectors (cold, and rebuilt as a gateway does for a new
-  catalog version), the CLI's ``search`` through
-  a gateway holding 500 tools, ``toolscript --version`` against a bare
-  ``python3 -c pass`` in the same run, and the vectors data file's size.
+- on the first development set (set00: 20 common servers, 126 tools): recall@1, recall@3, MRR
+  (0 past rank 10), the misspelt queries' recall, query latency p50 / p95, index build time;
+  the same figures for a naive keyword-overlap baseline; for score thresholds 0.2-0.5 the recall@3
+  that is left and the share of the noise queries (requests no tool serves) that get nothing;
+  ablations (the synonym table, the thesaurus, typo correction, field weights or similar words
+  switched off, one at a time);
+- per development set (key: its name), recall@1/3/5, MRR@10 and nDCG@10, overall and per query
+  kind, for the rankers ``bm25`` (words only), ``vectors`` (the cosine alone),
+  ``hybrid_without_similar_words`` and ``hybrid`` (what search ships), each query file alone and
+  together, plus the threshold figures; a set's index is its catalogs and every earlier set's;
+- ``scale``: build and query time over the first set plus renamed copies of it (~1000 tools);
+- ``speed``: in-process query latency over 500 tools (wall and thread CPU time, the load
+  average beside them, each query's first sight too), the 500-tool build with vectors (cold,
+  and rebuilt as a gateway does for a new catalog version), ``toolscript search`` through a
+  gateway holding 500 tools, ``toolscript --version`` against ``python3 -c pass``, the vectors
+  data file's size.
 
-    python3 bench/search.py [--repeat 5] [--misses] [--dev-only] [--tune | --tune-similar | --tune-server]
+set00 has no kind labels but ``typo``; bench labels its other queries mechanically (no ranker
+involved): ``shared_words`` when at least half of the query's index terms occur in a labelled
+tool's name, title, description or parameter names, else ``few_shared_words``.
 
-``--dev-only`` leaves out everything that touches the held-out sets (what
-tuning runs). ``--only heldout2`` .. ``--only heldout21`` prints that set's
-figures alone (log every run of a set that is still held out in its README;
-a fresh set joins LATER_SETS only for its one run).
-``--tune`` prints instead the grids the fusion's and the tool vectors'
-constants were chosen from, on the development set and (without
-``--dev-only``) held-out sets 1 to 7, development sets too since sessions
-18 to 20 (dev-b .. dev-h; keys ``heldout`` .. ``heldout7``, both authors'
-queries);
-``--tune-similar`` the development grid of the similar-words signal's.
-``--tune-server`` the grid of a server scored as a whole (_SERVER_TOOLS,
-_SERVER_WEIGHT, _SERVER_TEMPERATURE) on the development sets (dev ..
-dev-h), with recall@3 hits per point.
-``--cv`` the leave-one-set-out cross-validation of the fusion's linear
-weights over the five development sets (session 19; the fitted weights
-were not adopted: they lost on two of the five held-aside sets).
+    python3 bench/search.py [--repeat 5] [--misses] [--dev-only] [--no-cli]
+    python3 bench/search.py --floors            # every development set against its floor (sets.json)
+    python3 bench/search.py --only set21        # one development set's figures
+    python3 bench/search.py --only SET --first-run     # a held-out-unseen set's one first run
+    python3 bench/search.py --tune | --tune-similar | --tune-server | --cv
 
-``--misses`` adds every query the ranker does not answer in its top 3, with
-what it returned instead.
+``--dev-only`` keeps to set00 (and the speed figures).  A held-out-unseen set is never ranked but
+by ``--only NAME --first-run`` (see bench/search/sets/README.md).  ``--tune`` prints the grids the
+fusion's and the tool vectors' constants were chosen from (bench/search/README.md), per
+development set (set00 only with ``--dev-only``); ``--tune-similar`` the set00 grid of the
+similar-words constants; ``--tune-server`` the grid of a server scored as a whole; ``--cv`` the
+leave-one-set-out cross-validation of the fusion's linear weights (its fitted weights were not
+adopted: they lost on two of the held-aside sets).  Each grid point ranks with
+``dataclasses.replace(DEFAULT_TUNING, ...)``, the product's own code.
 """
 
 import argparse
-import glob
+import copy
+import dataclasses
 import itertools
 import json
 import math
@@ -84,35 +57,51 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-import toolscript.search  # noqa: E402
+import evalsets  # noqa: E402  (bench/evalsets.py)
 from stats import summary  # noqa: E402  (bench/stats.py)
-from toolscript.search import SearchIndex  # noqa: E402
+from toolscript.search import signals, text, thesaurus  # noqa: E402
+from toolscript.search.fields import schema_text  # noqa: E402
+from toolscript.search.index import SearchIndex  # noqa: E402
+from toolscript.search.similar import word_row  # noqa: E402
+from toolscript.search.tuning import DEFAULT_TUNING  # noqa: E402
 
-EVAL = os.path.join(ROOT, "bench", "eval")
-HELDOUT = os.path.join(ROOT, "bench", "heldout")
-# Held-out sets 2 .. 13 after set 1, in the order they were built: each one's labels assume an index of its own
-# catalogs and every earlier set's (listed latest first).  A fresh set joins only for its one run (see above).
-_BUILT = [HELDOUT] + [os.path.join(ROOT, "bench", f"heldout{n}") for n in range(2, 22)]
-LATER_SETS = {f"heldout{n}": (_BUILT[n - 1], _BUILT[n - 2::-1]) for n in range(2, len(_BUILT) + 1)}
+FIRST = evalsets.NAMES[0]  # set00: the development catalogs, the one set without kind labels
 KINDS = ("direct", "paraphrase", "task", "typo", "param", "multi")
 DEPTH = 10  # ranks looked at for MRR
 
 
-def load_catalog(directory=os.path.join(EVAL, "catalogs")):
-    """Every recorded tool as a SearchIndex entry, sorted by id."""
-    tools = []
-    for path in sorted(glob.glob(os.path.join(directory, "*.json"))):
-        with open(path, encoding="utf-8") as f:
-            catalog = json.load(f)
-        for tool in catalog["tools"]:
-            tools.append(dict(tool, id=f"{catalog['server']}__{tool['name']}", server=catalog["server"]))
-    return sorted(tools, key=lambda t: t["id"])
+def load_catalog(directory=os.path.join(evalsets.directory(FIRST), "catalogs")):
+    """Every recorded tool as a SearchIndex entry, sorted by id (default: set00's)."""
+    return evalsets.load_catalog(directory)
 
 
-def load_queries(path=os.path.join(EVAL, "queries.json"), key="queries"):
-    """The labelled queries, or with key="noise" the requests no tool serves."""
+def load_queries(path=os.path.join(evalsets.directory(FIRST), "queries.json"), key="queries"):
+    """The labelled queries, or with key="noise" the requests no tool serves (default: set00's)."""
     with open(path, encoding="utf-8") as f:
         return json.load(f)[key]
+
+
+def retuned(index, **changes):
+    """A copy of ``index`` that ranks with ``dataclasses.replace(index.tuning, **changes)``.
+
+    Only for the constants search reads at query time; a constant the index reads when it is built
+    (fields, naming_purity, similar_rare, similar_dims, tool_text_weights) needs ``rebuilt``.
+    """
+    copy_of = copy.copy(index)
+    copy_of.tuning = dataclasses.replace(index.tuning, **changes)
+    copy_of._near = {}
+    if index._similar is not None:
+        copy_of._similar = copy.copy(index._similar)
+        copy_of._similar.tuning = copy_of.tuning
+        copy_of._similar.cache = {}
+    return copy_of
+
+
+def rebuilt(tools, index=None, **changes):
+    """A new index of ``tools`` with the tuning changed by ``changes`` (the vectors of ``index`` reused)."""
+    tuning = dataclasses.replace(DEFAULT_TUNING if index is None else index.tuning, **changes)
+    cache = None if index is None or "tool_text_weights" in changes else index.vector_cache
+    return SearchIndex(tools, tuning=tuning, vector_cache=cache)
 
 
 def thresholds(index, queries, noise, cutoffs=(0.2, 0.3, 0.4, 0.5)):
@@ -176,12 +165,9 @@ def timed_build(tools, repeat):
 
 
 def clear_word_caches():
-    """Forget every per-word cache of toolscript.search (stems, terms, similar-words vectors): a cold start."""
-    toolscript.search.stem.cache_clear()
-    toolscript.search._chunk_terms.cache_clear()
-    word_row = getattr(toolscript.search, "_word_row", None)
-    if word_row is not None:
-        word_row.cache_clear()
+    """Forget every per-word cache of search (stems, terms, similar-words vectors): a cold start."""
+    text.clear_caches()
+    word_row.cache_clear()
 
 
 def graded(search, queries):
@@ -215,83 +201,70 @@ def graded(search, queries):
     return {kind: figures(rows[kind]) for kind in order}
 
 
-def heldout_report(dev_tools, dev_queries):
-    """Both sets' graded figures side by side; the held-out index also holds the development catalogs."""
-    held_tools = load_catalog(os.path.join(HELDOUT, "catalogs"))
-    held_path = os.path.join(HELDOUT, "queries.json")
-    held_queries = load_queries(held_path)
-    held_noise = load_queries(held_path, key="noise")
-    tools = sorted(held_tools + dev_tools, key=lambda t: t["id"])
-    index = SearchIndex(tools, semantic=False)
-    dev_index = SearchIndex(dev_tools, semantic=False)
-    hybrid = SearchIndex(tools)
-    return {
-        "catalog": {"servers": len({t["server"] for t in held_tools}), "tools": len(held_tools),
-                    "index_tools": len(tools)},
-        "queries": len(held_queries),
-        "noise_queries": len(held_noise),
-        "heldout": {
-            "bm25": graded(lambda q: [r["id"] for r in index.search(q, limit=DEPTH)], held_queries),
-            "baseline_keyword_overlap": graded(Baseline(tools).search, held_queries),
-            "threshold": thresholds(index, held_queries, held_noise),
-            "rankers": ranker_rows(tools, held_queries, hybrid),
-            "hybrid_threshold": thresholds(hybrid, held_queries, held_noise) if hybrid.semantic else None,
-        },
-        "development": {
-            "bm25": graded(lambda q: [r["id"] for r in dev_index.search(q, limit=DEPTH)], dev_queries),
-            "baseline_keyword_overlap": graded(Baseline(dev_tools).search, dev_queries),
-        },
-    }
+def later_set(name, dev_tools=None):
+    """A set as (index tools, queries, noise, its own catalog): the index is the set's catalogs and every
+    earlier set's, as its labels assume; the queries are its query files, a text a later file repeats
+    counted once.  ``dev_tools`` is unused (kept for bench/rerank's call)."""
+    return evalsets.index_tools(name), evalsets.queries(name), evalsets.noise(name), evalsets.own_tools(name)
 
 
-def later_set(name, dev_tools):
-    """A later held-out set as (tools, queries, noise, its own catalog).
-
-    The index is the set's catalogs plus every earlier set's and the
-    development catalogs, as its labels assume; the queries are both
-    authors' files, a query both happened to write counted once.
-    """
-    directory, earlier = LATER_SETS[name]
-    held = load_catalog(os.path.join(directory, "catalogs"))
-    tools = sorted(held + [t for d in earlier for t in load_catalog(os.path.join(d, "catalogs"))] + dev_tools,
-                   key=lambda t: t["id"])
-    first = load_queries(os.path.join(directory, "queries.json"))
-    second_path = os.path.join(directory, "queries-b.json")
-    second = load_queries(second_path) if os.path.exists(second_path) else []
-    seen = {q["query"].lower() for q in first}
-    return tools, first + [q for q in second if q["query"].lower() not in seen], load_queries(
-        os.path.join(directory, "queries.json"), key="noise"), held
-
-
-def later_set_report(name, dev_tools):
-    """A later held-out set (bench/heldout2/, bench/heldout3/): graded rankers per query file and together.
-
-    The index is the set's catalogs plus every earlier set's and the
-    development catalogs, as its labels assume. Each query file is reported
-    alone (two authors wrote them independently: the difference shows how
-    much a figure owes to who wrote the queries) and together.
-    """
-    tools, both, noise, held = later_set(name, dev_tools)
-    directory = LATER_SETS[name][0]
-    first = load_queries(os.path.join(directory, "queries.json"))
-    second_path = os.path.join(directory, "queries-b.json")
-    second = load_queries(second_path) if os.path.exists(second_path) else []
+def later_set_report(name, dev_tools=None):
+    """A set's graded rankers per query file and together (two authors wrote them independently: the
+    difference shows how much a figure owes to who wrote the queries)."""
+    tools, both, noise, held = later_set(name)
     hybrid = SearchIndex(tools)
     words = SearchIndex(tools, semantic=False)
+    files = evalsets.query_files(name)
     report = {
         "catalog": {"servers": len({t["server"] for t in held}), "tools": len(held), "index_tools": len(tools)},
         "noise_queries": len(noise),
-        "queries_in_both_files": len(first) + len(second) - len(both),
+        "queries_in_both_files": sum(len(evalsets.read(name, f)["queries"]) for f in files) - len(both),
         "threshold": {"bm25": thresholds(words, both, noise),
                       "hybrid": thresholds(hybrid, both, noise) if hybrid.semantic else None},
     }
-    for part, queries in (("both_authors", both), ("queries", first), ("queries_b", second)):
-        if not queries:
+    parts = [("both_authors", both)] + [(f.replace(".json", "").replace("-", "_"), evalsets.read(name, f)["queries"]) for f in files]
+    for part, queries in parts:
+        if not queries or (part == "queries" and len(files) == 1):
             continue
         rows = ranker_rows(tools, queries, hybrid)
         rows["baseline_keyword_overlap"] = graded(Baseline(tools).search, queries)
         report[part] = {"queries": len(queries), "rankers": rows}
     return report
+
+
+def recall_by_kind(index, queries):
+    """recall@3 of ``index`` (the hybrid) per query kind and "all", and recall@1 of all ("recall@1")."""
+    hits, first = {}, []
+    for q in queries:
+        ids = [r["id"] for r in index.search(q["query"], limit=3)]
+        hit = any(i in q["ids"] for i in ids)
+        first.append(bool(ids) and ids[0] in q["ids"])
+        kind = q.get("kind") or ("typo" if q.get("typo") else None)
+        for key in ("all", kind):
+            if key:
+                hits.setdefault(key, []).append(hit)
+    out = {kind: sum(v) / len(v) for kind, v in hits.items()}
+    out["recall@1"] = sum(first) / len(first)
+    return out
+
+
+def floors():
+    """Every development set's recall@3 per kind (and recall@1) against its floor in sets.json, as the
+    hybrid ranks it on the set's own index; ``ok`` False when any figure is below its floor."""
+    out = {"sets": {}, "ok": True}
+    for name in evalsets.development():
+        floor = evalsets.entry(name).get("floor")
+        if not floor:
+            continue
+        index = SearchIndex(evalsets.index_tools(name))
+        if not index.semantic:
+            return {"error": "no vectors data: the floors are the hybrid's", "ok": False}
+        recall = recall_by_kind(index, evalsets.queries(name))
+        low = {kind: round(recall[kind], 3) for kind, least in floor.items() if recall[kind] < least}
+        out["sets"][name] = {"recall": {k: round(v, 4) for k, v in recall.items()}, "floor": floor, "below": low}
+        out["ok"] = out["ok"] and not low
+        print(f"{name}: {'below its floor ' + json.dumps(low) if low else 'at or above its floor'}", file=sys.stderr, flush=True)
+    return out
 
 
 def vector_ranking(index):
@@ -304,21 +277,14 @@ def vector_ranking(index):
 
 
 def ranker_rows(tools, queries, hybrid=None):
-    """graded() of the three rankers: bm25 (words only), vectors (cosine alone), hybrid (what search ships)."""
+    """graded() of the rankers: bm25 (words only), vectors (cosine alone), the hybrid without similar words, hybrid."""
     hybrid = hybrid or SearchIndex(tools)
     words = SearchIndex(tools, semantic=False)
     rows = {"bm25": graded(lambda q: [r["id"] for r in words.search(q, limit=DEPTH)], queries)}
     if hybrid.semantic:
         rows["vectors"] = graded(vector_ranking(hybrid), queries)
-        if hasattr(toolscript.search, "_SIMILAR_TOP"):
-            # The hybrid as it was before similar words (issue 13's soft matching), for the before/after.
-            saved = toolscript.search._SIMILAR_TOP
-            toolscript.search._SIMILAR_TOP = 0
-            try:
-                before = SearchIndex(tools)
-                rows["hybrid_without_similar_words"] = graded(lambda q: [r["id"] for r in before.search(q, limit=DEPTH)], queries)
-            finally:
-                toolscript.search._SIMILAR_TOP = saved
+        before = retuned(hybrid, similar_top=0)
+        rows["hybrid_without_similar_words"] = graded(lambda q: [r["id"] for r in before.search(q, limit=DEPTH)], queries)
         rows["hybrid"] = graded(lambda q: [r["id"] for r in hybrid.search(q, limit=DEPTH)], queries)
     return rows
 
@@ -336,14 +302,14 @@ def with_dev_kinds(tools, queries):
         if q.get("typo"):
             kind = "typo"
         else:
-            wanted = set(toolscript.search.terms(q["query"]))
+            wanted = set(text.terms(q["query"]))
             best = 0.0
             for tid in q["ids"]:
                 t = by_id[tid]
                 names = []
-                toolscript.search._schema_text(t.get("inputSchema"), names, [])
-                text = set(toolscript.search.terms(" ".join([t["name"], t.get("title") or "", t.get("description") or ""] + names)))
-                best = max(best, len(wanted & text) / len(wanted) if wanted else 0.0)
+                schema_text(t.get("inputSchema"), names, [])
+                said = set(text.terms(" ".join([t["name"], t.get("title") or "", t.get("description") or ""] + names)))
+                best = max(best, len(wanted & said) / len(wanted) if wanted else 0.0)
             kind = "shared_words" if best >= 0.5 else "few_shared_words"
         out.append(dict(q, kind=kind))
     return out
@@ -410,14 +376,11 @@ def speed(tools, queries, repeat):
 
 
 def vectors_file():
-    """Size and location of the vectors data file (None when search has none)."""
-    try:
-        from toolscript import vectors
-    except ImportError:
-        return None
-    path = getattr(vectors, "DATA_PATH", None) or getattr(vectors, "PATH", None)
-    candidates = [path] if isinstance(path, str) else glob.glob(os.path.join(ROOT, "toolscript", "data", "*"))
-    files = [c for c in candidates if c and os.path.isfile(c)]
+    """Size of search's data files (the vectors table, the thesaurus) and whether the vectors load."""
+    from toolscript.search import vectors
+
+    directory = os.path.join(ROOT, "toolscript", "search", "data")
+    files = sorted(os.path.join(directory, f) for f in os.listdir(directory))
     return {"files": {os.path.relpath(f, ROOT): os.path.getsize(f) for f in files}, "available": vectors.available()}
 
 
@@ -462,29 +425,28 @@ def cli_latency(queries, repeat):
         gateway.stop()
 
 
-def tune(sets):
-    """The grids the fusion's and the tool vectors' constants were chosen from (see toolscript/search.py), per set.
+def shipped(tuning=DEFAULT_TUNING):
+    """The constants the grids vary, as ``tuning`` has them."""
+    return {"name_words_set_apart": tuning.name_words_set_apart, "idf_power": tuning.fused_idf_power,
+            "identifier_scale": tuning.identifier_vector_scale, "parameter_coverage": tuning.parameter_coverage_bonus,
+            "question_read": tuning.question_read_bonus, "blend": {n: getattr(tuning, n) for n in BLEND},
+            "tool_text_weights": list(tuning.tool_text_weights),
+            "named_server": {"bonus": tuning.named_server_bonus, "purity": tuning.naming_purity},
+            "server_signal": {"tools": tuning.server_tools, "weight": tuning.server_weight, "temperature": tuning.server_temperature}}
 
-    ``sets``: {"development": (tools, queries, noise), "heldout": ..., "heldout2": ...};
-    since session 18 held-out set 1 is a second development set (dev-b), since
-    session 19 held-out set 2 a third (dev-c), since its run 1 held-out set 3
-    a fourth (dev-d), and a change is taken when it helps all of them.  Per
-    set: the power the words' idf is raised to in the fusion (signals
-    prepared again per point), the vectors' weight for a query that names a
-    parameter (likewise), how far a named server's tools are told apart
-    without the words naming it (likewise), the ways a query names a server
-    besides a pure stem of its name (likewise), the blend grid (each query's
-    word shares and cosines computed once, then search's own ``_fuse`` with
-    its constants patched), the fusions tried instead of the blend (the
-    vector weight set by how much of the query the words explain; reciprocal
-    rank fusion), the tool vector's text weights and the named-server share
-    (the index rebuilt per point).
+
+def tune(sets):
+    """The grids the fusion's and the tool vectors' constants were chosen from (bench/search/README.md), per set.
+
+    ``sets``: {label: (tools, queries, noise)}; a change is taken when it helps all of them.  Per set:
+    the power the words' idf is raised to in the fusion, the vectors' weight for a query that names a
+    parameter, how far a named server's tools are told apart without the words naming it, the ways a
+    query names a server besides a pure stem of its name, the blend grid (each query's word shares and
+    cosines computed once, then fused per point), the fusions tried instead of the blend (the vector
+    weight set by how much of the query the words explain; reciprocal rank fusion), the tool vector's
+    text weights and the named-server share (the index rebuilt per point).
     """
-    mod = toolscript.search
-    out = {"shipped": {"name_words_set_apart": mod._NAME_WORDS_SET_APART, "idf_power": mod._FUSED_IDF_POWER, "identifier_scale": mod._IDENTIFIER_VECTOR_SCALE,
-                       "parameter_coverage": mod._PARAMETER_COVERAGE_BONUS, "question_read": mod._QUESTION_READ_BONUS, "blend": {n: getattr(mod, n) for n in BLEND}, "tool_text_weights": list(mod._TOOL_TEXT_WEIGHTS),
-                       "named_server": {"bonus": mod._NAMED_SERVER_BONUS, "purity": mod._NAMING_PURITY},
-                       "server_signal": {"tools": mod._SERVER_TOOLS, "weight": mod._SERVER_WEIGHT, "temperature": mod._SERVER_TEMPERATURE}}}
+    out = {"shipped": shipped()}
     for label, (tools, queries, noise) in sets.items():
         index = SearchIndex(tools)
         if not index.semantic:
@@ -496,7 +458,7 @@ def tune(sets):
                       "adaptive": adaptive_rows(index, queries, prepared),
                       "rrf": rrf_rows(index, queries),
                       "tool_text_weights": tool_text_rows(tools, queries, noise),
-                      "named_server": named_server_rows(tools, queries, noise),
+                      "named_server": named_server_rows(tools, queries, noise, index),
                       "name_words_set_apart": name_words_rows(index, queries, noise),
                       "siblings": sibling_rows(index, queries, noise),
                       "server_naming": server_naming_rows(index, queries, noise),
@@ -509,23 +471,23 @@ CV_GRID = {"lexical_weight": (0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65), "floor": (
 
 
 def cross_validation(sets, grid=CV_GRID):
-    """Leave-one-set-out cross-validation of the fusion's linear weights (session 19, FU4; not adopted).
+    """Leave-one-set-out cross-validation of the fusion's linear weights (not adopted).
 
     The fusion is linear in the word share, the mapped cosine and the named
     server's share: fitted here are the word share's weight (the vectors'
     is 1 minus it, so a tool both fully back still scores 1), the cosine's
     floor and ceiling and the named server's share.  Each fold fits them on
     every set but one (the most recall@3 hits pooled, then MRR@10, among the
-    points where the development set's noise at 0.3 stays >= 0.9) and scores
+    points where the first set's noise at 0.3 stays >= 0.9) and scores
     the set left aside, next to the shipped constants there.  A fitted fusion
     would be adopted only if every fold's held-aside score were >= the
     shipped one's.  ``sets``: {label: (tools, queries, noise)}, the first
-    label the development set.  Each point fuses the signals search computes
-    (prepare_signals) with search's own ``_fuse``, its constants patched.
+    label the first development set.  Each point fuses the signals search
+    computes (prepare_signals) with search's own fusion at the point's tuning.
     """
-    mod = toolscript.search
-    shipped = (mod._LEXICAL_WEIGHT, mod._VECTOR_FLOOR, mod._VECTOR_CEILING, mod._NAMED_SERVER_BONUS)
-    points = [shipped] + [p for p in itertools.product(*grid.values()) if p != shipped]
+    base = DEFAULT_TUNING
+    point_of_shipped = (base.lexical_weight, base.vector_floor, base.vector_ceiling, base.named_server_bonus)
+    points = [point_of_shipped] + [p for p in itertools.product(*grid.values()) if p != point_of_shipped]
     prepared = {}
     for label, (tools, queries, noise) in sets.items():
         index = SearchIndex(tools)
@@ -533,104 +495,85 @@ def cross_validation(sets, grid=CV_GRID):
             return {"error": "no vectors data: nothing to fit"}
         prepared[label] = (index, queries, prepare_signals(index, queries, noise))
 
-    def with_share(signals, bonus):
+    def with_share(signals_of_query, bonus):
         # prepare_signals gave each named server's tool the shipped share; this point's instead.
-        lexical, exact, semantic, covered, shares, scale = signals
+        lexical, exact, semantic, covered, shares, scale = signals_of_query
         return lexical, exact, semantic, covered, {i: bonus for i in shares}, scale
 
-    saved = {n: getattr(mod, n) for n in BLEND}
     table = {}
-    try:
-        for point in points:
-            weight, floor, ceiling, bonus = point
-            for n, v in zip(BLEND, (weight, 1.0 - weight, floor, ceiling)):
-                setattr(mod, n, v)
-            table[point] = {}
-            for label, (index, queries, (labelled, rejected)) in prepared.items():
-                signals = ([(q, with_share(s, bonus)) for q, s in labelled], [with_share(s, bonus) for s in rejected])
-                row = fused_figures(index, queries, signals, shipped_fuse)
-                table[point][label] = (round(row["recall@3"] * len(queries)), row["recall@3"], row["mrr@10"], row["noise_rejected@0.3"])
-    finally:
-        for n, v in saved.items():
-            setattr(mod, n, v)
+    for point in points:
+        weight, floor, ceiling, bonus = point
+        tuning = dataclasses.replace(base, lexical_weight=weight, vector_weight=1.0 - weight, vector_floor=floor,
+                                     vector_ceiling=ceiling)
+        table[point] = {}
+        for label, (index, queries, (labelled, rejected)) in prepared.items():
+            points_signals = ([(q, with_share(s, bonus)) for q, s in labelled], [with_share(s, bonus) for s in rejected])
+            row = fused_figures(index, queries, points_signals, fusion(tuning))
+            table[point][label] = (round(row["recall@3"] * len(queries)), row["recall@3"], row["mrr@10"], row["noise_rejected@0.3"])
     labels = list(sets)
     development = labels[0]
     allowed = [p for p in points if table[p][development][3] >= 0.9]
     folds = []
     for held in labels:
         train = [label for label in labels if label != held]
-        fitted = max(allowed, key=lambda p: (sum(table[p][t][0] for t in train), sum(table[p][t][2] for t in train), p == shipped))
+        fitted = max(allowed, key=lambda p: (sum(table[p][t][0] for t in train), sum(table[p][t][2] for t in train), p == point_of_shipped))
         folds.append({"held_out": held, "fitted": dict(zip(grid, fitted)),
-                      "train_hits": {"fitted": sum(table[fitted][t][0] for t in train), "shipped": sum(table[shipped][t][0] for t in train)},
-                      "recall@3": {"fitted": table[fitted][held][1], "shipped": table[shipped][held][1]},
-                      "mrr@10": {"fitted": table[fitted][held][2], "shipped": table[shipped][held][2]}})
-    return {"grid": len(points), "shipped": dict(zip(grid, shipped)), "folds": folds,
+                      "train_hits": {"fitted": sum(table[fitted][t][0] for t in train), "shipped": sum(table[point_of_shipped][t][0] for t in train)},
+                      "recall@3": {"fitted": table[fitted][held][1], "shipped": table[point_of_shipped][held][1]},
+                      "mrr@10": {"fitted": table[fitted][held][2], "shipped": table[point_of_shipped][held][2]}})
+    return {"grid": len(points), "shipped": dict(zip(grid, point_of_shipped)), "folds": folds,
             "adopt": all(f["recall@3"]["fitted"] >= f["recall@3"]["shipped"] for f in folds)}
 
 
 def name_words_rows(index, queries, noise):
-    """How far a named server's tools are told apart without the words naming it (_NAME_WORDS_SET_APART), per point.
+    """How far a named server's tools are told apart without the words naming it (name_words_set_apart), per point.
 
-    ``evened`` False: a naming word's BM25F term frequency left as each
-    tool has it (before session 19's fourth round); at share 0 and not
-    evened, the fusion as it was.
+    ``evened`` False: a naming word's BM25F term frequency left as each tool has it; at share 0 and not
+    evened, the fusion without either.
     """
-    mod = toolscript.search
-    saved = mod._NAME_WORDS_SET_APART
-    evened = index._evened
     rows = []
-    try:
-        for even in (False, True):
-            index._evened = evened if even else (lambda postings, named: postings)
-            for share in (0.0, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0):
-                mod._NAME_WORDS_SET_APART = share
-                rows.append(dict({"share": share, "evened": even}, **fused_figures(index, queries, prepare_signals(index, queries, noise), shipped_fuse)))
-    finally:
-        mod._NAME_WORDS_SET_APART = saved
-        del index._evened
+    for even in (False, True):
+        for share in (0.0, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0):
+            point = retuned(index, name_words_set_apart=share)
+            if not even:
+                point._evened = lambda postings, named: postings
+            rows.append(dict({"share": share, "evened": even}, **fused_figures(point, queries, prepare_signals(point, queries, noise))))
     return rows
 
 
 def sibling_rows(index, queries, noise):
-    """The shares that tell sibling tools apart (session 19, fifth round), per point of their grid.
+    """The shares that tell sibling tools apart, per point of their grid.
 
-    ``parameter_coverage``: _PARAMETER_COVERAGE_BONUS (a query by parameter
+    ``parameter_coverage``: parameter_coverage_bonus (a query by parameter
     names, the tool's idf-weighed share of them); ``question_read``:
-    _QUESTION_READ_BONUS (a question, a tool that only reads).  Each point
-    prepares every query's signals again with the constants patched.
+    question_read_bonus (a question, a tool that only reads).  Each point
+    prepares every query's signals again at its tuning.
     """
-    mod = toolscript.search
-    saved = mod._PARAMETER_COVERAGE_BONUS, mod._QUESTION_READ_BONUS
     rows = []
-    try:
-        for covered, question in ((0.0, 0.0), (0.1, 0.0), (0.3, 0.0), (0.5, 0.0), (0.3, 0.02), (0.3, 0.03),
-                                  (0.3, 0.05), (0.3, 0.1), (0.3, 0.15), (0.3, 0.2), (0.3, 0.3)):
-            mod._PARAMETER_COVERAGE_BONUS, mod._QUESTION_READ_BONUS = covered, question
-            prepared = prepare_signals(index, queries, noise)
-            rows.append(dict({"parameter_coverage": covered, "question_read": question},
-                             **fused_figures(index, queries, prepared, shipped_fuse)))
-    finally:
-        mod._PARAMETER_COVERAGE_BONUS, mod._QUESTION_READ_BONUS = saved
+    for covered, question in ((0.0, 0.0), (0.1, 0.0), (0.3, 0.0), (0.5, 0.0), (0.3, 0.02), (0.3, 0.03),
+                              (0.3, 0.05), (0.3, 0.1), (0.3, 0.15), (0.3, 0.2), (0.3, 0.3)):
+        point = retuned(index, parameter_coverage_bonus=covered, question_read_bonus=question)
+        rows.append(dict({"parameter_coverage": covered, "question_read": question},
+                         **fused_figures(point, queries, prepare_signals(point, queries, noise))))
     return rows
 
 
 def server_naming_rows(index, queries, noise):
-    """The ways a query names a server besides a pure stem (session 20, sixth round), each on or off.
+    """The ways a query names a server besides a pure stem, each on or off.
 
     ``word``: a word of the server's name as written when only its stem is
-    shared ("plane", _server_naming_words); ``whole``: its whole name run
-    together or apart ("browsertools", "hugging face", _whole_server_names).
-    Both off: the naming of session 19.  The index's maps are emptied per point.
+    shared ("plane", signals.server_naming_words); ``whole``: its whole name run
+    together or apart ("browsertools", "hugging face", signals.whole_server_names).
+    Both off: naming by a pure stem alone.  The index's maps are emptied per point.
     """
-    saved = index._naming_words, index._whole_names, index._run_together
     rows = []
-    try:
-        for word, whole in ((False, False), (True, False), (False, True), (True, True)):
-            index._naming_words = saved[0] if word else {}
-            index._whole_names, index._run_together = saved[1:] if whole else ({}, set())
-            rows.append(dict({"word": word, "whole": whole}, **fused_figures(index, queries, prepare_signals(index, queries, noise), shipped_fuse)))
-    finally:
-        index._naming_words, index._whole_names, index._run_together = saved
+    for word, whole in ((False, False), (True, False), (False, True), (True, True)):
+        point = retuned(index)
+        if not word:
+            point._naming_words = {}
+        if not whole:
+            point._whole_names, point._run_together = {}, set()
+        rows.append(dict({"word": word, "whole": whole}, **fused_figures(point, queries, prepare_signals(point, queries, noise))))
     return rows
 
 
@@ -638,50 +581,39 @@ SERVER_GRID = {"tools": (3, 5), "weight": (0.0, 0.03, 0.04, 0.05, 0.06), "temper
 
 
 def server_signal_rows(index, queries, noise, grid=SERVER_GRID):
-    """A server as a whole (session 20, seventh round): _SERVER_TOOLS x _SERVER_WEIGHT x _SERVER_TEMPERATURE.
+    """A server as a whole: server_tools x server_weight x server_temperature.
 
     Signals prepared per point; weight 0 is the ranking without it (once).
     The variants it was chosen over (the server's centroid, its BM25 over
     its tools' words mixed in, the mean of its best tools' fused scores)
-    are in search.py's comment with their figures; they were measured on
+    are in bench/search/README.md with their figures; they were measured on
     precomputed signals outside this script and are not kept.
     """
-    mod = toolscript.search
-    saved = mod._SERVER_TOOLS, mod._SERVER_WEIGHT, mod._SERVER_TEMPERATURE
     points = [(grid["tools"][0], 0.0, grid["temperature"][0])] if 0.0 in grid["weight"] else []
     points += [(k, w, t) for k in grid["tools"] for w in grid["weight"] if w for t in grid["temperature"]]
     rows = []
-    try:
-        for tools, weight, temperature in points:
-            mod._SERVER_TOOLS, mod._SERVER_WEIGHT, mod._SERVER_TEMPERATURE = tools, weight, temperature
-            row = fused_figures(index, queries, prepare_signals(index, queries, noise), shipped_fuse)
-            rows.append(dict({"tools": tools if weight else None, "weight": weight, "temperature": temperature if weight else None,
-                              "hits@3": round(row["recall@3"] * len(queries))}, **row))
-    finally:
-        mod._SERVER_TOOLS, mod._SERVER_WEIGHT, mod._SERVER_TEMPERATURE = saved
+    for tools, weight, temperature in points:
+        point = retuned(index, server_tools=tools, server_weight=weight, server_temperature=temperature)
+        row = fused_figures(point, queries, prepare_signals(point, queries, noise))
+        rows.append(dict({"tools": tools if weight else None, "weight": weight, "temperature": temperature if weight else None,
+                          "hits@3": round(row["recall@3"] * len(queries))}, **row))
     return rows
 
 
 def idf_power_rows(index, queries, noise):
-    """The power the words' idf is raised to when fused with the vectors (_FUSED_IDF_POWER), and words alone at it.
+    """The power the words' idf is raised to when fused with the vectors (fused_idf_power), and words alone at it.
 
-    Each point prepares every query's signals again with the power patched
-    and fuses them with search's own ``_fuse``; ``words_alone`` is the
-    word share at that power, unfused (what the power would do to
-    words-only search, which keeps the plain idf).
+    Each point prepares every query's signals again at its power and fuses
+    them with search's own fusion; ``words_alone`` is the word share at that
+    power, unfused (what the power would do to words-only search, which
+    keeps the plain idf).
     """
-    mod = toolscript.search
-    saved = mod._FUSED_IDF_POWER
     rows = []
-    try:
-        for power in (1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 3.0):
-            mod._FUSED_IDF_POWER = power
-            prepared = prepare_signals(index, queries, noise)
-            row = dict({"power": power}, **fused_figures(index, queries, prepared, shipped_fuse))
-            row["words_alone@3"] = words_alone(index, queries, power)
-            rows.append(row)
-    finally:
-        mod._FUSED_IDF_POWER = saved
+    for power in (1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 3.0):
+        point = retuned(index, fused_idf_power=power)
+        row = dict({"power": power}, **fused_figures(point, queries, prepare_signals(point, queries, noise)))
+        row["words_alone@3"] = words_alone(point, queries, power)
+        rows.append(row)
     return rows
 
 
@@ -695,79 +627,67 @@ def words_alone(index, queries, power):
     return graded(lambda text: answers[text], queries)["all"]["recall@3"]
 
 
-def named_server_rows(tools, queries, noise):
+def named_server_rows(tools, queries, noise, index=None):
     """The share a named server's tools gain and the purity that makes a word name a server, every point ranked."""
-    mod = toolscript.search
-    saved = mod._NAMED_SERVER_BONUS, mod._NAMING_PURITY
     rows = []
-    try:
-        for purity in (0.5, 0.8, 0.95):
-            mod._NAMING_PURITY = purity
-            index = SearchIndex(tools)
-            for bonus in (0.0, 0.05, 0.1, 0.15, 0.2, 0.3):
-                mod._NAMED_SERVER_BONUS = bonus
-                g = graded(lambda q: [r["id"] for r in index.search(q, limit=DEPTH)], queries)
-                quiet = sum(not index.search(n, limit=1, threshold=0.3) for n in noise)
-                rows.append({"purity": purity, "bonus": bonus, "recall@3": g["all"]["recall@3"], "mrr@10": g["all"]["mrr@10"],
-                             "by_kind@3": {k: v["recall@3"] for k, v in g.items() if k != "all"},
-                             "noise_rejected@0.3": round(quiet / len(noise), 4)})
-    finally:
-        mod._NAMED_SERVER_BONUS, mod._NAMING_PURITY = saved
+    for purity in (0.5, 0.8, 0.95):
+        built = rebuilt(tools, index, naming_purity=purity)
+        for bonus in (0.0, 0.05, 0.1, 0.15, 0.2, 0.3):
+            point = retuned(built, named_server_bonus=bonus)
+            g = graded(lambda q: [r["id"] for r in point.search(q, limit=DEPTH)], queries)
+            quiet = sum(not point.search(n, limit=1, threshold=0.3) for n in noise)
+            rows.append({"purity": purity, "bonus": bonus, "recall@3": g["all"]["recall@3"], "mrr@10": g["all"]["mrr@10"],
+                         "by_kind@3": {k: v["recall@3"] for k, v in g.items() if k != "all"},
+                         "noise_rejected@0.3": round(quiet / len(noise), 4)})
     return rows
 
 
-BLEND = ("_LEXICAL_WEIGHT", "_VECTOR_WEIGHT", "_VECTOR_FLOOR", "_VECTOR_CEILING")
+BLEND = ("lexical_weight", "vector_weight", "vector_floor", "vector_ceiling")
 
 
 def prepare_signals(index, queries, noise):
-    """Each labelled and noise query's word shares, exact names, cosines and words' coverage, computed once."""
-    def prepare(text):
-        # As search does: a named server's tools are told apart without its name's words
-        # (_NAME_WORDS_SET_APART), unless the query names parameters.
-        named = index._named_servers(text)
-        set_apart = named if named and not index._names_parameters(text) else frozenset()
-        semantic = index._semantic(text, set_apart)
+    """Each labelled and noise query's word shares, exact names, cosines and words' coverage, computed once
+    at ``index``'s tuning, as search computes them."""
+    tuning = index.tuning
+
+    def prepare(query):
+        # As search does: a named server's tools are told apart without its name's words, unless the query
+        # names parameters.
+        named = index._named_servers(query)
+        set_apart = named if named and not index._names_parameters(query) else frozenset()
+        semantic = index._semantic(query, set_apart)
         if not semantic:
             named = set_apart = frozenset()
-        # As search does: fused with the vectors, the words' idf is sharpened (_FUSED_IDF_POWER).
-        power = getattr(toolscript.search, "_FUSED_IDF_POWER", 1.0) if semantic else 1.0
-        lexical, _, exact = index._lexical(text, idf_power=power, named=set_apart)
+        power = tuning.fused_idf_power if semantic else 1.0
+        lexical, _, exact = index._lexical(query, idf_power=power, named=set_apart)
         # The named server's tools' share is added after the fusion, as search does.
-        bonus = {i: toolscript.search._NAMED_SERVER_BONUS for i, t in enumerate(index._tools) if t.get("server") in named}
-        # As search does: a query naming a parameter weighs the vectors less (_IDENTIFIER_VECTOR_SCALE).
-        scale = index._vector_scale(text) if semantic and hasattr(index, "_vector_scale") else 1.0
-        # As search does: the shares added after the fusion (parameters a tool takes, a question
-        # meeting a tool that only reads; session 19's fifth round).
-        if hasattr(index, "_extras"):
-            for part in index._extras(text, bool(semantic), index._names_parameters(text)).values():
-                for i, extra in part.items():
-                    bonus[i] = bonus.get(i, 0.0) + extra
-        # As search does: each tool's server as a whole (_SERVER_WEIGHT; session 20, seventh round).
-        if getattr(toolscript.search, "_SERVER_WEIGHT", 0.0) and semantic and not named and not index._names_parameters(text):
-            shares = toolscript.search._server_shares(semantic, index._server_of, index._servers)
+        bonus = {i: tuning.named_server_bonus for i, t in enumerate(index._tools) if t.get("server") in named}
+        scale = index._vector_scale(query) if semantic else 1.0
+        # The shares added after the fusion: parameters a tool takes, a question meeting a tool that only reads.
+        for part in index._extras(query, bool(semantic), index._names_parameters(query)).values():
+            for i, extra in part.items():
+                bonus[i] = bonus.get(i, 0.0) + extra
+        # Each tool's server as a whole.
+        if tuning.server_weight and semantic and not named and not index._names_parameters(query):
+            shares = signals.server_shares(semantic, index._server_of, index._servers, tuning)
             for i, server in enumerate(index._server_of):
                 bonus[i] = bonus.get(i, 0.0) + shares[server]
-        return lexical, set(exact), semantic, coverage(index, text), bonus, scale
+        return lexical, set(exact), semantic, coverage(index, query), bonus, scale
 
     return [(q, prepare(q["query"])) for q in queries], [prepare(n) for n in noise]
 
 
-def shipped_fuse(lexical, semantic, _covered, scale):
-    """search's own fusion, with the module's constants as they are (patched by a grid)."""
-    return toolscript.search._fuse(lexical, semantic, scale)
+def fusion(tuning):
+    """``fuse(lexical, semantic, covered, vector_scale)``: search's own fusion at ``tuning``."""
+    return lambda lexical, semantic, _covered, scale: signals.fuse(lexical, semantic, tuning, scale)
 
 
 def identifier_scale_rows(index, queries, noise):
-    """The vectors' weight for a query naming a parameter (_IDENTIFIER_VECTOR_SCALE), with param recall per point."""
-    mod = toolscript.search
-    saved = mod._IDENTIFIER_VECTOR_SCALE
+    """The vectors' weight for a query naming a parameter (identifier_vector_scale), with param recall per point."""
     rows = []
-    try:
-        for scale in (1.0, 0.7, 0.5, 0.3, 0.2, 0.0):
-            mod._IDENTIFIER_VECTOR_SCALE = scale
-            rows.append(dict({"scale": scale}, **fused_figures(index, queries, prepare_signals(index, queries, noise), shipped_fuse)))
-    finally:
-        mod._IDENTIFIER_VECTOR_SCALE = saved
+    for scale in (1.0, 0.7, 0.5, 0.3, 0.2, 0.0):
+        point = retuned(index, identifier_vector_scale=scale)
+        rows.append(dict({"scale": scale}, **fused_figures(point, queries, prepare_signals(point, queries, noise))))
     return rows
 
 
@@ -778,17 +698,19 @@ def with_bonus(fused, bonus):
     return fused
 
 
-def coverage(index, text):
+def coverage(index, query):
     """The share of the query's ideal score its literal words account for (0..1): how much the words can explain."""
-    lookups, ideal, _ = index._lookups(text)
-    mod = toolscript.search
-    gain = mod._IDEAL_TF * (mod._K1 + 1) / (mod._IDEAL_TF + mod._K1)
+    lookups, ideal, _ = index._lookups(query)
+    tuning = index.tuning
+    gain = tuning.ideal_tf * (tuning.k1 + 1) / (tuning.ideal_tf + tuning.k1)
     literal = sum(index._idf[t] * gain for t, (_, signal) in lookups.items() if signal == "bm25")
     return min(1.0, literal / ideal) if ideal else 0.0
 
 
-def fused_figures(index, queries, prepared, fuse):
-    """graded() and the noise rejection at 0.3 of ``fuse(lexical, semantic, coverage, vector_scale) -> {tool: score}``."""
+def fused_figures(index, queries, prepared, fuse=None):
+    """graded() and the noise rejection at 0.3 of ``fuse(lexical, semantic, coverage, vector_scale) -> {tool: score}``
+    (default: search's fusion at ``index``'s tuning)."""
+    fuse = fuse or fusion(index.tuning)
     labelled, rejected = prepared
     ids = index._ids
     answers, kept = {}, 0
@@ -808,23 +730,16 @@ def fused_figures(index, queries, prepared, fuse):
 
 def blend_grid(index, queries, prepared):
     """The score blend's weights, floor and ceiling; the rule: the best recall@3, then MRR@10, noise@0.3 >= 0.9."""
-    mod = toolscript.search
-    saved = {n: getattr(mod, n) for n in BLEND}
     rows = []
-    try:
-        for values in itertools.product((0.5, 0.7, 0.85, 1.0), (0.2, 0.3, 0.5, 0.7, 1.0), (0.2, 0.3, 0.4, 0.5), (0.8, 0.9, 1.0)):
-            for n, v in zip(BLEND, values):
-                setattr(mod, n, v)
-            figures = fused_figures(index, queries, prepared, shipped_fuse)
-            rows.append(dict(zip(("lexical_weight", "vector_weight", "floor", "ceiling"), values), **figures))
-    finally:
-        for n, v in saved.items():
-            setattr(mod, n, v)
-    shipped = fused_figures(index, queries, prepared, shipped_fuse)
+    for values in itertools.product((0.5, 0.7, 0.85, 1.0), (0.2, 0.3, 0.5, 0.7, 1.0), (0.2, 0.3, 0.4, 0.5), (0.8, 0.9, 1.0)):
+        tuning = dataclasses.replace(index.tuning, **dict(zip(BLEND, values)))
+        figures = fused_figures(index, queries, prepared, fusion(tuning))
+        rows.append(dict(zip(("lexical_weight", "vector_weight", "floor", "ceiling"), values), **figures))
+    shipped_row = fused_figures(index, queries, prepared)
     rows.sort(key=lambda r: (-r["recall@3"], -r["mrr@10"]))
     labelled, rejected = prepared
     best_noise_cosines = sorted(max(semantic.values(), default=0.0) for _, _, semantic, _, _, _ in rejected)
-    return {"shipped": shipped, "chosen_by_rule": next((r for r in rows if r["noise_rejected@0.3"] >= 0.9), None),
+    return {"shipped": shipped_row, "chosen_by_rule": next((r for r in rows if r["noise_rejected@0.3"] >= 0.9), None),
             "best": rows[:10], "grid": len(rows),
             "noise_best_cosine": {p: round(best_noise_cosines[int(round(p * (len(best_noise_cosines) - 1)))], 3)
                                   for p in (0.5, 0.9, 0.95)}}
@@ -833,17 +748,16 @@ def blend_grid(index, queries, prepared):
 def adaptive_rows(index, queries, prepared):
     """Fusion whose vector weight grows as the query's literal words explain less of it (tried; not shipped).
 
-    vector weight = base + gain x (1 - coverage); the word weight stays 0.5
-    (``sum_one``: 1 - vector weight).  On both sets the best points moved a
-    query or two either way from the plain blend.
+    vector weight = base + gain x (1 - coverage); the word weight stays the shipped one
+    (``sum_one``: 1 - vector weight).  The best points moved a query or two either way from the plain blend.
     """
-    mod = toolscript.search
-    floor, span, alone = mod._VECTOR_FLOOR, mod._VECTOR_CEILING - mod._VECTOR_FLOOR, mod._VECTOR_ALONE
+    tuning = index.tuning
+    floor, span, alone = tuning.vector_floor, tuning.vector_ceiling - tuning.vector_floor, tuning.vector_alone
 
     def fuse_with(base, gain, sum_one):
         def fuse(lexical, semantic, covered, _scale):
             vector_weight = base + gain * (1.0 - covered)
-            word_weight = 1.0 - vector_weight if sum_one else mod._LEXICAL_WEIGHT
+            word_weight = 1.0 - vector_weight if sum_one else tuning.lexical_weight
             fused = {i: share * word_weight for i, share in lexical.items()}
             for i, cosine in semantic.items():
                 if cosine > floor:
@@ -866,67 +780,51 @@ def adaptive_rows(index, queries, prepared):
 
 def tool_text_rows(tools, queries, noise):
     """The weights of a tool vector's texts (name, first sentence, description, parameter names): hybrid and vectors alone."""
-    mod = toolscript.search
-    saved = mod._TOOL_TEXT_WEIGHTS
     rows = []
-    try:
-        for weights in ((1.0, 1.0, 1.0, 0.0), (1.5, 1.0, 1.0, 0.0), (2.0, 1.0, 1.0, 0.0), (3.0, 1.0, 1.0, 0.0),
-                        (1.5, 0.5, 1.0, 0.0), (1.5, 1.0, 0.75, 0.0), (1.5, 1.0, 1.0, 0.25), (1.5, 1.0, 1.0, 0.5),
-                        (1.0, 1.0, 1.0, 0.25), (2.0, 1.0, 1.0, 0.25), (2.0, 0.5, 1.0, 0.25), (3.0, 1.0, 1.0, 0.25)):
-            mod._TOOL_TEXT_WEIGHTS = weights
-            index = SearchIndex(tools)
-            hybrid = graded(lambda q: [r["id"] for r in index.search(q, limit=DEPTH)], queries)
-            alone = graded(vector_ranking(index), queries)
-            quiet = sum(not index.search(n, limit=1, threshold=0.3) for n in noise)
-            rows.append({"weights": list(weights), "recall@3": hybrid["all"]["recall@3"], "mrr@10": hybrid["all"]["mrr@10"],
-                         "by_kind@3": {k: v["recall@3"] for k, v in hybrid.items() if k != "all"},
-                         "vectors_alone@3": alone["all"]["recall@3"], "noise_rejected@0.3": round(quiet / len(noise), 4)})
-    finally:
-        mod._TOOL_TEXT_WEIGHTS = saved
+    for weights in ((1.0, 1.0, 1.0, 0.0), (1.5, 1.0, 1.0, 0.0), (2.0, 1.0, 1.0, 0.0), (3.0, 1.0, 1.0, 0.0),
+                    (1.5, 0.5, 1.0, 0.0), (1.5, 1.0, 0.75, 0.0), (1.5, 1.0, 1.0, 0.25), (1.5, 1.0, 1.0, 0.5),
+                    (1.0, 1.0, 1.0, 0.25), (2.0, 1.0, 1.0, 0.25), (2.0, 0.5, 1.0, 0.25), (3.0, 1.0, 1.0, 0.25)):
+        index = rebuilt(tools, tool_text_weights=weights)
+        hybrid = graded(lambda q: [r["id"] for r in index.search(q, limit=DEPTH)], queries)
+        alone = graded(vector_ranking(index), queries)
+        quiet = sum(not index.search(n, limit=1, threshold=0.3) for n in noise)
+        rows.append({"weights": list(weights), "recall@3": hybrid["all"]["recall@3"], "mrr@10": hybrid["all"]["mrr@10"],
+                     "by_kind@3": {k: v["recall@3"] for k, v in hybrid.items() if k != "all"},
+                     "vectors_alone@3": alone["all"]["recall@3"], "noise_rejected@0.3": round(quiet / len(noise), 4)})
     return rows
 
 
 def tune_similar(tools, queries, noise):
-    """The development-set grid the similar-words constants were picked from (see toolscript/search.py).
+    """The set00 grid the similar-words constants were picked from (bench/search/README.md).
 
     Floor (the least cosine that counts), top (catalog words per query
     word; 0 is the hybrid without similar words), weight (at cosine 1) and
     rare (query words in at most this many tools look for similar words; 0:
     only words no tool has).  Each point ranks every query with search's own
-    code, its constants patched; the rule: the best recall@3, then MRR@10,
-    with threshold 0.3 still rejecting >= 90% of the noise queries.
+    code at its tuning; the rule: the best recall@3, then MRR@10, with
+    threshold 0.3 still rejecting >= 90% of the noise queries.
     """
-    mod = toolscript.search
-    names = ("_SIMILAR_FLOOR", "_SIMILAR_TOP", "_SIMILAR_WEIGHT")
-    saved = {n: getattr(mod, n) for n in names}
     index = SearchIndex(tools)
     if index._similar is None:
         return {"error": "no vectors data: nothing to tune"}
-    shipped_rare = index._rare
+    tuning = index.tuning
     rows = []
-    try:
-        for floor, top in itertools.product((0.4, 0.45, 0.5, 0.55), (0, 1, 2, 3, 5)):
-            mod._SIMILAR_FLOOR, mod._SIMILAR_TOP = floor, top
-            index._similar.cache.clear()
-            for weight, rare in itertools.product((0.45, 0.6, 0.8), (0, 2, 5, len(tools))):
-                if top == 0 and (weight, rare) != (0.8, 2):
-                    continue  # without similar words the other knobs change nothing
-                mod._SIMILAR_WEIGHT = weight
-                index._rare = rare
-                g = graded(lambda q: [r["id"] for r in index.search(q, limit=DEPTH)], queries)
-                quiet = sum(not index.search(n, limit=1, threshold=0.3) for n in noise)
-                rows.append({"floor": floor, "top": top, "weight": weight, "rare": rare,
-                             "recall@3": g["all"]["recall@3"], "mrr@10": g["all"]["mrr@10"],
-                             "few_shared_words@3": g["few_shared_words"]["recall@3"], "typo@3": g["typo"]["recall@3"],
-                             "noise_rejected@0.3": round(quiet / len(noise), 4)})
-    finally:
-        for n, v in saved.items():
-            setattr(mod, n, v)
-        index._rare = shipped_rare
+    for floor, top in itertools.product((0.4, 0.45, 0.5, 0.55), (0, 1, 2, 3, 5)):
+        for weight, rare in itertools.product((0.45, 0.6, 0.8), (0, 2, 5, len(tools))):
+            if top == 0 and (weight, rare) != (0.8, 2):
+                continue  # without similar words the other knobs change nothing
+            point = retuned(index, similar_floor=floor, similar_top=top, similar_weight=weight)
+            point._rare = rare
+            g = graded(lambda q: [r["id"] for r in point.search(q, limit=DEPTH)], queries)
+            quiet = sum(not point.search(n, limit=1, threshold=0.3) for n in noise)
+            rows.append({"floor": floor, "top": top, "weight": weight, "rare": rare,
+                         "recall@3": g["all"]["recall@3"], "mrr@10": g["all"]["mrr@10"],
+                         "few_shared_words@3": g["few_shared_words"]["recall@3"], "typo@3": g["typo"]["recall@3"],
+                         "noise_rejected@0.3": round(quiet / len(noise), 4)})
     rows.sort(key=lambda r: (-r["recall@3"], -r["mrr@10"]))
-    shipped = {"floor": saved["_SIMILAR_FLOOR"], "top": saved["_SIMILAR_TOP"], "weight": saved["_SIMILAR_WEIGHT"], "rare": shipped_rare}
-    return {"shipped": shipped,
-            "shipped_row": next((r for r in rows if all(r[k] == v for k, v in shipped.items())), None),
+    shipped_point = {"floor": tuning.similar_floor, "top": tuning.similar_top, "weight": tuning.similar_weight, "rare": index._rare}
+    return {"shipped": shipped_point,
+            "shipped_row": next((r for r in rows if all(r[k] == v for k, v in shipped_point.items())), None),
             "chosen_by_rule": next((r for r in rows if r["noise_rejected@0.3"] >= 0.9), None),
             "without_similar_words": next((r for r in rows if r["top"] == 0), None),
             "best": rows[:15], "all": rows, "grid": len(rows)}
@@ -942,7 +840,7 @@ def rrf_rows(index, queries):
     prepared = []
     for q in queries:
         semantic = index._semantic(q["query"])
-        lexical, _, exact = index._lexical(q["query"], idf_power=toolscript.search._FUSED_IDF_POWER if semantic else 1.0)
+        lexical, _, exact = index._lexical(q["query"], idf_power=index.tuning.fused_idf_power if semantic else 1.0)
         by_words = sorted((i for i, v in lexical.items() if v > 0), key=lambda i: (-lexical[i], index._ids[i]))
         by_vector = sorted(semantic, key=lambda i: (-semantic[i], index._ids[i]))
         prepared.append((q, {i: r for r, i in enumerate(by_words, 1)}, {i: r for r, i in enumerate(by_vector, 1)}, set(exact)))
@@ -980,24 +878,28 @@ class Baseline:
 
 
 def ablations(tools, queries):
-    """Quality with one feature of the ranker switched off at a time (module internals patched)."""
-    mod = toolscript.search
+    """Quality with one part of the ranker switched off at a time: the synonym table or the thesaurus
+    emptied, the rest through the tuning (no typo correction, every field weight 1, no similar words)."""
+    base = DEFAULT_TUNING
     switches = {
-        "no_synonyms": ("_SYNONYMS", {}),
-        "no_thesaurus": ("_thesaurus", lambda: {}),
-        "no_typo_correction": ("_max_typos", lambda word: 0),
-        "no_field_weights": ("_FIELDS", {f: (1.0, b) for f, (_, b) in mod._FIELDS.items()}),
-        "no_similar_words": ("_SIMILAR_TOP", 0),
+        "no_synonyms": ("synonyms", None),
+        "no_thesaurus": ("thesaurus", None),
+        "no_typo_correction": (None, {"typo_lengths": (sys.maxsize, sys.maxsize)}),
+        "no_field_weights": (None, {"fields": tuple((f, 1.0, b) for f, _, b in base.fields)}),
+        "no_similar_words": (None, {"similar_top": 0}),
     }
     out = {}
-    for label, (attr, value) in switches.items():
-        saved = getattr(mod, attr)
-        setattr(mod, attr, value)
+    for label, (table, changes) in switches.items():
+        saved_synonyms, saved_load = thesaurus.SYNONYMS, thesaurus.load
+        if table == "synonyms":
+            thesaurus.SYNONYMS = {}
+        elif table == "thesaurus":
+            thesaurus.load = lambda: {}
         try:
-            index = SearchIndex(tools)
+            index = SearchIndex(tools, tuning=dataclasses.replace(base, **(changes or {})))
             figures, _ = evaluate(lambda q: [r["id"] for r in index.search(q, limit=DEPTH)], queries)
         finally:
-            setattr(mod, attr, saved)
+            thesaurus.SYNONYMS, thesaurus.load = saved_synonyms, saved_load
         out[label] = {k: figures[k] for k in ("recall@1", "recall@3", "mrr", "typo_recall@3")}
     return out
 
@@ -1035,51 +937,58 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5, help="times each query (and build) is timed")
     parser.add_argument("--misses", action="store_true", help="list the queries missed in the top 3")
-    parser.add_argument("--dev-only", action="store_true", help="leave out the held-out set (for tuning)")
+    parser.add_argument("--dev-only", action="store_true", help="keep to set00 and the speed figures (for tuning)")
+    parser.add_argument("--floors", action="store_true",
+                        help="rank every development set and check it against its floor in sets.json (exit 1 when below); stop")
     parser.add_argument("--tune", action="store_true",
-                        help="print the fusion and tool-vector grids on the four development sets (dev only with --dev-only) and stop")
+                        help="print the fusion and tool-vector grids on the development sets (set00 only with --dev-only) and stop")
     parser.add_argument("--cv", action="store_true",
-                        help="print the leave-one-set-out cross-validation of the fusion's weights on the five development sets and stop")
+                        help="print the leave-one-set-out cross-validation of the fusion's weights on the development sets and stop")
     parser.add_argument("--tune-server", action="store_true",
-                        help="print the server-as-a-whole grid (_SERVER_TOOLS x _SERVER_WEIGHT x _SERVER_TEMPERATURE) on the development sets and stop")
-    parser.add_argument("--tune-similar", action="store_true", help="print the development-set similar-words grid and stop")
+                        help="print the server-as-a-whole grid (server_tools x server_weight x server_temperature) on the development sets and stop")
+    parser.add_argument("--tune-similar", action="store_true", help="print set00's similar-words grid and stop")
     parser.add_argument("--no-cli", action="store_true", help="skip the subprocess timings (CLI search, --version)")
-    parser.add_argument("--only", choices=sorted(LATER_SETS),
-                        help="print only that held-out set's figures (log every such run in its README)")
+    parser.add_argument("--only", choices=evalsets.NAMES[1:], metavar="SET",
+                        help="print only that set's figures (a held-out-unseen set only with --first-run)")
+    parser.add_argument("--first-run", action="store_true",
+                        help="with --only: rank a held-out-unseen set, once (bench/search/sets/README.md says what follows)")
     args = parser.parse_args(argv)
 
     tools = load_catalog()
     queries = with_dev_kinds(tools, load_queries())
     noise = load_queries(key="noise")
     servers = sorted({t["server"] for t in tools})
+    if args.floors:
+        result = floors()
+        json.dump(result, sys.stdout, indent=2)
+        print()
+        if not result["ok"]:
+            sys.exit(1)
+        return
     if args.only:
-        json.dump(later_set_report(args.only, tools), sys.stdout, indent=2)
+        if evalsets.entry(args.only)["role"] == evalsets.UNSEEN and not args.first_run:
+            parser.error(f"{args.only} is held out and unseen: rank it only for its first run (--first-run), "
+                         "then record the figures and make it a development set (bench/search/sets/README.md)")
+        json.dump(later_set_report(args.only), sys.stdout, indent=2)
         print()
         return
+    # The development sets by name: set00 with its mechanical kinds, then every later one on its own index.
+    development = {FIRST: (tools, queries, noise)}
+    later = [name for name in evalsets.development() if name != FIRST]
     if args.tune_server:
-        # The development sets: bench/eval, held-out set 1 (dev-b) and every set LATER_SETS has run (dev-c on).
-        held_path = os.path.join(HELDOUT, "queries.json")
-        sets = {"development": (tools, queries, noise),
-                "heldout": (sorted(load_catalog(os.path.join(HELDOUT, "catalogs")) + tools, key=lambda t: t["id"]),
-                            load_queries(held_path), load_queries(held_path, key="noise"))}
-        for name in LATER_SETS:
-            sets[name] = later_set(name, tools)[:3]
-        out = {"shipped": {"tools": toolscript.search._SERVER_TOOLS, "weight": toolscript.search._SERVER_WEIGHT,
-                           "temperature": toolscript.search._SERVER_TEMPERATURE}}
-        for label, (set_tools, set_queries, set_noise) in sets.items():
+        for name in later:
+            development[name] = later_set(name)[:3]
+        out = {"shipped": shipped()["server_signal"]}
+        for label, (set_tools, set_queries, set_noise) in development.items():
             out[label] = server_signal_rows(SearchIndex(set_tools), set_queries, set_noise)
         json.dump(out, sys.stdout, indent=2)
         print()
         return
     if args.tune or args.cv:
-        sets = {"development": (tools, queries, noise)}
         if not args.dev_only or args.cv:
-            held_path = os.path.join(HELDOUT, "queries.json")
-            held_tools = sorted(load_catalog(os.path.join(HELDOUT, "catalogs")) + tools, key=lambda t: t["id"])
-            sets["heldout"] = (held_tools, load_queries(held_path), load_queries(held_path, key="noise"))
-            for name in LATER_SETS:
-                sets[name] = later_set(name, tools)[:3]
-        json.dump(cross_validation(sets) if args.cv else tune(sets), sys.stdout, indent=2)
+            for name in later:
+                development[name] = later_set(name)[:3]
+        json.dump(cross_validation(development) if args.cv else tune(development), sys.stdout, indent=2)
         print()
         return
     if args.tune_similar:
@@ -1114,9 +1023,8 @@ def main(argv=None):
         "toolscript": ours,
         "baseline_keyword_overlap": base,
         "ablations": ablations(tools, queries),
-        "rankers": {"development": ranker_rows(tools, queries)},
-        "heldout": None if args.dev_only else heldout_report(tools, queries),
-        **{name: None if args.dev_only else later_set_report(name, tools) for name in LATER_SETS},
+        "rankers": {FIRST: ranker_rows(tools, queries)},
+        **{name: None if args.dev_only else later_set_report(name) for name in evalsets.development() if name != FIRST},
         "scale": {
             "tools": len(big),
             "build_ms": big_build,

@@ -1,42 +1,21 @@
 #!/usr/bin/env python3
-"""The peers' tool-search figures next to toolscript's, from one run, on every search set (issue 13).
+"""The peers' tool-search figures next to toolscript's, from one run, on every development set.
 
-Issue 13 quotes two peers on held-out set 1: the sentence-embedding model all-MiniLM-L6-v2 alone, and
-the Deno original's hybrid (those embeddings fused with Fuse.js fuzzy matching). This script measures
-them, and toolscript's own rankers (bench/search.py's ``ranker_rows``), on the same sets in the same run:
-
-- ``dev``: bench/eval (index: its catalogs); kinds from bench/search.py's ``with_dev_kinds``;
-- ``dev_b``: held-out set 1, bench/heldout (index: it + the dev catalogs);
-- ``heldout2``: bench/heldout2's queries.json and queries-b.json alone and together (index: held-out
-  set 2 + held-out set 1 + dev catalogs, 464 tools); a development set since its first run;
-- ``heldout3``: the same for bench/heldout3 (index: the four sets, 636 tools), a development set since its run;
-- ``heldout4``: the same for bench/heldout4 (index: the five sets, 883 tools), run once at session 19's start;
-- ``heldout5``: the same for bench/heldout5 (index: the six sets, 1,121 tools), run once in session 19;
-- ``heldout6``: the same for bench/heldout6 (index: the seven sets, 1,366 tools), run once at session 19's end;
-- ``heldout7``: the same for bench/heldout7 (index: the eight sets, 1,529 tools), run once in session 20;
-- ``heldout8``: the same for bench/heldout8 (index: the nine sets, 1,731 tools), run once in session 21;
-- ``heldout9``: the same for bench/heldout9 (index: the ten sets, 1,956 tools), run once in session 21;
-- ``heldout10``: the same for bench/heldout10 (index: the eleven sets, 2,167 tools), run once in session 21;
-- ``heldout11``: the same for bench/heldout11 (index: the twelve sets, 2,383 tools), run once in session 21;
-- ``heldout12``: the same for bench/heldout12 (index: the thirteen sets, 2,589 tools), run once in session 22;
-- ``heldout13``: the same for bench/heldout13 (index: all fourteen sets, 2,722 tools), run once in session 22.
-- ``heldout14``: the same for bench/heldout14 (index: all fifteen sets, 2,922 tools), run once in session 23.
-- ``heldout15``: the same for bench/heldout15 (index: all sixteen sets, 3,065 tools), run once in session 23.
-- ``heldout16``: the same for bench/heldout16 (index: all seventeen sets, 3,227 tools), run once in session 23.
-- ``heldout17``: the same for bench/heldout17 (index: all eighteen sets, 3,349 tools), run once in session 24.
-- ``heldout18``: the same for bench/heldout18 (index: all nineteen sets, 3,577 tools), run once in session 24.
-- ``heldout19``: the same for bench/heldout19 (index: all twenty sets, 3,821 tools), run once in session 24.
-- ``heldout20``: the same for bench/heldout20 (index: all twenty-one sets, 4,040 tools), run once in session 25.
-- ``heldout21``: the same for bench/heldout21 (index: all twenty-two sets, 4,283 tools), run once in session 25.
-  Nothing of ours is tuned here by this script: these are figures, not a grid.
+Two peers: the sentence-embedding model all-MiniLM-L6-v2 alone, and the Deno original's hybrid (those
+embeddings fused with Fuse.js fuzzy matching). This script measures them, and toolscript's own rankers
+(bench/search.py's ``ranker_rows``), on the same sets in the same run: each development set of
+bench/search/sets/sets.json (key: its name; index: its catalogs and every earlier set's; set00's kinds
+from bench/search.py's ``with_dev_kinds``), each query file alone and both together (a query both
+authors wrote counted once). A held-out-unseen set is never run here. Nothing of ours is tuned here by
+this script: these are figures, not a grid.
 
 Rankers, each graded by bench/search.py's ``graded`` (recall@1/3/5, MRR@10, nDCG@10 per kind):
 
 - ``teacher``: all-MiniLM-L6-v2 (the PyPI wheel distill/ uses; its forward pass is distill/distill.py's,
   in torch on one thread), BERT tokenisation as its tokenizer.json says, mean pooling, normalised; a
   tool's text is the Deno original's (``[server, name with _ -> space, description, "Inputs: p1 (d1),
-  p2"]`` joined by spaces; /work/shared/notes/toolscript-deno-anchor.md 6.2); ranked by cosine.
-- ``deno_hybrid``: the Deno original's engine (6.3-6.4): Fuse.js (npm ``fuse.js``, FUSE_VERSION) with its
+  p2"]`` joined by spaces); ranked by cosine.
+- ``deno_hybrid``: the Deno original's engine: Fuse.js (npm ``fuse.js``, FUSE_VERSION) with its
   exact options over serverName / toolName / description, score 1 - fuse score; the union of the
   semantic top 2L and the fuzzy top 2L (L = 10), a missing component 0, 0.7 x semantic + 0.3 x fuzzy,
   no threshold. Fuse.js runs in one long-lived node process (one JSON line per request on stdin).
@@ -84,6 +63,7 @@ except ImportError:
              "(or pip install --no-deps --require-hashes -r distill/requirements.txt)")
 
 import distill  # noqa: E402  (distill/distill.py: the teacher's weights and forward pass)
+import evalsets  # noqa: E402  (bench/evalsets.py)
 import search as ours  # noqa: E402  (bench/search.py)
 from stats import summary  # noqa: E402  (bench/stats.py)
 from toolscript.search import SearchIndex  # noqa: E402
@@ -351,25 +331,19 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fuse-dir", default=os.environ.get("TOOLSCRIPT_FUSE_DIR", os.path.join(ROOT, "tests", "peers", "node_modules")),
                         help="the node_modules directory holding fuse.js " + FUSE_VERSION)
-    parser.add_argument("--sets", default=",".join(["dev", "dev_b"] + list(ours.LATER_SETS)),
-                        help=f"comma-separated: dev, dev_b, {', '.join(ours.LATER_SETS)}")
+    parser.add_argument("--sets", default=",".join(evalsets.development()),
+                        help=f"comma-separated development sets (default: all of them: {', '.join(evalsets.development())})")
     parser.add_argument("--repeat", type=int, default=3, help="times our index build is timed (median)")
     args = parser.parse_args(argv)
     fuse = fuse_dir_checked(args.fuse_dir)
     torch.set_num_threads(1)
 
     dev_tools = ours.load_catalog()
-    held_tools = sorted(ours.load_catalog(os.path.join(ours.HELDOUT, "catalogs")) + dev_tools, key=lambda t: t["id"])
-    sets = {
-        "dev": (dev_tools, {"queries": ours.with_dev_kinds(dev_tools, ours.load_queries())}),
-        "dev_b": (held_tools, {"queries": ours.load_queries(os.path.join(ours.HELDOUT, "queries.json"))}),
-    }
-    for name, (directory, _) in ours.LATER_SETS.items():
-        # As bench/search.py counts them: a query both authors wrote counts once together.
-        tools, both, _, _ = ours.later_set(name, dev_tools)
-        sets[name] = (tools, {"queries": ours.load_queries(os.path.join(directory, "queries.json")),
-                              "queries_b": ours.load_queries(os.path.join(directory, "queries-b.json")),
-                              "both_authors": both})
+    sets = {evalsets.NAMES[0]: (dev_tools, {"queries": ours.with_dev_kinds(dev_tools, ours.load_queries())})}
+    for name in evalsets.development()[1:]:
+        tools, both, _, _ = ours.later_set(name)
+        files = {f.replace(".json", "").replace("-", "_"): evalsets.read(name, f)["queries"] for f in evalsets.query_files(name)}
+        sets[name] = (tools, dict(files, both_authors=both) if len(files) > 1 else files)
     wanted = [s.strip() for s in args.sets.split(",") if s.strip()]
     unknown = [s for s in wanted if s not in sets]
     if unknown:

@@ -9,7 +9,7 @@ split, the figures that `tests/test_suggest_local.py` holds floors on:
   and recall (labelled skills suggested / labelled skills), over all prompts;
 * tools: the same for tool ids, where the tools a backend "suggests" are what
   the pipeline would show: each of its toolQueries searched with
-  ``SearchIndex`` over bench/eval/catalogs (the gateway's /search ranking),
+  ``SearchIndex`` over bench/search/sets/set00/catalogs (the gateway's /search ranking),
   hits under ``TOOL_SCORE_FLOOR`` dropped, de-duplicated, best 5 kept;
 * fp_rate: the share of "nothing" prompts that got any skill or tool;
 * timing of the backend's answer alone (median / p95 ms per prompt), and

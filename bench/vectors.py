@@ -1,18 +1,18 @@
 #!/usr/bin/env python3
-"""Measure the distilled static vectors (toolscript/vectors.py) alone: quality on the evaluation sets, speed.
+"""Measure the distilled static vectors (toolscript/search/vectors.py) alone: quality on the evaluation sets, speed.
 
 Quality: every tool's text (a recipe of its name split into words, description, parameters) and every
 query are encoded; tools are ranked by cosine alone (no BM25) and scored like bench/search.py does
 (recall@1/3/5, MRR@10, nDCG@10 per query kind; on the development set bench/search.py's mechanical kinds,
-typo / shared_words / few_shared_words).  The development set (bench/eval/) is the default and the
-only one to tune on; ``--heldout`` adds the held-out set (bench/heldout/, ranked against held-out plus
-development catalogs, as bench/search.py does) -- run it once, for a final choice, never to choose.
+typo / shared_words / few_shared_words).  set00 (bench/search/sets/) is the default; ``--set NAME``
+adds another development set (ranked against its catalogs and every earlier set's, as bench/search.py
+does).  A held-out-unseen set is never ranked here.
 
 Speed (JSON, median and p95 via bench/stats.py): the table's load time in a fresh process and in-process,
 encoding a 12-word query, dot() of one query against 500 tool vectors (what the hybrid ranker does per
 query), and encoding 500 tool texts (the index build); plus the data file's size.
 
-    python3 bench/vectors.py [--recipe all] [--data FILE] [--heldout] [--repeat 200]
+    python3 bench/vectors.py [--recipe all] [--data FILE] [--set NAME ...] [--repeat 200]
 
 ``--data`` evaluates another candidate table (distill/distill.py -o FILE) without installing it;
 ``--recipe all`` compares the tool-text recipes.
@@ -33,8 +33,11 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 import search as search_bench  # noqa: E402  (bench/search.py: catalogs, queries, graded figures)
 from stats import summary  # noqa: E402
 
-import toolscript.search  # noqa: E402
-from toolscript import vectors  # noqa: E402
+import evalsets  # noqa: E402  (bench/evalsets.py)
+from toolscript.search import vectors  # noqa: E402
+from toolscript.search.fields import vector_texts  # noqa: E402
+from toolscript.search.toolvectors import encode_tool  # noqa: E402
+from toolscript.search.tuning import DEFAULT_TUNING  # noqa: E402
 
 _WORD_SPLIT = re.compile(r"[_\-./:]+")
 
@@ -94,7 +97,7 @@ DEFAULT_RECIPE = "search"
 def tool_vector(tool: dict, recipe: str):
     """The tool's vector under ``recipe`` (None when no part has a known token)."""
     if recipe == "search":
-        return toolscript.search._encode_tool(toolscript.search._tool_texts(tool))
+        return encode_tool(vector_texts(tool), DEFAULT_TUNING.tool_text_weights)
     total = None
     for weight, text in RECIPES[recipe](tool):
         part = vectors.encode(text)
@@ -122,19 +125,16 @@ def ranker(tools: list, recipe: str):
     return search
 
 
-def quality(recipes: list, heldout: bool) -> dict:
+def quality(recipes: list, extra_sets: list) -> dict:
     dev_tools = search_bench.load_catalog()
     # bench/search.py's mechanical kinds (typo, shared_words, few_shared_words), so the paraphrase- and
     # task-like development queries are reported apart, as for the hybrid ranker.
     dev_queries = search_bench.with_dev_kinds(dev_tools, search_bench.load_queries())
     out = {}
     for recipe in recipes:
-        row = {"development": search_bench.graded(ranker(dev_tools, recipe), dev_queries)}
-        if heldout:
-            held = search_bench.load_catalog(os.path.join(search_bench.HELDOUT, "catalogs"))
-            tools = sorted(held + dev_tools, key=lambda t: t["id"])
-            queries = search_bench.load_queries(os.path.join(search_bench.HELDOUT, "queries.json"))
-            row["heldout"] = search_bench.graded(ranker(tools, recipe), queries)
+        row = {evalsets.NAMES[0]: search_bench.graded(ranker(dev_tools, recipe), dev_queries)}
+        for name in extra_sets:
+            row[name] = search_bench.graded(ranker(evalsets.index_tools(name), recipe), evalsets.queries(name))
         out[recipe] = row
     return out
 
@@ -143,7 +143,7 @@ _LOAD_CHILD = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
 start = time.perf_counter()
-from toolscript import vectors
+from toolscript.search import vectors
 vectors.available()
 print((time.perf_counter() - start) * 1000)
 """
@@ -159,20 +159,19 @@ def speed(repeat: int, data_size: int) -> dict:
     fresh = [float(subprocess.run([sys.executable, "-I", "-c", _LOAD_CHILD, ROOT], capture_output=True, text=True,
                                   check=True).stdout) for _ in range(max(3, repeat // 20))]
 
-    table = vectors._table
     in_process = []
     for _ in range(max(3, repeat // 20)):
-        vectors._table = None
+        vectors.reset()
         start = time.perf_counter()
         vectors.available()
         in_process.append((time.perf_counter() - start) * 1000)
-    del table
+    table = vectors.loaded()
 
     encode_cold = []
     encode_warm = []
     for n in range(repeat):
-        vectors._table.pieces.clear()  # a new query's words are not in the word cache yet
-        vectors._table.packed.clear()
+        table.pieces.clear()  # a new query's words are not in the word cache yet
+        table.packed.clear()
         start = time.perf_counter()
         vectors.encode(f"{query} {n}")
         encode_cold.append((time.perf_counter() - start) * 1000)
@@ -182,8 +181,8 @@ def speed(repeat: int, data_size: int) -> dict:
 
     build = []
     for _ in range(max(3, repeat // 40)):
-        vectors._table.pieces.clear()
-        vectors._table.packed.clear()
+        table.pieces.clear()
+        table.packed.clear()
         start = time.perf_counter()
         tool_vectors = [v for v in (tool_vector(t, "search") for t in many) if v is not None]
         build.append((time.perf_counter() - start) * 1000)
@@ -206,8 +205,8 @@ def speed(repeat: int, data_size: int) -> dict:
     return {
         "dim": vectors.DIM,
         "data_bytes": data_size,
-        "vocabulary": len(vectors._table.index),
-        "rows_with_vectors": sum(1 for s in vectors._table.scales if s > 0),
+        "vocabulary": len(table.index),
+        "rows_with_vectors": sum(1 for s in table.scales if s > 0),
         "load_fresh_process_ms": summary(fresh),
         "load_in_process_ms": summary(in_process),
         "encode_12_word_query_ms": summary(encode_cold),
@@ -220,9 +219,10 @@ def speed(repeat: int, data_size: int) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", help="a candidate table to evaluate instead of toolscript/data/embeddings.bin")
+    parser.add_argument("--data", help="a candidate table to evaluate instead of toolscript/search/data/embeddings.bin")
     parser.add_argument("--recipe", default=DEFAULT_RECIPE, help=f"tool-text recipe, or 'all' ({', '.join(RECIPES)})")
-    parser.add_argument("--heldout", action="store_true", help="also score the held-out set (once, for a final choice)")
+    parser.add_argument("--set", action="append", default=[], choices=evalsets.development()[1:], metavar="NAME",
+                        help="also score this development set (repeatable)")
     parser.add_argument("--no-speed", action="store_true", help="quality only")
     parser.add_argument("--repeat", type=int, default=200, help="timed repetitions of each operation")
     args = parser.parse_args(argv)
@@ -230,14 +230,14 @@ def main(argv=None) -> int:
         with open(args.data, "rb") as f:
             data = f.read()
         vectors.DIM = int.from_bytes(data[8:10], "little")  # a candidate may have another width
-        vectors._use(data)
+        vectors.use_table(data)
         size = len(data)
     else:
-        size = os.path.getsize(os.path.join(ROOT, "toolscript", vectors.DATA))
+        size = os.path.getsize(os.path.join(ROOT, "toolscript", "search", vectors.DATA))
     if not vectors.available():
         sys.exit("the embedding table did not load: run distill/distill.py (distill/README.md)")
     recipes = list(RECIPES) if args.recipe == "all" else [args.recipe]
-    report = {"python": sys.version.split()[0], "quality": quality(recipes, args.heldout)}
+    report = {"python": sys.version.split()[0], "quality": quality(recipes, args.set)}
     if not args.no_speed and not args.data:
         report["speed"] = speed(args.repeat, size)
     json.dump(report, sys.stdout, indent=2)

@@ -20,7 +20,7 @@ a flag asks for it):
   the same of every method in the Google API discovery documents google-api-python-client ships
   (``discovery_cache/documents/*.json``, checked against GOOGLEAPI_SHA256). ``api`` is both. ``api_pairs()``
   gives (the operation name split into words, that sentence) for a contrastive stage.
-- ``dev``: the development catalogs' tool descriptions (bench/eval/catalogs/, first sentence) -- dev data,
+- ``dev``: the development catalogs' tool descriptions (bench/search/sets/set00/catalogs/, first sentence) -- dev data,
   only with ``--sources ...,dev``.
 
 Sentences are cleaned (whitespace collapsed, 3 to 32 words), deduplicated case-insensitively, and
@@ -121,7 +121,7 @@ def man_from_apropos() -> list:
 
 def dev() -> list:
     out = []
-    for path in sorted(glob.glob(os.path.join(ROOT, "bench", "eval", "catalogs", "*.json"))):
+    for path in sorted(glob.glob(os.path.join(ROOT, "bench", "search", "sets", "set00", "catalogs", "*.json"))):
         with open(path, encoding="utf-8") as f:
             for tool in json.load(f)["tools"]:
                 out.append(tool.get("description") or "")

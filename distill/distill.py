@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Distil toolscript's static token embeddings (toolscript/data/embeddings.bin) from a sentence-embedding model.
+"""Distil toolscript's static token embeddings (toolscript/search/data/embeddings.bin) from a sentence-embedding model.
 
 A development tool, never run by the product or by ``make test``: it needs numpy, scipy and the teacher
 model's weights (distill/requirements.txt, installed into a venv outside the repository; see distill/README.md).
@@ -11,7 +11,7 @@ vectors predict the teacher's embedding of the whole sentence, over a neutral co
 Debian package descriptions, man-page NAME lines and WordNet's glosses, never bench/).  The result is reduced with PCA,
 weighted by a SIF coefficient from Zipf's law over the vocabulary rank (frequent tokens such as "the"
 count little), and quantised to int4 with float scales (the row scale carries the weight).
-``--corpus none`` gives the first stage's table alone.  toolscript/vectors.py reads the result with the
+``--corpus none`` gives the first stage's table alone.  toolscript/search/vectors.py reads the result with the
 stdlib only.
 
 The output is reproducible: the teacher's forward pass runs in torch on one thread (float32, its sentences
@@ -19,7 +19,7 @@ batched by length in a fixed order; VECTORS-V3, ~7x faster than V2's float64 num
 number of iterations, the PCA is an eigendecomposition with a fixed sign convention, every order is
 sorted, and the file has no timestamp.  The script prints the file's sha256, which distill/README.md records and tests/test_vectors.py checks.
 
-    /work/venv-distill/bin/python distill/distill.py            # -> toolscript/data/embeddings.bin
+    /work/venv-distill/bin/python distill/distill.py            # -> toolscript/search/data/embeddings.bin
 """
 
 import os
@@ -42,7 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import corpus  # noqa: E402  (distill/corpus.py: the pinned sentence sources)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUTPUT = os.path.join(ROOT, "toolscript", "data", "embeddings.bin")
+OUTPUT = os.path.join(ROOT, "toolscript", "search", "data", "embeddings.bin")
 MAGIC = b"TSVEC\x00\x02\n"
 # Only tokens made of ASCII letters and digits (with or without the ## continuation mark) are kept: the
 # [unused*] slots, punctuation, and other scripts (CJK, Cyrillic, ...) cannot matter to English tool search.
@@ -160,7 +160,7 @@ def token_vectors(model: str, ids: list, batch: int = 512, pooling: str = "token
 def wordpiece_ids(text: str, index: dict, unknown: int, limit: int = 62) -> list:
     """The teacher's WordPiece ids of ``text`` (at most ``limit``), split into words the way the product does.
 
-    The basic tokenisation is toolscript.vectors._words (BERT's, plus camelCase splitting), so the fit
+    The basic tokenisation is toolscript.search.vectors.basic_words (BERT's, plus camelCase splitting), so the fit
     sees the same tokens the product sums; WordPiece runs on the whole vocabulary (punctuation too).
     """
     ids = []
@@ -191,8 +191,8 @@ def word_pieces(word: str, index: dict, unknown: int) -> list:
 def _product_words(text: str) -> list:
     if ROOT not in sys.path:
         sys.path.insert(0, ROOT)
-    from toolscript.vectors import _words  # stdlib only; the product's own word split
-    return _words(text)
+    from toolscript.search.vectors import basic_words  # stdlib only; the product's own word split
+    return basic_words(text)
 
 
 def sentence_vectors(model: str, sentences: list, batch_tokens: int = 8192) -> np.ndarray:
@@ -247,7 +247,7 @@ def sentence_matrix(model: str, kept: list, weights: np.ndarray, sentences: list
 
     So ``A @ V`` is each sentence's SIF-weighted mean of token vectors -- the direction the product's
     encode() takes (it sums the weighted rows and normalises).  Tokens are the product's own (kept
-    WordPiece tokens after toolscript.vectors' word split); a sentence with none is left out (mask).
+    WordPiece tokens after toolscript.search.vectors' word split); a sentence with none is left out (mask).
     """
     from scipy import sparse
 

@@ -25,7 +25,7 @@ import corpus  # noqa: E402
 import distill  # noqa: E402
 
 sys.path.insert(0, distill.ROOT)
-from toolscript import vectors  # noqa: E402
+from toolscript.search import vectors  # noqa: E402
 
 
 def fidelity(tables: list, sources: list, packages: str, sentence_cache: str) -> dict:
@@ -39,7 +39,7 @@ def fidelity(tables: list, sources: list, packages: str, sentence_cache: str) ->
     out = {"sentences": len(sentences)}
     for path in tables:
         with open(path, "rb") as f:
-            vectors._use(f.read())
+            vectors.use_table(f.read())
         student = np.array([vectors.encode(s) or [0.0] * vectors.DIM for s in sentences])
         got = student @ student.T
         np.fill_diagonal(got, -9.0)

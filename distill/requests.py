@@ -5,19 +5,19 @@ retrieval.  This stage takes that table (``--start``, V3 as distill.py writes it
 that a request's vector lands nearer the tools it asks for: each (query, labelled tool) pair of the
 development sets under bench/ (their queries, both authors' files) is a positive, the other pairs of its
 batch negatives (symmetric in-batch InfoNCE), and each set's noise requests (no tool serves them) extra
-negatives for the tools.  A tool is encoded as search encodes it (toolscript.search._tool_texts: its name,
-first sentence, description and parameter names, each a unit vector, weighed by _TOOL_TEXT_WEIGHTS).  A pull
+negatives for the tools.  A tool is encoded as search encodes it (toolscript.search.fields.vector_texts: its name,
+first sentence, description and parameter names, each a unit vector, weighed by Tuning.tool_text_weights).  A pull
 toward the starting rows keeps the tokens no request uses where they were.  Then the rows are packed
 exactly as distill.py packs them (int4, same vocabulary, same size).
 
-A text is pooled as toolscript.vectors.encode pools it (its tokens' rows summed, then normalised; the
+A text is pooled as toolscript.search.vectors.encode pools it (its tokens' rows summed, then normalised; the
 rows already carry distill.py's SIF weights), with the product's own tokenizer.  torch on one thread,
 fixed seeds, a hand-written Adam that moves only the rows a batch touches: the same inputs give the same
-bytes.  Only the sets in DEVELOPMENT_SETS are read; a set added later (bench/heldout12 on) joins them
+bytes.  Only the sets in DEVELOPMENT_SETS are read; a set added later (bench/search/sets/set12 on) joins them
 only after it has judged a table once, so a fresh held-out set can still judge this one.  ``--leave-out`` drops sets (and every pair whose tool is in
 their catalogs) to judge the stage on them (distill/README.md, VECTORS-V5 to V7).
 
-    /work/venv-distill/bin/python distill/requests.py --start distill/embeddings-v3.bin -o toolscript/data/embeddings.bin
+    /work/venv-distill/bin/python distill/requests.py --start distill/embeddings-v3.bin -o toolscript/search/data/embeddings.bin
 """
 
 import argparse
@@ -36,12 +36,11 @@ sys.path.insert(0, HERE)
 
 import distill  # noqa: E402  (distill/distill.py: pack, write_table, _torch)
 
-# The sets whose queries train the table, by bench/search.py's names ("eval" is bench/eval, "heldout" set 1).
-DEVELOPMENT_SETS = ("eval", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8",
-                    "heldout9", "heldout10", "heldout11", "heldout12", "heldout13", "heldout14", "heldout15", "heldout16",
-                    "heldout17", "heldout18", "heldout19", "heldout20")
+# The sets whose queries train the table (bench/search/sets/sets.json's trains_vectors): the committed
+# table was made from exactly these, so a set added later joins only when the table is made again.
+DEVELOPMENT_SETS = tuple(f"set{n:02d}" for n in range(21))
 START = os.path.join(HERE, "embeddings-v3.bin")
-OUTPUT = os.path.join(ROOT, "toolscript", "data", "embeddings.bin")
+OUTPUT = os.path.join(ROOT, "toolscript", "search", "data", "embeddings.bin")
 TAU = 0.05  # softmax temperature of the contrastive loss
 PULL = 0.1  # weight of the squared distance of touched rows from their start (in a row's mean square)
 EPOCHS = 20
@@ -76,15 +75,12 @@ def request_pairs(leave_out=()):
     but ``leave_out``; no pair whose tool is in a left-out set's own catalogs (later sets' multi queries label earlier
     sets' tools)."""
     import search as bench  # bench/search.py
-    from toolscript.search import _tool_texts
+    from toolscript.search.fields import vector_texts
 
     dev_tools = bench.load_catalog()
-    sets = {"eval": (dev_tools, bench.with_dev_kinds(dev_tools, bench.load_queries()), bench.load_queries(key="noise"), dev_tools)}
-    held = bench.load_catalog(os.path.join(bench.HELDOUT, "catalogs"))
-    path = os.path.join(bench.HELDOUT, "queries.json")
-    sets["heldout"] = (held + dev_tools, bench.load_queries(path), bench.load_queries(path, key="noise"), held)
-    for name in DEVELOPMENT_SETS[2:]:
-        sets[name] = bench.later_set(name, dev_tools)
+    sets = {DEVELOPMENT_SETS[0]: (dev_tools, bench.with_dev_kinds(dev_tools, bench.load_queries()), bench.load_queries(key="noise"), dev_tools)}
+    for name in DEVELOPMENT_SETS[1:]:
+        sets[name] = bench.later_set(name)
     banned = {t["id"] for name in leave_out for t in sets[name][3]}
     pairs, noise = set(), set()
     for name, (tools, queries, noise_queries, _own) in sets.items():
@@ -95,7 +91,7 @@ def request_pairs(leave_out=()):
             for tool_id in query["ids"]:
                 if tool_id in banned:
                     continue
-                texts = _tool_texts(by_id[tool_id])
+                texts = vector_texts(by_id[tool_id])
                 pairs.add((" ".join(query["query"].split()),) + tuple(" ".join(t.split()) for t in texts))
         noise.update(" ".join(q.split()) for q in noise_queries)
     return sorted(pairs), sorted(noise)
@@ -104,23 +100,23 @@ def request_pairs(leave_out=()):
 def tune(data: bytes, pairs, noise, tau=TAU, pull=PULL, epochs=EPOCHS, batch=BATCH, step=STEP,
          noise_per_batch=NOISE_PER_BATCH) -> bytes:
     """``data`` (a table) with its rows tuned on ``pairs`` (query, tool texts) and ``noise`` requests, packed alike."""
-    from toolscript import vectors
-    from toolscript.search import _TOOL_TEXT_WEIGHTS
+    from toolscript.search import vectors
+    from toolscript.search.tuning import DEFAULT_TUNING
 
     torch = distill._torch()
     torch.manual_seed(0)
     vocab, with_vectors, bits, start = read_table(data)
-    table = vectors._Table(data)
+    table = vectors.Table(data)
     texts = {"": np.zeros(0, dtype=np.int64)}
     for text in [t for pair in pairs for t in pair] + list(noise):
         if text not in texts:
-            texts[text] = np.array(vectors._rows(table, text), dtype=np.int64)
+            texts[text] = np.array(vectors.rows_of(table, text), dtype=np.int64)
     pairs = [p for p in pairs if len(texts[p[0]]) and any(len(texts[t]) for t in p[1:])]
     noise = [q for q in noise if len(texts[q])]
     names = sorted(texts)
     number = {text: n for n, text in enumerate(names)}
     parts = len(pairs[0]) - 1  # the tool's texts, as search encodes a tool
-    weights = torch.tensor(_TOOL_TEXT_WEIGHTS, dtype=torch.float32)
+    weights = torch.tensor(DEFAULT_TUNING.tool_text_weights, dtype=torch.float32)
     pair_ids = np.array([[number[t] for t in p] for p in pairs], dtype=np.int64)
     noise_ids = np.array([number[q] for q in noise], dtype=np.int64)
     v0 = torch.tensor(start, dtype=torch.float32)

@@ -1,4 +1,4 @@
-"""Compile distill/thesaurus.tsv into toolscript/data/thesaurus.tsv, the form toolscript search reads.
+"""Compile distill/thesaurus.tsv into toolscript/search/data/thesaurus.tsv, the form toolscript search reads.
 
 The source says, for each word of real MCP tool catalogs, the words and short phrases a request may use
 instead (``latency<TAB>delay|lag|response time``).  Search looks words up by index term (a stemmed word,
@@ -9,7 +9,7 @@ stemmed, or one with digits other than a single run of letters and digits ("k8s"
 reads it), is left out.  Same source and same toolscript.search, same bytes; tests/test_thesaurus.py checks
 that the committed file is what this script makes of the committed source.
 
-    python3 distill/thesaurus.py            # rewrite toolscript/data/thesaurus.tsv
+    python3 distill/thesaurus.py            # rewrite toolscript/search/data/thesaurus.tsv
     python3 distill/thesaurus.py --check    # exit 1 if it is out of date
 """
 
@@ -21,19 +21,20 @@ from typing import Dict, List, Optional, Set
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from toolscript.search import _CHUNK, THESAURUS, _STOPWORDS, stem, tokenize  # noqa: E402
+from toolscript.search.text import CHUNK, STOPWORDS, stem, tokenize  # noqa: E402
+from toolscript.search.thesaurus import PATH  # noqa: E402
 
 SOURCE = os.path.join(ROOT, "distill", "thesaurus.tsv")
-OUTPUT = os.path.join(ROOT, "toolscript", *THESAURUS.split("/"))
+OUTPUT = os.path.join(ROOT, "toolscript", "search", *PATH.split("/"))
 HEADER = ("# toolscript search's thesaurus: query term<TAB>the catalog terms it may stand for.\n"
           "# Made by distill/thesaurus.py from distill/thesaurus.tsv: edit that, then run the script.\n")
 
 
 def term(phrase: str) -> Optional[str]:
     """The index term a query yields for ``phrase``: its one word stemmed, or two adjacent ones joined."""
-    if _CHUNK.fullmatch(phrase) and not phrase.isalpha() and not phrase.isdigit():
+    if CHUNK.fullmatch(phrase) and not phrase.isalpha() and not phrase.isdigit():
         return phrase.lower()  # "k8s", "s3": search reads a run of letters and digits whole (its terms)
-    words = [w for w in tokenize(phrase) if len(w) > 1 and w not in _STOPWORDS]
+    words = [w for w in tokenize(phrase) if len(w) > 1 and w not in STOPWORDS]
     if not words or len(words) > 2 or not all(w.isalpha() for w in words):  # "l10n" is no "10"
         return None
     return "".join(stem(w) for w in words)

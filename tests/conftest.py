@@ -157,7 +157,7 @@ def _run_text(
     )
 
 
-# The word-vector table before session 21's tuning on tool requests (VECTORS-V3; distill/README.md).
+# The word-vector table before its tuning on tool requests (VECTORS-V3; distill/README.md).
 VECTORS_V3 = os.path.join(REPO_ROOT, "distill", "embeddings-v3.bin")
 
 
@@ -169,9 +169,9 @@ def no_thesaurus(monkeypatch):
     whose words reach no tool, and the thesaurus now reaches some ("changed lately" -> the commit log).  That says
     nothing about the mechanism under test; tests/test_thesaurus.py tests the thesaurus itself.
     """
-    import toolscript.search
+    from toolscript.search import thesaurus
 
-    monkeypatch.setattr(toolscript.search, "_thesaurus", lambda: {})
+    monkeypatch.setattr(thesaurus, "load", lambda: {})
 
 
 @pytest.fixture
@@ -182,14 +182,14 @@ def vectors_v3():
     and, with it switched off, one it gets wrong.  A better table may get that case right on its own, which
     says nothing about the mechanism; so those tests pin the table they were written for.
     """
-    from toolscript import vectors
+    from toolscript.search import vectors
 
     with open(VECTORS_V3, "rb") as f:
-        vectors._use(f.read())
+        vectors.use_table(f.read())
     try:
         yield
     finally:
-        vectors._table, vectors._failed = None, False  # read from the package again on next use
+        vectors.reset()  # read from the package again on next use
 
 
 @pytest.fixture(name="run_cli")

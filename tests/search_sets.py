@@ -1,21 +1,19 @@
-"""Shared helpers of the tool-search evaluation-set tests (tests/test_search_sets.py).
+"""Shared helpers of the search tests: small catalogs, and the evaluation sets (bench/search/sets/).
 
-Each set under bench/ is `catalogs/<server>.json` (a recorded tools/list) and
-query files; a later held-out set's labels assume an index of its catalogs and
-every earlier set's.  These helpers load them and measure recall@3 per query
-kind, the one figure the floor tests hold.
+The sets are read through bench/evalsets.py, as the benches read them: each set is
+`catalogs/<server>.json` (a recorded tools/list) and query files, and a set's labels assume an
+index of its catalogs and every earlier set's.
 """
 
-import collections
 import glob
 import json
 import os
 import re
 
-from conftest import REPO_ROOT, load_script
+from conftest import load_script
 
-BENCH = os.path.join(REPO_ROOT, "bench")
-KINDS = {"direct", "paraphrase", "task", "typo", "param", "multi"}
+evalsets = load_script("bench/evalsets.py")
+KINDS = set(evalsets.KINDS)
 
 
 def tool(server, name, description="", **extra):
@@ -42,8 +40,8 @@ def tools_of(catalogs):
 
 
 def load_recorder():
-    """bench/eval/record_catalogs.py as a module (it is a script, not a package)."""
-    return load_script("bench/eval/record_catalogs.py")
+    """bench/search/record_catalogs.py as a module (it is a script, not a package)."""
+    return load_script("bench/search/record_catalogs.py")
 
 
 def readme_kind_counts(directory):
@@ -51,28 +49,3 @@ def readme_kind_counts(directory):
     with open(os.path.join(directory, "README.md"), encoding="utf-8") as f:
         text = f.read()
     return {kind: int(n) for kind, n in re.findall(r"^\| (\w+) \| (\d+) \|", text, flags=re.M) if kind in KINDS}
-
-
-def recall_by_kind(set_dirs, query_files):
-    """recall@3 of today's search (with the vectors) per kind and "all", over the sets' catalogs together.
-
-    A query both files hold (same text, case aside) counts once, as
-    bench/search.py counts it.
-    """
-    from toolscript.search import SearchIndex
-
-    index = SearchIndex([t for d in set_dirs for t in tools_of(load_catalogs(d))])
-    assert index.semantic, "the vectors data file is missing: the floors are the hybrid's"
-    queries, seen = [], set()
-    for path in query_files:
-        with open(path, encoding="utf-8") as f:
-            for q in json.load(f)["queries"]:
-                if q["query"].lower() not in seen:
-                    seen.add(q["query"].lower())
-                    queries.append(q)
-    hits = collections.defaultdict(list)
-    for q in queries:
-        hit = any(r["id"] in q["ids"] for r in index.search(q["query"], limit=3))
-        hits["all"].append(hit)
-        hits[q["kind"]].append(hit)
-    return {kind: sum(v) / len(v) for kind, v in hits.items()}

@@ -7,7 +7,7 @@ suggestion hook, 4,000 digits in a memory 1 s, 100,000 spaces in an answer
 take (milliseconds) and far below what the quadratic ones would (hours).
 The matches themselves are the old patterns' (the cases below, and the
 suggestion and memory tests that use them).  Search's identifier pattern is
-tested through search itself, in test_search.py.
+tested through search itself, in tests/search/test_signals.py.
 """
 
 import pytest

@@ -23,7 +23,7 @@ from conftest import REPO_ROOT, missing_prerequisite
 from toolscript import typegen
 from toolscript.typegen import python_arg_names, python_names, python_stubs, typescript_declarations, usage_example
 
-CATALOGS = sorted(glob.glob(os.path.join(REPO_ROOT, "bench", "eval", "catalogs", "*.json")))
+CATALOGS = sorted(glob.glob(os.path.join(REPO_ROOT, "bench", "search", "sets", "set00", "catalogs", "*.json")))
 _MODULE_COUNTER = itertools.count()
 
 
@@ -731,7 +731,7 @@ def catalog_tools(path: str) -> List[Dict[str, Any]]:
     return [dict(t, id=f"{server}__{t['name']}", server=server) for t in data["tools"]]
 
 
-@pytest.mark.skipif(not CATALOGS, reason="no recorded catalogs in bench/eval/catalogs")
+@pytest.mark.skipif(not CATALOGS, reason="no recorded catalogs in bench/search/sets/set00/catalogs")
 @pytest.mark.parametrize("path", CATALOGS, ids=[os.path.basename(p)[:-5] for p in CATALOGS])
 def test_recorded_catalogs(path):
     entries = catalog_tools(path)

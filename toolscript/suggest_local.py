@@ -34,8 +34,8 @@ import re
 from typing import Any, Dict, List, Sequence, Tuple
 
 # The gateway's own word handling, so a tool query is read here the way /search
-# will read it (its stopwords and edit distance are package-internal, not copied).
-from toolscript.search import _STOPWORDS, _edit_distance, stem, terms, tokenize
+# will read it (its stopwords and edit distance, not copies of them).
+from toolscript.search.text import STOPWORDS, edit_distance, stem, terms, tokenize
 
 __all__ = ["suggest", "nothing_wanted", "tool_queries", "rank_skills", "TOOL_SCORE_FLOOR", "SKILL_SCORE_FLOOR",
            "SKILL_SHORT_FLOOR", "SKILL_COVERAGE_FLOOR", "SKILL_RELATIVE_FLOOR", "QUERY_COVERED_FLOOR"]
@@ -243,7 +243,7 @@ class _SkillIndex:
             for candidate in self.by_length.get(length, ()):
                 if candidate[0] != word[0] and candidate[:2] != word[1::-1]:
                     continue  # typos rarely hit the first letter; this keeps the scan cheap
-                distance = _edit_distance(word, candidate, limit)
+                distance = edit_distance(word, candidate, limit)
                 if distance <= limit:
                     found[candidate] = 1.0 - distance / max(len(word), len(candidate))
         return sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))[:2]
@@ -330,7 +330,7 @@ def _query_words(text: str) -> List[str]:
     words = []
     seen = set()
     for word in tokenize(text):
-        if len(word) < 2 or word.isdigit() or word in _QUERY_DROP or word in _STOPWORDS:
+        if len(word) < 2 or word.isdigit() or word in _QUERY_DROP or word in STOPWORDS:
             continue
         if word not in seen:
             seen.add(word)

@@ -22,7 +22,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import search as sb  # noqa: E402
 from stats import summary  # noqa: E402
 from toolscript import search as ts  # noqa: E402
-from toolscript import vectors  # noqa: E402
+from toolscript.search import vectors  # noqa: E402
+from toolscript.search.fields import vector_texts  # noqa: E402
+from toolscript.search.toolvectors import PackedVectors  # noqa: E402
 import features  # noqa: E402
 
 REPEAT = 3
@@ -46,15 +48,15 @@ def main():
     tools = index._tools
     start = time.thread_time()
     fields = [(vectors.encode(t[0]) if t[0] else None, vectors.encode(t[3]) if t[3] else None)
-              for t in (ts._tool_texts(tool) for tool in tools)]
+              for t in (vector_texts(tool) for tool in tools)]
     build_fields_ms = (time.thread_time() - start) * 1000
     start = time.thread_time()
-    packed_names = ts._PackedVectors([(i, tuple(v)) for i, (v, _) in enumerate(fields) if v is not None])
-    packed_params = ts._PackedVectors([(i, tuple(p)) for i, (_, p) in enumerate(fields) if p is not None])
+    packed_names = PackedVectors([(i, tuple(v)) for i, (v, _) in enumerate(fields) if v is not None])
+    packed_params = PackedVectors([(i, tuple(p)) for i, (_, p) in enumerate(fields) if p is not None])
     pack_ms = (time.thread_time() - start) * 1000
     idf, unseen = features.catalog_idf(tools)
     name_terms = [set(ts.terms(str(t.get("name") or ""))) for t in tools]
-    all_terms = [set(ts.terms(" ".join(ts._tool_texts(t)))) for t in tools]
+    all_terms = [set(ts.terms(" ".join(vector_texts(t)))) for t in tools]
     tool_vector = dict(index._vectors)
     position = {tid: i for i, tid in enumerate(index._ids)}
     for q in queries[:20]:

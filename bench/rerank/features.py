@@ -20,11 +20,14 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import search as sb  # noqa: E402  (bench/search.py)
 from toolscript import search as ts  # noqa: E402
-from toolscript import vectors  # noqa: E402
+from toolscript.search import vectors  # noqa: E402
+from toolscript.search.signals import server_shares  # noqa: E402
+from toolscript.search.fields import vector_texts  # noqa: E402
+from toolscript.search.text import STOPWORDS  # noqa: E402
 
 DEPTH = 30
-# The eight development sets by short name.  bench/heldout8 is the session's one honest measure: never here.
-LATER = (("c", "heldout2"), ("d", "heldout3"), ("e", "heldout4"), ("f", "heldout5"), ("g", "heldout6"), ("h", "heldout7"))
+# The eight development sets the study used, by short name (bench/search/sets/set02 .. set07 for c .. h).
+LATER = (("c", "set02"), ("d", "set03"), ("e", "set04"), ("f", "set05"), ("g", "set06"), ("h", "set07"))
 FEATURES = (
     ["score", "log_rank", "top_gap"]
     + ["sig_" + s for s in ts.SIGNALS]
@@ -37,8 +40,7 @@ def dev_sets():
     """Short name -> (tools, queries) for the eight development sets, as /work/runs/score7.py builds them."""
     dev_tools = sb.load_catalog()
     sets = {"dev": (dev_tools, sb.with_dev_kinds(dev_tools, sb.load_queries()))}
-    held = sb.load_catalog(os.path.join(sb.HELDOUT, "catalogs"))
-    sets["b"] = (sorted(held + dev_tools, key=lambda t: t["id"]), sb.load_queries(os.path.join(sb.HELDOUT, "queries.json")))
+    sets["b"] = sb.later_set("set01")[:2]
     for key, name in LATER:
         tools, queries, _noise, _ = sb.later_set(name, dev_tools)
         sets[key] = (tools, queries)
@@ -50,7 +52,7 @@ _FIELD_CACHE = {}
 
 def field_vectors(tool):
     """(name-field vector, parameter-names vector) of a tool, as the blend's parts 0 and 3 encode them."""
-    texts = ts._tool_texts(tool)
+    texts = vector_texts(tool)
     key = "\n".join(texts)
     if key not in _FIELD_CACHE:
         _FIELD_CACHE[key] = (vectors.encode(texts[0]) if texts[0] else None, vectors.encode(texts[3]) if texts[3] else None)
@@ -61,7 +63,7 @@ def catalog_idf(tools):
     """Word -> idf over the catalog's tool texts (document frequency of each tokenized word)."""
     df = {}
     for tool in tools:
-        for word in set(ts.tokenize(" ".join(ts._tool_texts(tool)))):
+        for word in set(ts.tokenize(" ".join(vector_texts(tool)))):
             df[word] = df.get(word, 0) + 1
     n = len(tools)
     return {w: math.log((n + 1) / (c + 0.5)) for w, c in df.items()}, math.log((n + 1) / 0.5)
@@ -71,7 +73,7 @@ def idf_query_vector(text, idf, unseen):
     """The query's unit vector with each word weighed by (its catalog idf / an unseen word's) ** 0.5."""
     total = None
     for word in ts.tokenize(text):
-        if word in ts._STOPWORDS:
+        if word in STOPWORDS:
             continue
         v = vectors.encode(word)
         if v is None:
@@ -97,7 +99,7 @@ def query_rows(index, tools, idf, unseen, word_idf, query):
     text = index._as_corrected(query)
     qvec = vectors.encode(text)
     cosines = index._semantic(query) if qvec is not None else {}
-    shares = ts._server_shares(cosines, index._server_of, index._servers) if cosines else [0.0] * index._servers
+    shares = server_shares(cosines, index._server_of, index._servers, index.tuning) if cosines else [0.0] * index._servers
     qidf = idf_query_vector(text, idf, unseen)
     tool_vector = dict(index._vectors or [])
     qterms = [t for t in set(ts.terms(query))]
@@ -114,7 +116,7 @@ def query_rows(index, tools, idf, unseen, word_idf, query):
         score = sum(signals.values())
         name_vec, params_vec = field_vectors(tool)
         name_terms = set(ts.terms(str(tool.get("name") or "")))
-        all_terms = set(ts.terms(" ".join(ts._tool_texts(tool))))
+        all_terms = set(ts.terms(" ".join(vector_texts(tool))))
         c = cosines.get(i, 0.0)
         row = [score, math.log(rank), top_score - score]
         row += [signals.get(s, 0.0) for s in ts.SIGNALS]
