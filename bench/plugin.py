@@ -52,6 +52,9 @@ def hooks(servers, repeats):
             "CLAUDE_ENV_FILE": os.path.join(scratch, "env.sh"),
             "TOOLSCRIPT_STATE_DIR": os.path.join(scratch, "state"),
         }
+        # The user approves the project's file once, as they would with `toolscript trust`.
+        subprocess.run([sys.executable, os.path.join(PLUGIN, "bin", "toolscript.pyz"), "trust", "--yes"], cwd=project, env=env,
+                       stdout=subprocess.DEVNULL, check=True)
         start, end = [], []
         for i in range(repeats):
             event = json.dumps({"session_id": f"bench-{servers}-{i}", "cwd": project, "source": "startup"})

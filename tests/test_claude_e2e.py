@@ -42,7 +42,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
-from conftest import REPO_ROOT, missing_prerequisite
+from conftest import REPO_ROOT, missing_prerequisite, trust_project_file
 from toolscript.gateway.state import pid_alive
 
 try:
@@ -162,6 +162,8 @@ class Scene:
         }
         with open(os.path.join(self.project, ".toolscript.json"), "w", encoding="utf-8") as fh:
             json.dump(config, fh, indent=2)
+        # The user approved this project's file (toolscript trust), so its server runs.
+        trust_project_file(os.path.join(self.project, ".toolscript.json"), {"HOME": self.home, "TOOLSCRIPT_STATE_DIR": self.state_dir})
 
     def env(self, api_url: str = "http://127.0.0.1:9") -> Dict[str, str]:
         name, value = self.marker.split("=", 1)

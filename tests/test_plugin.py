@@ -14,7 +14,7 @@ import zipfile
 
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, trust_project_file
 from mcp_servers.launch import FIXTURE
 
 import toolscript
@@ -123,6 +123,7 @@ def test_session_start_and_end(tmp_path, claude_env):
              f"while not os.path.exists({str(gate)!r}):\n    time.sleep(0.05)\n"
              f"sys.argv = [{FIXTURE!r}, 'stdio']\nrunpy.run_path({FIXTURE!r}, run_name='__main__')\n")
     (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fixture": {"command": sys.executable, "args": ["-c", gated], "timeout": 120}}}))
+    trust_project_file(project / ".toolscript.json", claude_env)  # the user approved it: its server does start
     event = {"session_id": "sess-1", "cwd": str(project), "hook_event_name": "SessionStart", "source": "startup"}
     result, _ = hook("session-start.sh", event, env=claude_env)
     gate.write_text("")
@@ -178,6 +179,7 @@ def test_hooks_never_break_the_session(tmp_path, claude_env):
     project = tmp_path / "bad"
     project.mkdir()
     (project / ".toolscript.json").write_text('{"mcpServers": {"x": {"command": 1}}}')
+    trust_project_file(project / ".toolscript.json", claude_env)  # approved, so it is read, and found invalid
     result, _ = hook("session-start.sh", json.dumps({"session_id": "bad-1", "cwd": str(project)}), env=claude_env)
     assert result.returncode == 0
     answer = json.loads(result.stdout)

@@ -179,10 +179,11 @@ COMMANDS = [
     (["config", "show"], "arghostile payload", True),
     (["trust", "--show"], "runs as you: 'runhostile payload \\x1b]0;pwned-title\\x07", True),  # spelled out, not removed
     (["skills"], VISIBLE, True),
-    (["memory", "list"], "remembered", True),
-    (["memory", "show", "1"], "remembered", True),
-    (["memory", "search", "remembered"], "remembered", True),
-    (["memory", "inject", "--query", "remembered payload"], "remembered", True),
+    # Memory stores text already cleaned (it is injected into later sessions), so its JSON holds no escapes either.
+    (["memory", "list"], "remembered", False),
+    (["memory", "show", "1"], "remembered", False),
+    (["memory", "search", "remembered"], "remembered", False),
+    (["memory", "inject", "--query", "remembered payload"], "remembered", False),
 ]
 IDS = [" ".join(c[0]) for c in COMMANDS]
 

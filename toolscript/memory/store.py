@@ -475,12 +475,11 @@ def _row_session(row: Sequence[Any]) -> Session:
     return Session(row[0], row[1], float(row[2]), None if row[3] is None else float(row[3]), row[4])
 
 
-_UNPRINTABLE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-
-
 def _printable(text: str) -> str:
     """``text`` without terminal escapes and control characters (newlines and tabs kept): it is printed and injected."""
-    return _UNPRINTABLE.sub("", text)
+    from toolscript.output import terminal_text
+
+    return terminal_text(text)
 
 
 def _cap(text: str, limit: int = MAX_CONTENT) -> str:
