@@ -191,6 +191,38 @@ def test_sweep_removes_only_our_dirs_whose_owner_is_gone(tmp_path):
     assert f"toolscript-exec-{dead.pid}-link" in left and f"toolscript-exec-{dead.pid}-file" in left
 
 
+# -- the work dir's size ------------------------------------------------------------------------------
+
+# 1 MiB at a time, 200 times: past an 8 MiB limit long before the end.  The pause keeps the writes slower
+# than exec's look every 0.1 s, so what is left on disk stays small.
+WRITERS = {
+    "files": "for i in range(200):\n    with open(f'part{i}', 'wb') as f:\n        f.write(CHUNK)\n    time.sleep(0.01)\n",
+    # No name, so no directory listing shows it: exec counts the script's open files too.
+    "unlinked": "f = open('hidden', 'wb')\nos.unlink('hidden')\nfor i in range(60):\n    f.write(CHUNK)\n    f.flush()\n    time.sleep(0.02)\n",
+}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("how", list(WRITERS))
+def test_a_script_writing_past_the_work_dir_limit_is_stopped(how):
+    code = "import os, time\nCHUNK = b'x' * (1 << 20)\n" + WRITERS[how] + "print('wrote it all')\n"
+    out, err = Output(), Output()
+    result = sandbox.run(code, stdout=out, stderr=err, timeout=30, work_dir_limit=8 << 20)
+    assert "wrote it all" not in out.text and not result.timed_out
+    assert result.exit_code == 1, err.text
+    assert "the script was stopped: its files passed the sandbox's disk limit (8 MiB in its work dir)" in err.text
+
+
+@pytest.mark.timeout(60)
+def test_a_script_making_too_many_files_is_stopped(monkeypatch):
+    monkeypatch.setattr(sandbox, "WORK_DIR_ENTRIES_LIMIT", 100)
+    code = "import time\nfor i in range(2000):\n    open(f'f{i}', 'w').close()\n    time.sleep(0.001)\nprint('made them all')\n"
+    out, err = Output(), Output()
+    result = sandbox.run(code, stdout=out, stderr=err, timeout=30)
+    assert "made them all" not in out.text and result.exit_code == 1, err.text
+    assert "its work dir passed 100 files and directories" in err.text
+
+
 # -- item 13: a configured server that failed says why ------------------------------------------------
 
 UNAVAILABLE_NAMES = {

@@ -25,10 +25,16 @@ In order, nothing of which the confined process can undo:
    calls are refused, execve/execveat (unless the policy allows exec), fork,
    vfork and clone without CLONE_THREAD (so: threads, no processes), clone3
    (ENOSYS, so glibc falls back to clone), socket() other than TCP over
-   IPv4/IPv6, raising resource limits, and the kernel's attack surface the
+   IPv4/IPv6, listen() (no server: an unbound socket would bind itself),
+   SysV IPC (shm*, msg*, sem*: the host's objects), memory and files no limit
+   counts (memfd_create, memfd_secret; sendmsg/sendmmsg, which pass
+   descriptors), raising resource limits, and the kernel's attack surface the
    script has no use for (ptrace, mount, keyctl, bpf, perf_event_open,
    userfaultfd, process_vm_*, io_uring_*, open_by_handle_at, modules, kexec,
    unshare/setns, ...).
+
+Before all of it, when the policy names one, the process joins a cgroup (its
+``pids.max`` is the thread limit that binds root too).
 
 A policy is a dict (the launcher reads it from a JSON file)::
 
@@ -36,6 +42,7 @@ A policy is a dict (the launcher reads it from a JSON file)::
      "system": true,              # also SYSTEM_READ_PATHS, DEVICE_READ (read) and DEVICE_WRITE
      "read": [paths], "write": [paths], "execute": [paths],
      "connectPorts": [port], "deadlineMs": 31500,
+     "cgroup": "/sys/fs/cgroup/.../cgroup.procs",  # join this cgroup first (its pids.max caps threads)
      "allowExec": false,          # the launcher sets it: it must execv
      "parentPid": 1234,           # die (SIGKILL) when this parent's starting thread ends; gone already: die now
      "landlock": true, "seccomp": true, "dropCapabilities": true}
@@ -83,6 +90,16 @@ DENIED = {  # refused with EPERM
     "sethostname": (170, 161), "setdomainname": (171, 162), "quotactl": (179, 60), "fanotify_init": (300, 262),
     "iopl": (172, None), "ioperm": (173, None), "modify_ldt": (154, None), "uselib": (134, None),
     "setrlimit": (160, 164), "timer_create": (222, 107), "timer_settime": (223, 110), "timer_delete": (226, 111),
+    # listen() on an unbound socket binds a free port on every address by itself (Landlock's bind rule never
+    # sees it) and takes connections from anyone: the script is a client of its gateway, it never listens.
+    "listen": (50, 201),
+    # SysV IPC lives in the host's IPC namespace: its segments, queues and semaphore sets are the host's.
+    "shmget": (29, 194), "shmat": (30, 196), "shmctl": (31, 195), "shmdt": (67, 197),
+    "msgget": (68, 186), "msgsnd": (69, 189), "msgrcv": (70, 188), "msgctl": (71, 187),
+    "semget": (64, 190), "semop": (65, 193), "semctl": (66, 191), "semtimedop": (220, 192),
+    # Memory no limit counts: a memfd's pages are outside RLIMIT_AS until mapped, and a descriptor in flight
+    # on a unix socket (sendmsg's SCM_RIGHTS) keeps a file alive that no descriptor table shows.
+    "memfd_create": (319, 279), "memfd_secret": (447, 447), "sendmsg": (46, 211), "sendmmsg": (307, 269),
     # File metadata: Landlock has no right for mode, owner, times or extended attributes, so
     # without these a script could chmod/utime/setxattr any file it can name (its user's own
     # anywhere; as root, every file).  Also in the work dir: os.chmod and shutil.copystat fail there.
@@ -447,6 +464,24 @@ def _reap_as_init(signal_file):
         os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
 
+def _join_cgroup(procs):
+    """Move this process into the cgroup whose ``cgroup.procs`` is ``procs`` (before Landlock hides /sys).
+
+    The parent made the cgroup and set its ``pids.max``: the limit on threads
+    that holds for root too (RLIMIT_NPROC does not bind uid 0).  Whatever this
+    process starts stays in it; Landlock then denies /sys, so the script
+    cannot move out.
+    """
+    try:
+        fd = os.open(procs, os.O_WRONLY | O_CLOEXEC)
+        try:
+            os.write(fd, b"0")
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise ConfineError(exc.errno or 0, "joining the cgroup %s failed: %s" % (os.path.dirname(procs), exc.strerror or exc))
+
+
 def _drop_capabilities(libc):
     """No capability left, and none regained by a uid 0 on exec.  False when this kernel refused."""
     import ctypes
@@ -496,6 +531,10 @@ def apply(policy: dict) -> dict:
             if os.getppid() != parent:
                 os.kill(os.getpid(), SIGKILL_NUMBER)
             report["parentDeath"] = True
+        procs = policy.get("cgroup")
+        if procs:
+            _join_cgroup(procs)
+            report["cgroup"] = True
         deadline = int(policy.get("deadlineMs") or 0)
         if deadline > 0 and os.getpid() == 1:
             _reap_as_init(policy.get("signalFile"))  # returns in the child, which the timer can kill
