@@ -291,8 +291,8 @@ def _stat_fields(pid: int) -> Optional[List[bytes]]:
 def identity(pid: int) -> Optional[Tuple[int, int]]:
     """``(pid, start time)``: what tells a process apart from a later one with the same pid; None when gone."""
     fields = _stat_fields(pid)
-    if not fields or len(fields) < 20:
-        return None
+    if not fields or len(fields) < 20 or fields[0] == b"Z":
+        return None  # gone, or a zombie: it runs nothing any more
     return pid, int(fields[19])  # starttime, field 22 of stat
 
 
