@@ -11,9 +11,13 @@ noise hits both alike, the wall time of the CLI as an agent runs it
 - one_call: a script making one tool call, ``builtin__time.now``, through the gateway.
 
 Prints one JSON document: the modes each build reported (``exec --json``),
-median/p95/n per build and figure, and per figure the difference (this tree
-minus base) and ratio of the medians and of the p95s, with whether the median
-difference stays within ``--budget-ms`` (5 by default).  Progress goes to stderr.
+median/p95/n per build and figure, of the wall time and of the CPU time (user +
+system of exec and everything it started, which a loaded machine inflates far
+less), and per figure the difference (this tree minus base) and ratio of the
+medians and of the p95s, the median of the per-round differences (each round
+runs both builds back to back, so load that drifts hits a pair alike), and
+whether the median difference stays within ``--budget-ms`` (5 by default).
+Progress goes to stderr.
 
     .venv/bin/python bench/security_overhead.py --base main [--repeats 30]
 """
@@ -22,7 +26,9 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,7 +40,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, BENCH)
 
-from exec_isolation import ONE_CALL, PRINT1, rotate, runner, timed  # noqa: E402  (bench/exec_isolation.py)
+from exec_isolation import ONE_CALL, PRINT1, timed  # noqa: E402  (bench/exec_isolation.py)
 from gateway import GatewayProcess  # noqa: E402  (bench/gateway.py)
 from stats import exit_on_sigterm, summary  # noqa: E402  (bench/stats.py)
 
@@ -86,6 +92,30 @@ def mode_of(pyz, env, cwd):
     return modes
 
 
+def run_once(argv, env, cwd, expected):
+    """(wall ms, CPU ms of the process and all it waited for) of one run that must print ``expected``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall, proc = timed(argv, env, cwd)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0 or proc.stdout.decode(errors="replace") != expected:
+        raise RuntimeError(f"{argv[-1][:40]!r} failed (exit {proc.returncode}): {proc.stderr.decode(errors='replace')[-600:]}")
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+    return wall, cpu
+
+
+def measure(pyzs, env, cwd, repeats):
+    """{build/figure: {"wall": [ms...], "cpu": [ms...]}}, one of each variant per round (after one warm-up round)."""
+    variants = [(f"{build}/{name}", exec_argv(pyzs[build], code), expected) for name, code, expected in FIGURES for build in BUILDS]
+    samples = {key: {"wall": [], "cpu": []} for key, _, _ in variants}
+    for round_number in range(repeats + 1):
+        for key, argv, expected in variants:
+            wall, cpu = run_once(argv, env, cwd, expected)
+            if round_number:
+                samples[key]["wall"].append(wall)
+                samples[key]["cpu"].append(cpu)
+    return samples
+
+
 def compare(base, head):
     """Differences and ratios of two summaries (head minus base, head over base)."""
     out = {}
@@ -128,17 +158,20 @@ def main(argv=None):
         env.pop("PYTHONPATH", None)  # each zipapp runs its own code, not this tree's
         cwd = gateway.work
         results["modes"] = {build: mode_of(pyzs[build], env, cwd) for build in BUILDS}
-        variants = {}
-        for build in BUILDS:
-            for name, code, expected in FIGURES:
-                variants[f"{build}/{name}"] = runner(exec_argv(pyzs[build], code), env, cwd, expected)
-        progress(f"{len(variants)} variants, {args.repeats} rounds")
-        figures = {name: summary(walls) for name, walls in rotate(variants, args.repeats).items()}
-        results["figures"] = {build: {name: figures[f"{build}/{name}"] for name, _, _ in FIGURES} for build in BUILDS}
+        progress(f"{len(BUILDS) * len(FIGURES)} variants, {args.repeats} rounds")
+        samples = measure(pyzs, env, cwd, args.repeats)
+        results["figures"] = {
+            build: {name: {kind: summary(samples[f"{build}/{name}"][kind]) for kind in ("wall", "cpu")} for name, _, _ in FIGURES}
+            for build in BUILDS
+        }
         results["head_vs_base"] = {}
         for name, _, _ in FIGURES:
-            entry = compare(figures[f"base/{name}"], figures[f"head/{name}"])
-            entry["within_budget"] = entry["median_difference_ms"] <= args.budget_ms
+            entry = {}
+            for kind in ("wall", "cpu"):
+                base, head = samples[f"base/{name}"][kind], samples[f"head/{name}"][kind]
+                entry[kind] = compare(summary(base), summary(head))
+                entry[kind]["paired_median_difference_ms"] = round(statistics.median(h - b for h, b in zip(head, base)), 3)
+            entry["within_budget"] = entry["wall"]["paired_median_difference_ms"] <= args.budget_ms
             results["head_vs_base"][name] = entry
         results["budget_ms"] = args.budget_ms
     finally:

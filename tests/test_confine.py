@@ -57,17 +57,27 @@ def base_policy(work, **extra):
     return policy
 
 
-def confined(tmp_path, code, timeout=30, **extra):
-    """Run ``code`` confined (work dir = tmp_path/work): (report, stdout after the report, stderr, returncode)."""
+def confined(tmp_path, code, timeout=30, started=None, **extra):
+    """Run ``code`` confined (work dir = tmp_path/work): (report, stdout after the report, stderr, returncode).
+
+    ``started(pid)`` is called as soon as the child runs (as exec moves it into its cgroup).
+    """
     kernel()
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     argv = [sys.executable, "-I", "-S", "-c", CHILD, CODEMODE, json.dumps(base_policy(work, **extra)), code]
-    proc = subprocess.run(argv, cwd=str(work), capture_output=True, text=True, timeout=timeout, env={"PATH": "/usr/bin:/bin"})
-    first, _, rest = proc.stdout.partition("\n")
+    with subprocess.Popen(argv, cwd=str(work), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={"PATH": "/usr/bin:/bin"}) as proc:
+        if started is not None:
+            started(proc.pid)
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    first, _, rest = stdout.partition("\n")
     report = json.loads(first) if first.startswith("{") else None
-    assert report is not None, (proc.returncode, proc.stdout, proc.stderr)
-    return report, rest, proc.stderr, proc.returncode
+    assert report is not None, (proc.returncode, stdout, stderr)
+    return report, rest, stderr, proc.returncode
 
 
 TRY = (
@@ -340,8 +350,13 @@ def test_no_listening_no_sysv_ipc_no_memfd_no_passing_descriptors(tmp_path):
     assert seen["send"] == "ok"  # a socketpair still carries bytes (asyncio's self-pipe)
 
 
-def test_the_cgroup_caps_threads_also_for_root(tmp_path):
-    """RLIMIT_NPROC does not bind uid 0; the cgroup's pids.max does, and the script cannot leave it."""
+@pytest.mark.parametrize("join", ["itself", "by-the-parent"])
+def test_the_cgroup_caps_threads_also_for_root(tmp_path, join):
+    """RLIMIT_NPROC does not bind uid 0; the cgroup's pids.max does, and the script cannot leave it.
+
+    The child joins it itself before Landlock, or (cgroup v2) the parent moves it in while it starts and the child
+    waits for that before Landlock: either way nothing of the script runs outside the cgroup.
+    """
     from toolscript.codemode import cgroups
 
     kernel()
@@ -364,7 +379,10 @@ def test_the_cgroup_caps_threads_also_for_root(tmp_path):
             "attempt('leave', lambda: open('/sys/fs/cgroup/pids/cgroup.procs', 'w').write('0'))\n"
             "attempt('leave2', lambda: open('/sys/fs/cgroup/cgroup.procs', 'w').write('0'))\n"
         )
-        report, out, err, rc = confined(tmp_path, code, cgroup=group.procs)
+        if join == "itself":
+            report, out, err, rc = confined(tmp_path, code, cgroup={"name": group.name, "join": group.self_join})
+        else:
+            report, out, err, rc = confined(tmp_path, code, started=group.add, cgroup={"name": group.name, "join": None})
         assert rc == 0, err
         seen = outcomes(out)
         assert report["cgroup"] is True
@@ -373,6 +391,18 @@ def test_the_cgroup_caps_threads_also_for_root(tmp_path):
     finally:
         group.remove()
     assert not os.path.exists(group.path)
+
+
+@pytest.mark.timeout(60)
+def test_a_child_never_moved_into_its_cgroup_does_not_run(tmp_path):
+    kernel()
+    work = tmp_path / "work"
+    work.mkdir()
+    policy = base_policy(work, cgroup={"name": "/toolscript-exec-0-00000000", "join": None})
+    child = "import json, sys\nsys.path.insert(0, sys.argv[1])\nimport confine\nconfine.CGROUP_WAIT = 0.2\nconfine.apply(json.loads(sys.argv[2]))\nprint('ran')\n"
+    argv = [sys.executable, "-I", "-S", "-c", child, CODEMODE, json.dumps(policy)]
+    proc = subprocess.run(argv, cwd=str(work), capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
+    assert proc.returncode != 0 and "ran" not in proc.stdout and "did not move this process into its cgroup" in proc.stderr
 
 
 def test_limits_cannot_be_raised_and_capabilities_are_gone(tmp_path):

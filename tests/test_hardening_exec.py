@@ -223,6 +223,61 @@ def test_a_script_making_too_many_files_is_stopped(monkeypatch):
     assert "its work dir passed 100 files and directories" in err.text
 
 
+# -- the task cap's cgroup ----------------------------------------------------------------------------
+
+THREAD_BOMB = (
+    "import threading\nthreading.stack_size(64 * 1024)\nstop, started = threading.Event(), 0\n"
+    "try:\n    for _ in range(500):\n        threading.Thread(target=stop.wait, daemon=True).start()\n        started += 1\n"
+    "except RuntimeError:\n    pass\nstop.set()\nprint(started)\n"
+)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("join", ["itself", "moved-by-exec"])
+def test_the_script_runs_in_a_cgroup_that_caps_its_threads(monkeypatch, join):
+    """Root is exempt from RLIMIT_NPROC: the cap is the cgroup's pids.max (joined by the child, or, as on cgroup v2
+    where joining is slow, exec moves it in while it starts); the cgroup goes with the run."""
+    from toolscript.codemode import cgroups
+
+    if cgroups.hierarchy() is None:
+        pytest.skip("no writable pids cgroup here: the cap is RLIMIT_NPROC (non-root) or a count every 0.1 s (root)")
+    made = []
+    create = cgroups.create
+
+    def recording_create(kind, pids_max=0):
+        group = create(kind, pids_max)
+        if group is not None and join == "moved-by-exec":
+            group.fast_self_join = False
+        made.append(group)
+        return group
+
+    monkeypatch.setattr(cgroups, "create", recording_create)
+    out, err = Output(), Output()
+    result = sandbox.run(THREAD_BOMB, stdout=out, stderr=err, timeout=30)
+    assert result.exit_code == 0, err.text
+    assert sandbox.CGROUP_MODE in result.mode
+    assert int(out.text) < sandbox.TASK_LIMIT
+    (group,) = made
+    assert group is not None and not os.path.exists(group.path)
+
+
+def test_cgroup_sweep_removes_only_empty_groups_whose_owner_is_gone(tmp_path):
+    from toolscript.codemode import cgroups
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    gone = [f"toolscript-exec-{dead.pid}-0a1b2c3d", f"toolscript-server-{dead.pid}-ff"]
+    kept = [f"toolscript-exec-{os.getpid()}-0a1b2c3d", f"toolscript-exec-{dead.pid}-notHEX", "user.slice", f"toolscript-other-{dead.pid}-ab"]
+    for name in gone + kept:
+        (tmp_path / name).mkdir()
+    busy = tmp_path / f"toolscript-exec-{dead.pid}-beef"  # still holds something: rmdir refuses, as with a cgroup with members
+    busy.mkdir()
+    (busy / "member").write_text("x")
+    removed = cgroups.sweep(str(tmp_path))
+    assert sorted(os.path.basename(p) for p in removed) == sorted(gone)
+    assert sorted(os.listdir(tmp_path)) == sorted(kept + [busy.name])
+
+
 # -- item 13: a configured server that failed says why ------------------------------------------------
 
 UNAVAILABLE_NAMES = {

@@ -27,7 +27,6 @@ counting the script's tasks (root, see ``sandbox``), a server's stop to
 """
 
 import os
-import re
 import signal
 import time
 from typing import Callable, List, Optional, Tuple
@@ -39,7 +38,6 @@ logger = log.get("codemode.cgroups")
 V2_ROOT = "/sys/fs/cgroup"
 V1_PIDS_ROOT = "/sys/fs/cgroup/pids"
 KINDS = ("exec", "server")
-_OWNED = re.compile(r"toolscript-(?:%s)-(\d+)-[0-9a-f]+\Z" % "|".join(KINDS))
 KILL_WAIT = 2.0  # seconds to wait for a killed group to empty before giving up on removing it
 
 
@@ -64,13 +62,20 @@ class Group:
         self.path = path
         self.version = version
         self.procs = os.path.join(path, "cgroup.procs")
+        self.name = "/" + os.path.basename(path)  # how /proc/PID/cgroup names it (made under the hierarchy's root)
+        # Where a process with a single thread moves itself by writing "0".  On v1 that is the thread's own
+        # entry, ``tasks``: moving just the calling thread takes no global lock, while a move through
+        # cgroup.procs waits for an RCU grace period (~10 ms) and holds up every fork on the machine meanwhile.
+        # v2 has only cgroup.procs for a domain cgroup.
+        self.self_join = os.path.join(path, "tasks") if version == "v1" else self.procs
+        self.fast_self_join = version == "v1"
 
     def __repr__(self) -> str:
         return f"Group({self.path!r})"
 
     def joiner(self) -> Callable[[], None]:
-        """A ``preexec_fn`` that moves the new child into this group before it runs its program."""
-        procs = self.procs
+        """A ``preexec_fn`` that moves the new child (one thread, after the fork) into this group before it runs its program."""
+        procs = self.self_join
 
         def join() -> None:
             fd = os.open(procs, os.O_WRONLY)
@@ -82,7 +87,11 @@ class Group:
         return join
 
     def add(self, pid: int) -> None:
-        """Move process ``pid`` (all its threads) into this group."""
+        """Move process ``pid`` (all its threads, not its children) into this group.
+
+        A move waits for an RCU grace period (about 10 ms on cgroup v1): the
+        caller may want it off its own path (see ``sandbox``).
+        """
         with open(self.procs, "w") as f:
             f.write(str(pid))
 
@@ -163,7 +172,7 @@ def _signal_member(pid: int, signum: int, group_path: str) -> None:
 
 
 def _in_group(pid: int, group_path: str) -> bool:
-    name = "/" + os.path.basename(group_path)
+    name = "/" + os.path.basename(group_path)  # Group.name
     try:
         with open(f"/proc/{pid}/cgroup", "r", encoding="utf-8", errors="replace") as f:
             return any(line.rstrip("\n").endswith(":" + name) for line in f)
@@ -211,8 +220,8 @@ def sweep(root: str) -> List[str]:
     except OSError:
         return removed
     for entry in entries:
-        match = _OWNED.match(entry.name)
-        if not match or _alive(int(match.group(1))):
+        owner = _owner(entry.name)
+        if owner is None or _alive(owner):
             continue
         try:
             os.rmdir(entry.path)  # fails (EBUSY) while anything is still in it
@@ -220,6 +229,19 @@ def sweep(root: str) -> List[str]:
         except OSError:
             continue
     return removed
+
+
+def _owner(name: str) -> Optional[int]:
+    """The owner pid of a group named ``toolscript-<kind>-<pid>-<hex>``; None for any other name.
+
+    By hand, not a regular expression: compiling one costs each exec run about half a millisecond.
+    """
+    parts = name.split("-")
+    if len(parts) != 4 or parts[0] != "toolscript" or parts[1] not in KINDS or not parts[2].isdigit():
+        return None
+    if not parts[3] or parts[3].strip("0123456789abcdef"):
+        return None
+    return int(parts[2])
 
 
 def _alive(pid: int) -> bool:

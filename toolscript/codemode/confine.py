@@ -33,8 +33,9 @@ In order, nothing of which the confined process can undo:
    userfaultfd, process_vm_*, io_uring_*, open_by_handle_at, modules, kexec,
    unshare/setns, ...).
 
-Before all of it, when the policy names one, the process joins a cgroup (its
-``pids.max`` is the thread limit that binds root too).
+Before Landlock, when the policy names one, it joins a cgroup, or waits until
+the parent moved it in (its ``pids.max`` is the thread limit that binds root
+too).
 
 A policy is a dict (the launcher reads it from a JSON file)::
 
@@ -42,7 +43,7 @@ A policy is a dict (the launcher reads it from a JSON file)::
      "system": true,              # also SYSTEM_READ_PATHS, DEVICE_READ (read) and DEVICE_WRITE
      "read": [paths], "write": [paths], "execute": [paths],
      "connectPorts": [port], "deadlineMs": 31500,
-     "cgroup": "/sys/fs/cgroup/.../cgroup.procs",  # join this cgroup first (its pids.max caps threads)
+     "cgroup": {"name": "/toolscript-exec-...", "join": ".../tasks" or None},  # its pids.max caps threads
      "allowExec": false,          # the launcher sets it: it must execv
      "parentPid": 1234,           # die (SIGKILL) when this parent's starting thread ends; gone already: die now
      "landlock": true, "seccomp": true, "dropCapabilities": true}
@@ -129,6 +130,7 @@ READ = FS_READ_FILE | FS_READ_DIR
 WRITE = (FS_WRITE_FILE | FS_READ_FILE | FS_READ_DIR | FS_REMOVE_DIR | FS_REMOVE_FILE | FS_MAKE_DIR | FS_MAKE_REG
          | FS_MAKE_SOCK | FS_MAKE_FIFO | FS_MAKE_SYM | FS_REFER | FS_TRUNCATE)  # no MAKE_CHAR/MAKE_BLOCK, no EXECUTE
 
+CGROUP_WAIT = 5.0  # seconds to wait for the parent to move this process into its cgroup
 PR_SET_NO_NEW_PRIVS, PR_GET_SECCOMP, PR_SET_SECUREBITS = 38, 21, 28
 PR_SET_PDEATHSIG, SIGKILL_NUMBER = 1, 9
 SECBITS_LOCKED_NOROOT = 0x2F  # NOROOT, NOROOT_LOCKED, NO_SETUID_FIXUP, NO_SETUID_FIXUP_LOCKED, KEEP_CAPS_LOCKED
@@ -464,22 +466,49 @@ def _reap_as_init(signal_file):
         os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
 
-def _join_cgroup(procs):
-    """Move this process into the cgroup whose ``cgroup.procs`` is ``procs`` (before Landlock hides /sys).
+def _join_cgroup(cgroup):
+    """Be in the parent's cgroup before anything else starts: ``{"name": as /proc/self/cgroup spells it, "join": file or None}``.
 
     The parent made the cgroup and set its ``pids.max``: the limit on threads
-    that holds for root too (RLIMIT_NPROC does not bind uid 0).  Whatever this
-    process starts stays in it; Landlock then denies /sys, so the script
-    cannot move out.
+    that holds for root too (RLIMIT_NPROC does not bind uid 0).  With
+    ``"join"`` (cgroup v1's ``tasks``: moving one thread takes no global lock)
+    this process, one thread still, moves itself; without it the parent moves
+    it from a thread of its own while it starts (on v2 a move waits for an RCU
+    grace period, ~10 ms, which would otherwise delay every run) and this waits
+    until it is in.  Either way no thread of ours exists yet, and Landlock then
+    denies /sys, so the script cannot move out.
     """
-    try:
-        fd = os.open(procs, os.O_WRONLY | O_CLOEXEC)
+    join = cgroup.get("join")
+    if join:
         try:
-            os.write(fd, b"0")
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        raise ConfineError(exc.errno or 0, "joining the cgroup %s failed: %s" % (os.path.dirname(procs), exc.strerror or exc))
+            fd = os.open(join, os.O_WRONLY | O_CLOEXEC)
+            try:
+                os.write(fd, b"0")
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise ConfineError(exc.errno or 0, "joining the cgroup %s failed: %s" % (os.path.dirname(join), exc.strerror or exc))
+        return
+    _await_cgroup(cgroup["name"])
+
+
+def _await_cgroup(name):
+    """Return once this process is in the cgroup ``name`` (as /proc/self/cgroup spells it); ConfineError after CGROUP_WAIT."""
+    import time
+
+    wait = CGROUP_WAIT
+    deadline = time.monotonic() + wait
+    suffix = ":" + name
+    while True:
+        try:
+            with open("/proc/self/cgroup", "r") as f:
+                if any(line.rstrip("\n").endswith(suffix) for line in f):
+                    return
+        except OSError as exc:
+            raise ConfineError(exc.errno or 0, "cannot read /proc/self/cgroup: %s" % (exc.strerror or exc))
+        if time.monotonic() > deadline:
+            raise ConfineError(0, "the parent did not move this process into its cgroup %s within %g s" % (name, wait))
+        time.sleep(0.0005)
 
 
 def _drop_capabilities(libc):
@@ -531,10 +560,6 @@ def apply(policy: dict) -> dict:
             if os.getppid() != parent:
                 os.kill(os.getpid(), SIGKILL_NUMBER)
             report["parentDeath"] = True
-        procs = policy.get("cgroup")
-        if procs:
-            _join_cgroup(procs)
-            report["cgroup"] = True
         deadline = int(policy.get("deadlineMs") or 0)
         if deadline > 0 and os.getpid() == 1:
             _reap_as_init(policy.get("signalFile"))  # returns in the child, which the timer can kill
@@ -545,6 +570,9 @@ def apply(policy: dict) -> dict:
         if deadline > 0:
             _kill_timer(libc, deadline)
             report["deadline"] = True
+        if policy.get("cgroup"):
+            _join_cgroup(policy["cgroup"])  # before Landlock, which hides /sys and /proc
+            report["cgroup"] = True
         if policy.get("landlock", "auto"):
             abi = int(libc.syscall(ctypes.c_long(_nr("landlock_create_ruleset")), None, ctypes.c_size_t(0), ctypes.c_uint32(CREATE_RULESET_VERSION)))
             if abi <= 0 and policy.get("landlock") is True:

@@ -550,6 +550,7 @@ def supervise(
     signal_message: Callable[[int], str],
     die_with_parent_here: bool = True,
     preexec: Optional[Callable[[], None]] = None,
+    on_start: Optional[Callable[[int], None]] = None,
     watch: Optional[Callable[[int], Optional[str]]] = None,
     watch_interval: float = WATCH_INTERVAL,
 ) -> Tuple[int, Child]:
@@ -566,7 +567,8 @@ def supervise(
     sets that up itself (``confine.apply``'s ``parentPid``), and without a
     ``preexec_fn`` the start is a vfork, not a fork of this whole process.
     ``preexec``: more to do in the child before it runs ``argv`` (joining a
-    cgroup).  ``watch(pid)``: a limit no kernel enforces, asked every
+    cgroup).  ``on_start(pid)``: called as soon as the child runs.
+    ``watch(pid)``: a limit no kernel enforces, asked every
     ``watch_interval`` seconds; when it returns a message the child is
     killed, the message goes to ``stderr`` and the exit code is 1.
     """
@@ -592,6 +594,8 @@ def supervise(
         timer.start()
         if watch is not None:
             child.start_watch(watch, watch_interval)
+        if on_start is not None:
+            on_start(proc.pid)  # last: it may move the child into a cgroup, which holds up every new thread meanwhile
         try:
             returncode = child.wait()
         finally:

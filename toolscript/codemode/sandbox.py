@@ -512,6 +512,35 @@ def _precompiled(python: str) -> Dict[str, bytes]:
     return entries
 
 
+class _Mover:
+    """Moves the child into its cgroup from a thread of its own, while the child starts (cgroup v2).
+
+    A move through cgroup.procs waits for an RCU grace period (~10 ms): done
+    in line, before or after the start, every run would wait for it.  The
+    child waits for it before Landlock (``confine``'s ``cgroup``) and runs
+    nothing of the script until it is in; a failed move makes it give up
+    (exit 126).  On cgroup v1 the child joins itself, cheaply (``Group.self_join``).
+    """
+
+    def __init__(self, group: cgroups.Group) -> None:
+        self.group = group
+        self.thread: Optional[threading.Thread] = None
+
+    def start(self, pid: int) -> None:
+        self.thread = threading.Thread(target=self._move, args=(pid,), name="exec-cgroup", daemon=True)
+        self.thread.start()
+
+    def _move(self, pid: int) -> None:
+        try:
+            self.group.add(pid)
+        except OSError as exc:
+            logger.warning("exec: could not move the script into its cgroup %s: %s", self.group.path, exc)
+
+    def join(self) -> None:
+        if self.thread is not None:
+            self.thread.join(5.0)
+
+
 def _is_root() -> bool:
     return hasattr(os, "getuid") and os.getuid() == 0
 
@@ -739,6 +768,7 @@ def run(
 
     root = process.make_temp_dir("exec")
     group: Optional[cgroups.Group] = None
+    mover: Optional[_Mover] = None
     try:
         group = cgroups.create("exec", TASK_LIMIT) if sys.platform.startswith("linux") else None
         if group is None:
@@ -758,7 +788,9 @@ def run(
             if child_sets_pdeathsig:
                 kernel["parentPid"] = os.getpid()
                 if group is not None:
-                    kernel["cgroup"] = group.procs  # joined by the child itself: still no preexec_fn
+                    # The child joins before Landlock (still no preexec_fn); where joining itself is slow, we move it.
+                    kernel["cgroup"] = {"name": group.name, "join": group.self_join if group.fast_self_join else None}
+                    mover = None if group.fast_self_join else _Mover(group)
         policy = {"confine": kernel, "guard": guard_on, "workspace": workspace}
         files = {
             GUARD_NAME: _source("guard.py"),
@@ -794,13 +826,18 @@ def run(
             grace=0.0 if plan.namespaces else kill_grace,
             signal_message=lambda signum: _signal_message(signum, cpu, memory_limit),
             die_with_parent_here=not child_sets_pdeathsig,
+            # Started through unshare or bwrap, the child joins before it runs them: they fork at once, and a
+            # move takes only the process moved, not the children it already has.
             preexec=group.joiner() if group is not None and not child_sets_pdeathsig else None,
+            on_start=mover.start if mover is not None else None,
             watch=_limits_watch(work, work_dir_limit, count_tasks=group is None and _is_root()),
         )
         signum = _signal_reported_by_init(signal_file)
         if signum and exit_code == 128 + signum and not child.killed:
             process.write_text(stderr, _signal_message(signum, cpu, memory_limit) + "\n")
     finally:
+        if mover is not None:
+            mover.join()
         if group is not None:
             group.remove()
         process.remove_tree(root)
