@@ -104,11 +104,12 @@ def run_once(argv, env, cwd, expected):
 
 
 def measure(pyzs, env, cwd, repeats):
-    """{build/figure: {"wall": [ms...], "cpu": [ms...]}}, one of each variant per round (after one warm-up round)."""
+    """{build/figure: {"wall": [ms...], "cpu": [ms...]}}, one of each variant per round (after one warm-up round), in alternating order."""
     variants = [(f"{build}/{name}", exec_argv(pyzs[build], code), expected) for name, code, expected in FIGURES for build in BUILDS]
     samples = {key: {"wall": [], "cpu": []} for key, _, _ in variants}
     for round_number in range(repeats + 1):
-        for key, argv, expected in variants:
+        # Every other round the other build goes first: whatever the one before leaves behind hits both alike.
+        for key, argv, expected in (variants if round_number % 2 else variants[::-1]):
             wall, cpu = run_once(argv, env, cwd, expected)
             if round_number:
                 samples[key]["wall"].append(wall)
