@@ -261,6 +261,34 @@ def test_the_script_runs_in_a_cgroup_that_caps_its_threads(monkeypatch, join):
     assert group is not None and not os.path.exists(group.path)
 
 
+@pytest.mark.timeout(60)
+def test_as_root_without_a_cgroup_exec_counts_the_threads(monkeypatch):
+    """The fallback for root where no pids cgroup is writable: a look every 0.1 s, which stops a steady climb."""
+    from toolscript.codemode import cgroups
+
+    if os.getuid() != 0:
+        pytest.skip("not root: RLIMIT_NPROC caps the threads")
+    monkeypatch.setattr(cgroups, "hierarchy", lambda: None)
+    assert sandbox.task_limit()["by"] == "count"
+    code = THREAD_BOMB.replace("        started += 1\n", "        started += 1\n        __import__('time').sleep(0.01)\n")
+    out, err = Output(), Output()
+    result = sandbox.run(code, stdout=out, stderr=err, timeout=30)
+    assert result.exit_code == 1 and out.text == "" and sandbox.CGROUP_MODE not in result.mode, err.text
+    assert f"it ran more than {sandbox.TASK_LIMIT} threads at once" in err.text
+    assert any("between two counts" in gap for gap in sandbox.isolation_report()["gaps"])
+
+
+def test_a_work_dir_exec_cannot_read_stops_the_script():
+    """Its size could not be checked (a user who is not root cannot list a directory made without read permission)."""
+    code = "import os, time\nos.mkdir('blind', 0o300)\nif os.getuid() == 0:\n    os.rmdir('blind')\ntime.sleep(1)\nprint('done')\n"
+    out, err = Output(), Output()
+    result = sandbox.run(code, stdout=out, stderr=err, timeout=30)
+    if os.getuid() == 0:
+        assert (result.exit_code, out.text) == (0, "done\n"), err.text  # root reads any directory: nothing to stop
+    else:
+        assert result.exit_code == 1 and "cannot read" in err.text, err.text
+
+
 def test_cgroup_sweep_removes_only_empty_groups_whose_owner_is_gone(tmp_path):
     from toolscript.codemode import cgroups
 

@@ -27,6 +27,12 @@ offers, a ladder reported plainly in ``ExecResult.mode`` and
    namespace without a gateway), with the seccomp filter when the kernel has it;
 4. ``guard``: the in-process audit hook alone.
 
+On every rung the script's tasks (threads) are capped at ``TASK_LIMIT``:
+by a cgroup's ``pids.max`` where one can be made (``cgroups``; the mode
+names it ``cgroup(pids)``), else by ``RLIMIT_NPROC`` (which does not bind
+root: there exec counts them every ``process.WATCH_INTERVAL`` seconds); and
+exec stops the script when its files pass ``WORK_DIR_LIMIT``.
+
 The audit-hook guard runs on every rung, first, for its clear messages.
 ``TOOLSCRIPT_EXEC_LAYER`` forces a rung (``namespaces`` and ``guard`` forced
 are exactly the layers before the kernel layer existed); the test-only
@@ -557,14 +563,20 @@ def task_limit() -> Dict[str, object]:
         "and no pids cgroup is writable here, so a burst between two counts can pass it")}
 
 
-def _work_dir_usage(work: str, stop_at_entries: int) -> Tuple[int, int, set]:
-    """(bytes allocated, entries, the (dev, inode) pairs seen) under ``work``; stops counting entries past ``stop_at_entries``."""
-    used, entries, seen = 0, 0, set()
+def _work_dir_usage(work: str, stop_at_entries: int) -> Tuple[int, int, set, bool]:
+    """(bytes allocated, entries, the (dev, inode) pairs seen, whether a directory could not be read) under ``work``.
+
+    Stops counting entries past ``stop_at_entries``.
+    """
+    used, entries, seen, hidden = 0, 0, set(), False
     pending = [work]
     while pending and entries <= stop_at_entries:
         try:
             listing = os.scandir(pending.pop())
+        except FileNotFoundError:
+            continue  # removed meanwhile
         except OSError:
+            hidden = True  # e.g. made without read permission: what is in it cannot be counted
             continue
         with listing:
             for entry in listing:
@@ -580,7 +592,7 @@ def _work_dir_usage(work: str, stop_at_entries: int) -> Tuple[int, int, set]:
                 used += info.st_blocks * 512
                 if entry.is_dir(follow_symlinks=False):
                     pending.append(entry.path)
-    return used, entries, seen
+    return used, entries, seen, hidden
 
 
 def _unnamed_files(pids: Sequence[int], seen: set) -> int:
@@ -615,7 +627,9 @@ def _limits_watch(work: str, limit: int, count_tasks: bool) -> Callable[[int], O
     linux = sys.platform.startswith("linux")
 
     def check(pid: int) -> Optional[str]:
-        used, entries, seen = _work_dir_usage(work, WORK_DIR_ENTRIES_LIMIT)
+        used, entries, seen, hidden = _work_dir_usage(work, WORK_DIR_ENTRIES_LIMIT)
+        if hidden:
+            return "toolscript: the script was stopped: it made a directory in its work dir that exec cannot read, so its disk use cannot be checked"
         if entries > WORK_DIR_ENTRIES_LIMIT:
             return f"toolscript: the script was stopped: its work dir passed {WORK_DIR_ENTRIES_LIMIT} files and directories (the sandbox's limit)"
         if linux:
