@@ -57,17 +57,27 @@ def base_policy(work, **extra):
     return policy
 
 
-def confined(tmp_path, code, timeout=30, **extra):
-    """Run ``code`` confined (work dir = tmp_path/work): (report, stdout after the report, stderr, returncode)."""
+def confined(tmp_path, code, timeout=30, started=None, **extra):
+    """Run ``code`` confined (work dir = tmp_path/work): (report, stdout after the report, stderr, returncode).
+
+    ``started(pid)`` is called as soon as the child runs (as exec moves it into its cgroup).
+    """
     kernel()
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     argv = [sys.executable, "-I", "-S", "-c", CHILD, CODEMODE, json.dumps(base_policy(work, **extra)), code]
-    proc = subprocess.run(argv, cwd=str(work), capture_output=True, text=True, timeout=timeout, env={"PATH": "/usr/bin:/bin"})
-    first, _, rest = proc.stdout.partition("\n")
+    with subprocess.Popen(argv, cwd=str(work), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={"PATH": "/usr/bin:/bin"}) as proc:
+        if started is not None:
+            started(proc.pid)
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    first, _, rest = stdout.partition("\n")
     report = json.loads(first) if first.startswith("{") else None
-    assert report is not None, (proc.returncode, proc.stdout, proc.stderr)
-    return report, rest, proc.stderr, proc.returncode
+    assert report is not None, (proc.returncode, stdout, stderr)
+    return report, rest, stderr, proc.returncode
 
 
 TRY = (
@@ -303,6 +313,98 @@ def test_the_kernel_deadline_also_holds_for_a_pid_namespaces_init(tmp_path):
     assert (tmp_path / "signal").read_text() == str(int(signal.SIGKILL))
 
 
+# System calls the filter refuses that nothing else would: (x86_64, aarch64) numbers, and arguments that make
+# each fail harmlessly (a key nobody uses, id -1) where the filter lets it through to the kernel.
+SYSV_CALLS = {
+    "shmget": ((29, 194), (0x7E57AB1E, 0, 0)), "shmat": ((30, 196), (-1, 0, 0)), "shmctl": ((31, 195), (-1, 0, 0)),
+    "shmdt": ((67, 197), (0,)), "msgget": ((68, 186), (0x7E57AB1E, 0)), "msgsnd": ((69, 189), (-1, 0, 0, 0)),
+    "msgrcv": ((70, 188), (-1, 0, 0, 0, 0)), "msgctl": ((71, 187), (-1, 0, 0)), "semget": ((64, 190), (0x7E57AB1E, 1, 0)),
+    "semop": ((65, 193), (-1, 0, 0)), "semctl": ((66, 191), (-1, 0, 0)), "semtimedop": ((220, 192), (-1, 0, 0, 0)),
+}
+
+
+def test_no_listening_no_sysv_ipc_no_memfd_no_passing_descriptors(tmp_path):
+    column = 0 if os.uname().machine == "x86_64" else 1
+    sysv = {name: [numbers[column], list(args)] for name, (numbers, args) in SYSV_CALLS.items()}
+    code = TRY + (
+        "import ctypes, socket\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def call(nr, args):\n"
+        "    if libc.syscall(nr, *args) < 0:\n"
+        "        raise OSError(ctypes.get_errno(), 'x')\n"
+        "attempt('listen', lambda: socket.socket().listen(1))\n"
+        "attempt('listen6', lambda: socket.socket(socket.AF_INET6).listen(1))\n"
+        "attempt('memfd', lambda: os.memfd_create('x'))\n"
+        "left, right = socket.socketpair()\n"
+        "attempt('send_fds', lambda: socket.send_fds(left, [b'x'], [0]))\n"
+        "attempt('sendmsg', lambda: left.sendmsg([b'x']))\n"
+        "attempt('send', lambda: left.send(b'x') and right.recv(1))\n"
+        f"for name, (nr, args) in {json.dumps(sysv)}.items():\n"
+        "    attempt(name, lambda: call(nr, args))\n"
+    )
+    report, out, err, rc = confined(tmp_path, code)
+    assert rc == 0, err
+    seen = outcomes(out)
+    for label in ["listen", "listen6", "memfd", "send_fds", "sendmsg"] + list(SYSV_CALLS):
+        assert seen[label] == "refused 1", (label, seen)
+    assert seen["send"] == "ok"  # a socketpair still carries bytes (asyncio's self-pipe)
+
+
+@pytest.mark.parametrize("join", ["itself", "by-the-parent"])
+def test_the_cgroup_caps_threads_also_for_root(tmp_path, join):
+    """RLIMIT_NPROC does not bind uid 0; the cgroup's pids.max does, and the script cannot leave it.
+
+    The child joins it itself before Landlock, or (cgroup v2) the parent moves it in while it starts and the child
+    waits for that before Landlock: either way nothing of the script runs outside the cgroup.
+    """
+    from toolscript.codemode import cgroups
+
+    kernel()
+    group = cgroups.create("exec", 16)
+    if group is None:
+        missing_prerequisite("no writable cgroup hierarchy with the pids controller here (needs root, or a delegated cgroup v2)")
+    try:
+        code = TRY + (
+            "import threading\n"
+            "threading.stack_size(64 * 1024)\n"
+            "stop, started = threading.Event(), 0\n"
+            "try:\n"
+            "    for _ in range(200):\n"
+            "        threading.Thread(target=stop.wait, daemon=True).start()\n"
+            "        started += 1\n"
+            "except RuntimeError as exc:\n"
+            "    print('stopped', exc)\n"
+            "print('threads', started)\n"
+            "stop.set()\n"
+            "attempt('leave', lambda: open('/sys/fs/cgroup/pids/cgroup.procs', 'w').write('0'))\n"
+            "attempt('leave2', lambda: open('/sys/fs/cgroup/cgroup.procs', 'w').write('0'))\n"
+        )
+        if join == "itself":
+            report, out, err, rc = confined(tmp_path, code, cgroup={"name": group.name, "join": group.self_join})
+        else:
+            report, out, err, rc = confined(tmp_path, code, started=group.add, cgroup={"name": group.name, "join": None})
+        assert rc == 0, err
+        seen = outcomes(out)
+        assert report["cgroup"] is True
+        assert int(seen["threads"]) < 16 and "stopped" in seen, out
+        assert seen["leave"].startswith("refused") and seen["leave2"].startswith("refused"), seen
+    finally:
+        group.remove()
+    assert not os.path.exists(group.path)
+
+
+@pytest.mark.timeout(60)
+def test_a_child_never_moved_into_its_cgroup_does_not_run(tmp_path):
+    kernel()
+    work = tmp_path / "work"
+    work.mkdir()
+    policy = base_policy(work, cgroup={"name": "/toolscript-exec-0-00000000", "join": None})
+    child = "import json, sys\nsys.path.insert(0, sys.argv[1])\nimport confine\nconfine.CGROUP_WAIT = 0.2\nconfine.apply(json.loads(sys.argv[2]))\nprint('ran')\n"
+    argv = [sys.executable, "-I", "-S", "-c", child, CODEMODE, json.dumps(policy)]
+    proc = subprocess.run(argv, cwd=str(work), capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
+    assert proc.returncode != 0 and "ran" not in proc.stdout and "did not move this process into its cgroup" in proc.stderr
+
+
 def test_limits_cannot_be_raised_and_capabilities_are_gone(tmp_path):
     code = TRY + (
         "import resource\n"
@@ -353,6 +455,8 @@ from toolscript.codemode import deno, sandbox  # noqa: E402
 from toolscript.errors import UserError  # noqa: E402
 
 BWRAP = os.path.join(REPO_ROOT, ".venv", "peers", "bwrap", "usr", "bin", "bwrap")
+# The task cap's cgroup, in every rung's mode where this system lets exec make one.
+TASKS = sandbox.CGROUP_MODE + "+" if sandbox.task_limit()["by"] == "cgroup" else ""
 
 
 def sandbox_run(code, **kwargs):
@@ -364,7 +468,8 @@ def sandbox_run(code, **kwargs):
 def test_isolation_report_names_the_layer_the_run_uses_and_its_gaps():
     probe = kernel()
     report = sandbox.isolation_report(gateway=False)
-    assert set(report) == {"layer", "mode", "landlockAbi", "seccomp", "namespaces", "bwrap", "stops", "gaps"}
+    assert set(report) == {"layer", "mode", "landlockAbi", "seccomp", "namespaces", "bwrap", "stops", "gaps", "limits"}
+    assert set(report["limits"]) == {"tasks", "memory", "fileSize", "workDir", "openFiles"}
     assert report["layer"] == "landlock" and report["landlockAbi"] == probe["landlockAbi"] and report["seccomp"] is True
     assert report["mode"].startswith(f"landlock(abi {probe['landlockAbi']})+seccomp+") and report["mode"].endswith("+guard")
     assert report["stops"] and report["gaps"] and all(isinstance(line, str) and "\n" not in line for line in report["stops"] + report["gaps"])
@@ -424,7 +529,7 @@ def test_require_isolation_refuses_the_guard_alone(monkeypatch):
         sandbox_run("print('ran')", require_isolation=True)
     assert caught.value.exit_code == 2
     result, out, _ = sandbox_run("print('ran')")
-    assert result.mode == "guard" and out == "ran\n"
+    assert result.mode == TASKS + "guard" and out == "ran\n"
     monkeypatch.delenv("TOOLSCRIPT_EXEC_LAYER")
     if sandbox.isolation_report()["layer"] != "guard":
         assert sandbox_run("print('ran')", require_isolation=True)[1] == "ran\n"
@@ -436,7 +541,7 @@ def test_forced_rungs_name_themselves_and_a_bad_one_is_an_error(monkeypatch):
         with pytest.raises(UserError, match="namespaces are not available"):
             sandbox_run("pass")
     else:
-        assert sandbox_run("pass")[0].mode == "namespace(user,mount,pid,net)+guard"
+        assert sandbox_run("pass")[0].mode == TASKS + "namespace(user,mount,pid,net)+guard"
     monkeypatch.setenv("TOOLSCRIPT_EXEC_LAYER", "chroot")
     with pytest.raises(UserError, match="is not a layer"):
         sandbox_run("pass")
@@ -470,7 +575,7 @@ def test_the_bubblewrap_rung(monkeypatch, tmp_path):
     )
     result, out, err = sandbox_run("import os\n" + code)
     assert result.exit_code == 0, err
-    assert result.mode == "bubblewrap+seccomp+guard-off"
+    assert result.mode == "bubblewrap+seccomp+" + TASKS + "guard-off"
     seen = outcomes(out)
     assert seen["secret"] == seen["hostname"] == "refused 2"  # not even there
     assert seen["net"].startswith("refused") and seen["fork"] == "refused 1" and seen["work"] == "ok"
@@ -519,11 +624,11 @@ def test_without_landlock_the_ladder_falls_back_and_keeps_seccomp(monkeypatch):
     result, out, err = sandbox_run("import os\nos.fork()\n")
     assert result.mode == report["mode"] and "landlock" not in result.mode
     if report["layer"] == "bubblewrap":
-        assert result.mode == "bubblewrap+seccomp+guard"
+        assert result.mode == "bubblewrap+seccomp+" + TASKS + "guard"
     elif report["layer"] == "namespaces":
-        assert result.mode == "seccomp+namespace(user,mount,pid,net)+guard"
+        assert result.mode == "seccomp+" + TASKS + "namespace(user,mount,pid,net)+guard"
     else:
-        assert result.mode == "seccomp+guard"
+        assert result.mode == "seccomp+" + TASKS + "guard"
     assert result.exit_code == 1 and "os.fork" in err  # the guard's message comes first
     monkeypatch.setenv("TOOLSCRIPT_EXEC_GUARD", "off")
     result, out, err = sandbox_run("import os\ntry:\n    os.fork()\nexcept OSError as e:\n    print(e.errno)\n")
@@ -565,6 +670,19 @@ def test_a_gateway_named_localhost_is_reachable_under_the_kernel_layer(monkeypat
         server.shutdown()
         server.server_close()
     assert out == "5\n" and result.exit_code == 1 and "PermissionError" in err, (out, err)
+
+
+def test_what_the_kernel_layer_refuses_is_told_as_the_sandboxs_doing():
+    kernel()
+    result, out, err = sandbox_run("import socket\nsocket.socket().listen(1)\n")
+    assert result.exit_code == 1 and "PermissionError" in err and "sandbox's kernel filter refused" in err, err
+    threads = (
+        "import threading\nthreading.stack_size(64 * 1024)\nstop = threading.Event()\n"
+        "try:\n    for _ in range(1000):\n        threading.Thread(target=stop.wait, daemon=True).start()\nfinally:\n    stop.set()\n"
+    )
+    if sandbox.task_limit()["by"] != "count":
+        result, out, err = sandbox_run(threads)
+        assert result.exit_code == 1 and "limit on threads" in err, err
 
 
 def test_the_report_names_a_forced_layer_it_cannot_honour(monkeypatch):

@@ -191,6 +191,121 @@ def test_sweep_removes_only_our_dirs_whose_owner_is_gone(tmp_path):
     assert f"toolscript-exec-{dead.pid}-link" in left and f"toolscript-exec-{dead.pid}-file" in left
 
 
+# -- the work dir's size ------------------------------------------------------------------------------
+
+# 1 MiB at a time, 200 times: past an 8 MiB limit long before the end.  The pause keeps the writes slower
+# than exec's look every 0.1 s, so what is left on disk stays small.
+WRITERS = {
+    "files": "for i in range(200):\n    with open(f'part{i}', 'wb') as f:\n        f.write(CHUNK)\n    time.sleep(0.01)\n",
+    # No name, so no directory listing shows it: exec counts the script's open files too.
+    "unlinked": "f = open('hidden', 'wb')\nos.unlink('hidden')\nfor i in range(60):\n    f.write(CHUNK)\n    f.flush()\n    time.sleep(0.02)\n",
+}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("how", list(WRITERS))
+def test_a_script_writing_past_the_work_dir_limit_is_stopped(how):
+    code = "import os, time\nCHUNK = b'x' * (1 << 20)\n" + WRITERS[how] + "print('wrote it all')\n"
+    out, err = Output(), Output()
+    result = sandbox.run(code, stdout=out, stderr=err, timeout=30, work_dir_limit=8 << 20)
+    assert "wrote it all" not in out.text and not result.timed_out
+    assert result.exit_code == 1, err.text
+    assert "the script was stopped: its files passed the sandbox's disk limit (8 MiB in its work dir)" in err.text
+
+
+@pytest.mark.timeout(60)
+def test_a_script_making_too_many_files_is_stopped(monkeypatch):
+    monkeypatch.setattr(sandbox, "WORK_DIR_ENTRIES_LIMIT", 100)
+    code = "import time\nfor i in range(2000):\n    open(f'f{i}', 'w').close()\n    time.sleep(0.001)\nprint('made them all')\n"
+    out, err = Output(), Output()
+    result = sandbox.run(code, stdout=out, stderr=err, timeout=30)
+    assert "made them all" not in out.text and result.exit_code == 1, err.text
+    assert "its work dir passed 100 files and directories" in err.text
+
+
+# -- the task cap's cgroup ----------------------------------------------------------------------------
+
+THREAD_BOMB = (
+    "import threading\nthreading.stack_size(64 * 1024)\nstop, started = threading.Event(), 0\n"
+    "try:\n    for _ in range(500):\n        threading.Thread(target=stop.wait, daemon=True).start()\n        started += 1\n"
+    "except RuntimeError:\n    pass\nstop.set()\nprint(started)\n"
+)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("join", ["itself", "moved-by-exec"])
+def test_the_script_runs_in_a_cgroup_that_caps_its_threads(monkeypatch, join):
+    """Root is exempt from RLIMIT_NPROC: the cap is the cgroup's pids.max (joined by the child, or, as on cgroup v2
+    where joining is slow, exec moves it in while it starts); the cgroup goes with the run."""
+    from toolscript.codemode import cgroups
+
+    if cgroups.hierarchy() is None:
+        pytest.skip("no writable pids cgroup here: the cap is RLIMIT_NPROC (non-root) or a count every 0.1 s (root)")
+    made = []
+    create = cgroups.create
+
+    def recording_create(kind, pids_max=0):
+        group = create(kind, pids_max)
+        if group is not None and join == "moved-by-exec":
+            group.fast_self_join = False
+        made.append(group)
+        return group
+
+    monkeypatch.setattr(cgroups, "create", recording_create)
+    out, err = Output(), Output()
+    result = sandbox.run(THREAD_BOMB, stdout=out, stderr=err, timeout=30)
+    assert result.exit_code == 0, err.text
+    assert sandbox.CGROUP_MODE in result.mode
+    assert int(out.text) < sandbox.TASK_LIMIT
+    (group,) = made
+    assert group is not None and not os.path.exists(group.path)
+
+
+@pytest.mark.timeout(60)
+def test_as_root_without_a_cgroup_exec_counts_the_threads(monkeypatch):
+    """The fallback for root where no pids cgroup is writable: a look every 0.1 s, which stops a steady climb."""
+    from toolscript.codemode import cgroups
+
+    if os.getuid() != 0:
+        pytest.skip("not root: RLIMIT_NPROC caps the threads")
+    monkeypatch.setattr(cgroups, "hierarchy", lambda: None)
+    assert sandbox.task_limit()["by"] == "count"
+    code = THREAD_BOMB.replace("        started += 1\n", "        started += 1\n        __import__('time').sleep(0.01)\n")
+    out, err = Output(), Output()
+    result = sandbox.run(code, stdout=out, stderr=err, timeout=30)
+    assert result.exit_code == 1 and out.text == "" and sandbox.CGROUP_MODE not in result.mode, err.text
+    assert f"it ran more than {sandbox.TASK_LIMIT} threads at once" in err.text
+    assert any("between two counts" in gap for gap in sandbox.isolation_report()["gaps"])
+
+
+def test_a_work_dir_exec_cannot_read_stops_the_script():
+    """Its size could not be checked (a user who is not root cannot list a directory made without read permission)."""
+    code = "import os, time\nos.mkdir('blind', 0o300)\nif os.getuid() == 0:\n    os.rmdir('blind')\ntime.sleep(1)\nprint('done')\n"
+    out, err = Output(), Output()
+    result = sandbox.run(code, stdout=out, stderr=err, timeout=30)
+    if os.getuid() == 0:
+        assert (result.exit_code, out.text) == (0, "done\n"), err.text  # root reads any directory: nothing to stop
+    else:
+        assert result.exit_code == 1 and "cannot read" in err.text, err.text
+
+
+def test_cgroup_sweep_removes_only_empty_groups_whose_owner_is_gone(tmp_path):
+    from toolscript.codemode import cgroups
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    gone = [f"toolscript-exec-{dead.pid}-0a1b2c3d", f"toolscript-server-{dead.pid}-ff"]
+    kept = [f"toolscript-exec-{os.getpid()}-0a1b2c3d", f"toolscript-exec-{dead.pid}-notHEX", "user.slice", f"toolscript-other-{dead.pid}-ab"]
+    for name in gone + kept:
+        (tmp_path / name).mkdir()
+    busy = tmp_path / f"toolscript-exec-{dead.pid}-beef"  # still holds something: rmdir refuses, as with a cgroup with members
+    busy.mkdir()
+    (busy / "member").write_text("x")
+    removed = cgroups.sweep(str(tmp_path))
+    assert sorted(os.path.basename(p) for p in removed) == sorted(gone)
+    assert sorted(os.listdir(tmp_path)) == sorted(kept + [busy.name])
+
+
 # -- item 13: a configured server that failed says why ------------------------------------------------
 
 UNAVAILABLE_NAMES = {

@@ -25,7 +25,7 @@ from toolscript.config import ServerConfig
 NAMESPACES = sandbox.namespace_prefix(net=True) is not None
 _ABI = sandbox.kernel_probe()["landlockAbi"]
 # The kernel layer (issue 9) comes first in the mode string when this kernel has Landlock and seccomp.
-KERNEL = f"landlock(abi {_ABI})+seccomp+" if _ABI and sandbox.kernel_probe()["seccomp"] else ""
+KERNEL = f"landlock(abi {_ABI})+seccomp+" + ("cgroup(pids)+" if sandbox.task_limit()["by"] == "cgroup" else "") if _ABI and sandbox.kernel_probe()["seccomp"] else ""
 SCOPED = bool(KERNEL) and _ABI >= sandbox.SCOPE_ABI  # then the default plan runs no namespaces
 MODES = [pytest.param(None, id="auto")] + ([pytest.param(False, id="guard-only")] if NAMESPACES else [])
 SANDBOX_ERROR = "toolscript sandbox:"

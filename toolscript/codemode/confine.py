@@ -25,10 +25,17 @@ In order, nothing of which the confined process can undo:
    calls are refused, execve/execveat (unless the policy allows exec), fork,
    vfork and clone without CLONE_THREAD (so: threads, no processes), clone3
    (ENOSYS, so glibc falls back to clone), socket() other than TCP over
-   IPv4/IPv6, raising resource limits, and the kernel's attack surface the
+   IPv4/IPv6, listen() (no server: an unbound socket would bind itself),
+   SysV IPC (shm*, msg*, sem*: the host's objects), memory and files no limit
+   counts (memfd_create, memfd_secret; sendmsg/sendmmsg, which pass
+   descriptors), raising resource limits, and the kernel's attack surface the
    script has no use for (ptrace, mount, keyctl, bpf, perf_event_open,
    userfaultfd, process_vm_*, io_uring_*, open_by_handle_at, modules, kexec,
    unshare/setns, ...).
+
+Before Landlock, when the policy names one, it joins a cgroup, or waits until
+the parent moved it in (its ``pids.max`` is the thread limit that binds root
+too).
 
 A policy is a dict (the launcher reads it from a JSON file)::
 
@@ -36,6 +43,7 @@ A policy is a dict (the launcher reads it from a JSON file)::
      "system": true,              # also SYSTEM_READ_PATHS, DEVICE_READ (read) and DEVICE_WRITE
      "read": [paths], "write": [paths], "execute": [paths],
      "connectPorts": [port], "deadlineMs": 31500,
+     "cgroup": {"name": "/toolscript-exec-...", "join": ".../tasks" or None},  # its pids.max caps threads
      "allowExec": false,          # the launcher sets it: it must execv
      "parentPid": 1234,           # die (SIGKILL) when this parent's starting thread ends; gone already: die now
      "landlock": true, "seccomp": true, "dropCapabilities": true}
@@ -83,6 +91,16 @@ DENIED = {  # refused with EPERM
     "sethostname": (170, 161), "setdomainname": (171, 162), "quotactl": (179, 60), "fanotify_init": (300, 262),
     "iopl": (172, None), "ioperm": (173, None), "modify_ldt": (154, None), "uselib": (134, None),
     "setrlimit": (160, 164), "timer_create": (222, 107), "timer_settime": (223, 110), "timer_delete": (226, 111),
+    # listen() on an unbound socket binds a free port on every address by itself (Landlock's bind rule never
+    # sees it) and takes connections from anyone: the script is a client of its gateway, it never listens.
+    "listen": (50, 201),
+    # SysV IPC lives in the host's IPC namespace: its segments, queues and semaphore sets are the host's.
+    "shmget": (29, 194), "shmat": (30, 196), "shmctl": (31, 195), "shmdt": (67, 197),
+    "msgget": (68, 186), "msgsnd": (69, 189), "msgrcv": (70, 188), "msgctl": (71, 187),
+    "semget": (64, 190), "semop": (65, 193), "semctl": (66, 191), "semtimedop": (220, 192),
+    # Memory no limit counts: a memfd's pages are outside RLIMIT_AS until mapped, and a descriptor in flight
+    # on a unix socket (sendmsg's SCM_RIGHTS) keeps a file alive that no descriptor table shows.
+    "memfd_create": (319, 279), "memfd_secret": (447, 447), "sendmsg": (46, 211), "sendmmsg": (307, 269),
     # File metadata: Landlock has no right for mode, owner, times or extended attributes, so
     # without these a script could chmod/utime/setxattr any file it can name (its user's own
     # anywhere; as root, every file).  Also in the work dir: os.chmod and shutil.copystat fail there.
@@ -112,6 +130,7 @@ READ = FS_READ_FILE | FS_READ_DIR
 WRITE = (FS_WRITE_FILE | FS_READ_FILE | FS_READ_DIR | FS_REMOVE_DIR | FS_REMOVE_FILE | FS_MAKE_DIR | FS_MAKE_REG
          | FS_MAKE_SOCK | FS_MAKE_FIFO | FS_MAKE_SYM | FS_REFER | FS_TRUNCATE)  # no MAKE_CHAR/MAKE_BLOCK, no EXECUTE
 
+CGROUP_WAIT = 5.0  # seconds to wait for the parent to move this process into its cgroup
 PR_SET_NO_NEW_PRIVS, PR_GET_SECCOMP, PR_SET_SECUREBITS = 38, 21, 28
 PR_SET_PDEATHSIG, SIGKILL_NUMBER = 1, 9
 SECBITS_LOCKED_NOROOT = 0x2F  # NOROOT, NOROOT_LOCKED, NO_SETUID_FIXUP, NO_SETUID_FIXUP_LOCKED, KEEP_CAPS_LOCKED
@@ -447,6 +466,51 @@ def _reap_as_init(signal_file):
         os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
 
+def _join_cgroup(cgroup):
+    """Be in the parent's cgroup before anything else starts: ``{"name": as /proc/self/cgroup spells it, "join": file or None}``.
+
+    The parent made the cgroup and set its ``pids.max``: the limit on threads
+    that holds for root too (RLIMIT_NPROC does not bind uid 0).  With
+    ``"join"`` (cgroup v1's ``tasks``: moving one thread takes no global lock)
+    this process, one thread still, moves itself; without it the parent moves
+    it from a thread of its own while it starts (on v2 a move waits for an RCU
+    grace period, ~10 ms, which would otherwise delay every run) and this waits
+    until it is in.  Either way no thread of ours exists yet, and Landlock then
+    denies /sys, so the script cannot move out.
+    """
+    join = cgroup.get("join")
+    if join:
+        try:
+            fd = os.open(join, os.O_WRONLY | O_CLOEXEC)
+            try:
+                os.write(fd, b"0")
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise ConfineError(exc.errno or 0, "joining the cgroup %s failed: %s" % (os.path.dirname(join), exc.strerror or exc))
+        return
+    _await_cgroup(cgroup["name"])
+
+
+def _await_cgroup(name):
+    """Return once this process is in the cgroup ``name`` (as /proc/self/cgroup spells it); ConfineError after CGROUP_WAIT."""
+    import time
+
+    wait = CGROUP_WAIT
+    deadline = time.monotonic() + wait
+    suffix = ":" + name
+    while True:
+        try:
+            with open("/proc/self/cgroup", "r") as f:
+                if any(line.rstrip("\n").endswith(suffix) for line in f):
+                    return
+        except OSError as exc:
+            raise ConfineError(exc.errno or 0, "cannot read /proc/self/cgroup: %s" % (exc.strerror or exc))
+        if time.monotonic() > deadline:
+            raise ConfineError(0, "the parent did not move this process into its cgroup %s within %g s" % (name, wait))
+        time.sleep(0.0005)
+
+
 def _drop_capabilities(libc):
     """No capability left, and none regained by a uid 0 on exec.  False when this kernel refused."""
     import ctypes
@@ -506,6 +570,9 @@ def apply(policy: dict) -> dict:
         if deadline > 0:
             _kill_timer(libc, deadline)
             report["deadline"] = True
+        if policy.get("cgroup"):
+            _join_cgroup(policy["cgroup"])  # before Landlock, which hides /sys and /proc
+            report["cgroup"] = True
         if policy.get("landlock", "auto"):
             abi = int(libc.syscall(ctypes.c_long(_nr("landlock_create_ruleset")), None, ctypes.c_size_t(0), ctypes.c_uint32(CREATE_RULESET_VERSION)))
             if abi <= 0 and policy.get("landlock") is True:

@@ -67,9 +67,9 @@ security boundary against a determined attacker):
 * files the C library or C modules read on their own: ``/etc/passwd`` and
   ``/etc/group`` through ``pwd``/``grp``, ``/etc/hosts``, ``/etc/localtime``,
   certificate files given to ``ssl``;
-* resource use inside the limits: CPU and memory up to the limits, and disk
-  space (each file is capped, the total written is bounded only by the
-  timeout);
+* resource use inside the limits: CPU, memory, threads and disk space up to
+  the limits (each file is capped here; exec checks the total of the work
+  dir and stops the script past it);
 * the tools: every tool the gateway exposes is callable.
 
 The OS layer (a separate process, rlimits, the parent's wall-clock timeout,
@@ -633,6 +633,12 @@ def install_excepthook(filename, source, hidden, memory):
             sys.stderr.write("".join(te.format()))
             if isinstance(value, MemoryError) and memory > 0:
                 sys.stderr.write(f"toolscript: the script ran out of memory (the sandbox's limit is {memory // (1024 * 1024)} MiB)\n")
+            elif isinstance(value, PermissionError) and value.errno == 1 and PREFIX not in str(value):
+                # EPERM with no message of the guard's: the kernel layer's seccomp filter said no.
+                sys.stderr.write("toolscript: the sandbox's kernel filter refused that system call (exec scripts start no "
+                                 "programs or processes, listen on no socket, use no SysV IPC or memfd, pass no descriptors)\n")
+            elif isinstance(value, RuntimeError) and str(value).startswith("can't start new thread"):
+                sys.stderr.write("toolscript: the script reached the sandbox's limit on threads running at once\n")
             sys.stderr.flush()
         except BaseException:
             sys.__excepthook__(etype, value, tb)

@@ -2,8 +2,9 @@
 
 * :func:`supervise` starts the runner in its own session, streams its output
   (capped), enforces the wall-clock timeout (SIGTERM, then SIGKILL to the
-  whole process group, exit status 124) and leaves nothing of the group behind
-  when it returns or raises.
+  whole process group, exit status 124), checks the limits no kernel counts
+  (``watch``: the size of the work dir, say) every ``WATCH_INTERVAL`` seconds,
+  and leaves nothing of the group behind when it returns or raises.
 * The runner dies with us: on Linux it gets ``PR_SET_PDEATHSIG=SIGKILL``, so
   when the thread that started it ends -- ``exec`` killed by SIGKILL, say --
   the kernel kills it.  macOS has no such signal (see :func:`die_with_parent`).
@@ -40,6 +41,8 @@ READER_JOIN = 5.0  # seconds to wait for the output pipes to drain after the chi
 GROUP_GONE_WAIT = 2.0  # seconds to wait for killed processes outside our reach (a namespace's PID 1) to vanish
 EXIT_TIMEOUT = 124
 EXIT_TRUNCATED = 1
+EXIT_LIMIT = 1  # a limit the parent checks (the work dir's size, say) stopped the script
+WATCH_INTERVAL = 0.1  # seconds between two looks of a ``watch`` (see supervise)
 TERMINATING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, name))
 TEMP_KINDS = ("exec", "deno")
 _OWNED_TEMP_DIR = re.compile(r"toolscript-(?:%s)-(\d+)-[a-z0-9_]+\Z" % "|".join(TEMP_KINDS))
@@ -301,6 +304,21 @@ def die_with_parent() -> Optional[Callable[[], None]]:
     return preexec
 
 
+def _preexec(*steps: Optional[Callable[[], None]]) -> Optional[Callable[[], None]]:
+    """One ``preexec_fn`` running ``steps`` in order (None when there is none: then the start can be a vfork)."""
+    todo = [step for step in steps if step is not None]
+    if not todo:
+        return None
+    if len(todo) == 1:
+        return todo[0]
+
+    def run_all() -> None:
+        for step in todo:
+            step()
+
+    return run_all
+
+
 class Terminated(BaseException):
     """A terminating signal arrived (see :func:`terminate_on_signals`); ``signum`` says which."""
 
@@ -354,7 +372,8 @@ class Child:
         self.forwarded = 0
         self.truncated = False
         self.timed_out = False
-        self.killed = False  # by us (timeout, output cap, broken pipe)
+        self.killed = False  # by us (timeout, output cap, broken pipe, a watched limit)
+        self.limit_message = ""  # what a watched limit said when it stopped the child
         self.reaped = False
         self.lock = threading.Lock()
         self.exited = threading.Event()
@@ -391,6 +410,28 @@ class Child:
             return
         self.timed_out = True
         self.stop()
+
+    def start_watch(self, watch: Callable[[int], Optional[str]], interval: float) -> None:
+        """Call ``watch(pid)`` every ``interval`` seconds until the child exits; a message from it stops the child."""
+
+        def loop() -> None:
+            while not self.exited.wait(interval):
+                started = time.monotonic()
+                try:
+                    message = watch(self.proc.pid)
+                except Exception:  # a broken check must not leave the limit unwatched silently
+                    logger.exception("exec: checking the script's limits failed; stopping it")
+                    message = "toolscript: the script was stopped: its limits could not be checked"
+                if message and not self.exited.is_set():
+                    self.limit_message = message
+                    self.stop(grace=0)
+                    return
+                # A slow look (a work dir of many files) waits longer before the next: the parent's CPU stays small.
+                spent = time.monotonic() - started
+                if spent * 4 > interval:
+                    self.exited.wait(spent * 4 - interval)
+
+        threading.Thread(target=loop, name="exec-watch", daemon=True).start()
 
     def _pump(self, pipe, stream: BinaryIO) -> None:
         fd = pipe.fileno()
@@ -508,6 +549,10 @@ def supervise(
     grace: float,
     signal_message: Callable[[int], str],
     die_with_parent_here: bool = True,
+    preexec: Optional[Callable[[], None]] = None,
+    on_start: Optional[Callable[[int], None]] = None,
+    watch: Optional[Callable[[int], Optional[str]]] = None,
+    watch_interval: float = WATCH_INTERVAL,
 ) -> Tuple[int, Child]:
     """Run ``argv`` as a script runner: its own session, output streamed and capped, a wall-clock limit.
 
@@ -521,6 +566,11 @@ def supervise(
     that lives until it returns.  ``die_with_parent_here=False``: the child
     sets that up itself (``confine.apply``'s ``parentPid``), and without a
     ``preexec_fn`` the start is a vfork, not a fork of this whole process.
+    ``preexec``: more to do in the child before it runs ``argv`` (joining a
+    cgroup).  ``on_start(pid)``: called as soon as the child runs.
+    ``watch(pid)``: a limit no kernel enforces, asked every
+    ``watch_interval`` seconds; when it returns a message the child is
+    killed, the message goes to ``stderr`` and the exit code is 1.
     """
     child: Optional[Child] = None
     try:
@@ -534,7 +584,7 @@ def supervise(
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 close_fds=True,
-                preexec_fn=die_with_parent() if die_with_parent_here else None,
+                preexec_fn=_preexec(die_with_parent() if die_with_parent_here else None, preexec),
             )
         except OSError as exc:
             raise UserError(f"cannot start {argv[0]}: {exc.strerror or exc}") from exc
@@ -542,6 +592,10 @@ def supervise(
         timer = threading.Timer(max(timeout, 0.001), child.on_timeout)
         timer.daemon = True
         timer.start()
+        if watch is not None:
+            child.start_watch(watch, watch_interval)
+        if on_start is not None:
+            on_start(proc.pid)  # last: it may move the child into a cgroup, which holds up every new thread meanwhile
         try:
             returncode = child.wait()
         finally:
@@ -554,6 +608,9 @@ def supervise(
     if child.timed_out:
         write_text(stderr, f"toolscript: script timed out after {timeout:g}s (--timeout)\n")
         exit_code = EXIT_TIMEOUT
+    elif child.limit_message:
+        write_text(stderr, "\n" + child.limit_message + "\n")
+        exit_code = EXIT_LIMIT
     elif child.truncated and child.killed:
         exit_code = EXIT_TRUNCATED
     elif returncode < 0:

@@ -27,6 +27,12 @@ offers, a ladder reported plainly in ``ExecResult.mode`` and
    namespace without a gateway), with the seccomp filter when the kernel has it;
 4. ``guard``: the in-process audit hook alone.
 
+On every rung the script's tasks (threads) are capped at ``TASK_LIMIT``:
+by a cgroup's ``pids.max`` where one can be made (``cgroups``; the mode
+names it ``cgroup(pids)``), else by ``RLIMIT_NPROC`` (which does not bind
+root: there exec counts them every ``process.WATCH_INTERVAL`` seconds); and
+exec stops the script when its files pass ``WORK_DIR_LIMIT``.
+
 The audit-hook guard runs on every rung, first, for its clear messages.
 ``TOOLSCRIPT_EXEC_LAYER`` forces a rung (``namespaces`` and ``guard`` forced
 are exactly the layers before the kernel layer existed); the test-only
@@ -48,7 +54,7 @@ import warnings
 from typing import BinaryIO, Callable, Dict, List, Optional, Sequence, Tuple
 
 from toolscript import log
-from toolscript.codemode import process
+from toolscript.codemode import cgroups, process
 from toolscript.codemode.process import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, KILL_GRACE, ExecResult
 from toolscript.errors import UserError
 
@@ -60,6 +66,14 @@ MEMORY_LIMIT = 1 << 30  # bytes of address space
 FILE_SIZE_LIMIT = 64 << 20  # bytes per written file
 OPEN_FILES_LIMIT = 256
 THREAD_ALLOWANCE = 64  # tasks on top of what the user already runs (RLIMIT_NPROC counts threads)
+# The tasks (threads) a script may have at once: its cgroup's pids.max, the limit that binds root too.
+TASK_LIMIT = THREAD_ALLOWANCE
+# What the files of a script may take together: the blocks of everything in its work dir, plus its open
+# files that have no name (unlinked, O_TMPFILE); and how many entries the work dir may hold.  Checked by
+# exec every process.WATCH_INTERVAL seconds: a fast writer can pass them by what it writes in that time.
+WORK_DIR_LIMIT = 256 << 20
+WORK_DIR_ENTRIES_LIMIT = 10000
+CGROUP_MODE = "cgroup(pids)"  # how the mode string names the task cap's cgroup
 # The guard's own wall-clock limit comes this long after the timeout, so that while exec lives
 # its kill (and its exit status 124 with the --timeout notice) always comes first.
 WATCHDOG_MARGIN = 1.0
@@ -248,36 +262,46 @@ def _plan(gateway: bool, namespaces: Optional[bool], guard_on: bool) -> _Plan:
         raise UserError(f"{LAYER_ENV}=namespaces, but Linux namespaces are not available here (unshare failed or is missing); unset {LAYER_ENV} to fall back")
     layer = forced or ("landlock" if landlock_ok else "bubblewrap" if bwrap else "namespaces" if prefix else "guard")
     guard = "guard" if guard_on else "guard-off"
+    # The task cap's cgroup comes with every rung where this system lets us make one (named after the kernel layers).
+    tasks = CGROUP_MODE + "+" if cgroups.hierarchy() is not None else ""
     if layer == "landlock":
         kinds = _namespace_kinds(prefix)
-        mode = f"landlock(abi {abi})+seccomp" + (f"+namespace({','.join(kinds)})" if kinds else "") + "+" + guard
+        mode = f"landlock(abi {abi})+seccomp+" + tasks + (f"namespace({','.join(kinds)})+" if kinds else "") + guard
         return _Plan(layer, prefix or (), {"landlock": True, "seccomp": True}, mode, kinds, None)
     if layer == "bubblewrap":
         kinds = ["user", "mount", "pid", "ipc", "uts", "cgroup"] + ([] if gateway else ["net"])
-        return _Plan(layer, (), {"landlock": False, "seccomp": seccomp}, "bubblewrap" + ("+seccomp" if seccomp else "") + "+" + guard, kinds, bwrap)
-    if forced:  # namespaces or guard, forced: today's layers exactly, the baseline the others are measured against
+        return _Plan(layer, (), {"landlock": False, "seccomp": seccomp}, "bubblewrap+" + ("seccomp+" if seccomp else "") + tasks + guard, kinds, bwrap)
+    if forced:  # namespaces or guard, forced: today's isolation exactly, the baseline the others are measured against
         prefix = prefix if layer == "namespaces" else None
         kinds = _namespace_kinds(prefix)
-        return _Plan(layer, prefix or (), None, (f"namespace({','.join(kinds)})+" if kinds else "") + guard, kinds, None)
+        return _Plan(layer, prefix or (), None, tasks + (f"namespace({','.join(kinds)})+" if kinds else "") + guard, kinds, None)
     # Chosen because nothing better is here: keep the seccomp filter and kill timer when the kernel has them.
     kinds = _namespace_kinds(prefix)
-    mode = ("seccomp+" if seccomp else "") + (f"namespace({','.join(kinds)})+" if kinds else "") + guard
+    mode = ("seccomp+" if seccomp else "") + tasks + (f"namespace({','.join(kinds)})+" if kinds else "") + guard
     return _Plan(layer, prefix or (), {"landlock": False, "seccomp": True} if seccomp else None, mode, kinds, None)
 
 
+SECCOMP_STOPS = ("starting programs, forking, UDP/raw/unix sockets, listening, SysV IPC, memfd_create, passing descriptors "
+                 "(sendmsg), ptrace, mount, keyctl, bpf, io_uring (seccomp)")
+# Where no seccomp filter runs (a forced namespaces or guard rung, a kernel without seccomp), nothing refuses these.
+NO_SECCOMP_GAPS = [
+    "listening on a socket (an unbound one binds itself to every address), the host's SysV IPC, and memfd memory "
+    "outside the memory limit: no seccomp filter on this rung",
+]
 STOPS = {
     "landlock": [
         "file access outside the Python runtime, the shared libraries, the temp dir and the workspace (Landlock)",
-        "TCP connections to any port but the gateway's, and listening on TCP ports (Landlock)",
+        "TCP connections to any port but the gateway's (Landlock), and listening on any port (Landlock denies bind, seccomp listen)",
         "signals to and abstract unix sockets of processes outside the sandbox (Landlock, ABI >= 6; a PID namespace below)",
         "other processes' /proc files, memory and descriptors (Landlock grants no /proc; seccomp denies ptrace)",
-        "starting programs, forking, UDP/raw/unix sockets, ptrace, mount, keyctl, bpf, io_uring (seccomp)",
+        SECCOMP_STOPS,
         "the wall-clock limit, also when exec is gone (a kernel timer sends SIGKILL)",
     ],
     "bubblewrap": [
         "every file but the read-only runtime, /dev's basic devices and the temp dir (a private mount namespace)",
         "the network, unless a gateway is given (then the host's network is shared)",
-        "starting programs, forking, UDP/raw/unix sockets, ptrace, mount, keyctl, bpf, io_uring (seccomp)",
+        "the host's SysV IPC (a private IPC namespace)",
+        SECCOMP_STOPS,
     ],
     "namespaces": ["other processes (PID namespace)", "the network when no gateway is given (network namespace)"],
     "guard": ["what the in-process audit hook refuses (it can be switched off from inside by a determined script)"],
@@ -333,6 +357,11 @@ def isolation_report(gateway: bool = True) -> Dict[str, object]:
             if saved is not None:
                 os.environ[LAYER_ENV] = saved
     gaps = list(GAPS[plan.layer]) + ([] if guard_on else ["TOOLSCRIPT_EXEC_GUARD=off: the in-process guard is switched off (test only)"])
+    if not (plan.kernel and plan.kernel.get("seccomp")):
+        gaps += NO_SECCOMP_GAPS
+    tasks = task_limit()
+    if tasks["by"] == "count":
+        gaps.append(f"threads past {TASK_LIMIT} between two counts (root without a writable pids cgroup)")
     return {
         "layer": plan.layer,
         "mode": plan.mode,
@@ -342,6 +371,14 @@ def isolation_report(gateway: bool = True) -> Dict[str, object]:
         "bwrap": find_bwrap(),
         "stops": list(STOPS[plan.layer]),
         "gaps": gaps,
+        "limits": {
+            "tasks": tasks["detail"],
+            "memory": f"{MEMORY_LIMIT >> 20} MiB of address space (RLIMIT_AS)",
+            "fileSize": f"{FILE_SIZE_LIMIT >> 20} MiB per file (RLIMIT_FSIZE)",
+            "workDir": (f"{WORK_DIR_LIMIT >> 20} MiB and {WORK_DIR_ENTRIES_LIMIT} entries in the work dir, unnamed open files "
+                        f"included; checked by exec every {process.WATCH_INTERVAL:g} s (not the workspace)"),
+            "openFiles": OPEN_FILES_LIMIT,
+        },
         **({"error": problem} if problem else {}),
     }
 
@@ -481,6 +518,131 @@ def _precompiled(python: str) -> Dict[str, bytes]:
     return entries
 
 
+class _Mover:
+    """Moves the child into its cgroup from a thread of its own, while the child starts (cgroup v2).
+
+    A move through cgroup.procs waits for an RCU grace period (~10 ms): done
+    in line, before or after the start, every run would wait for it.  The
+    child waits for it before Landlock (``confine``'s ``cgroup``) and runs
+    nothing of the script until it is in; a failed move makes it give up
+    (exit 126).  On cgroup v1 the child joins itself, cheaply (``Group.self_join``).
+    """
+
+    def __init__(self, group: cgroups.Group) -> None:
+        self.group = group
+        self.thread: Optional[threading.Thread] = None
+
+    def start(self, pid: int) -> None:
+        self.thread = threading.Thread(target=self._move, args=(pid,), name="exec-cgroup", daemon=True)
+        self.thread.start()
+
+    def _move(self, pid: int) -> None:
+        try:
+            self.group.add(pid)
+        except OSError as exc:
+            logger.warning("exec: could not move the script into its cgroup %s: %s", self.group.path, exc)
+
+    def join(self) -> None:
+        if self.thread is not None:
+            self.thread.join(5.0)
+
+
+def _is_root() -> bool:
+    return hasattr(os, "getuid") and os.getuid() == 0
+
+
+def task_limit() -> Dict[str, object]:
+    """How the script's tasks (threads) are capped here: ``{"by": "cgroup" | "rlimit" | "count", "limit": N, "detail": str}``."""
+    found = cgroups.hierarchy() if sys.platform.startswith("linux") else None
+    if found is not None:
+        return {"by": "cgroup", "limit": TASK_LIMIT, "detail": f"{TASK_LIMIT} tasks: pids.max of a cgroup of its own (cgroup {found[1]}, {found[0]})"}
+    if not _is_root():
+        return {"by": "rlimit", "limit": THREAD_ALLOWANCE, "detail": f"{THREAD_ALLOWANCE} tasks on top of the user's own (RLIMIT_NPROC)"}
+    return {"by": "count", "limit": TASK_LIMIT, "detail": (
+        f"{TASK_LIMIT} tasks, counted by exec every {process.WATCH_INTERVAL:g} s: root is exempt from RLIMIT_NPROC "
+        "and no pids cgroup is writable here, so a burst between two counts can pass it")}
+
+
+def _work_dir_usage(work: str, stop_at_entries: int) -> Tuple[int, int, set, bool]:
+    """(bytes allocated, entries, the (dev, inode) pairs seen, whether a directory could not be read) under ``work``.
+
+    Stops counting entries past ``stop_at_entries``.
+    """
+    used, entries, seen, hidden = 0, 0, set(), False
+    pending = [work]
+    while pending and entries <= stop_at_entries:
+        try:
+            listing = os.scandir(pending.pop())
+        except FileNotFoundError:
+            continue  # removed meanwhile
+        except OSError:
+            hidden = True  # e.g. made without read permission: what is in it cannot be counted
+            continue
+        with listing:
+            for entry in listing:
+                entries += 1
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                key = (info.st_dev, info.st_ino)
+                if key in seen:
+                    continue  # a hard link: its blocks are counted once
+                seen.add(key)
+                used += info.st_blocks * 512
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(entry.path)
+    return used, entries, seen, hidden
+
+
+def _unnamed_files(pids: Sequence[int], seen: set) -> int:
+    """Bytes of the regular files ``pids`` hold open that have no name left (unlinked, O_TMPFILE), not in ``seen``."""
+    import stat as stat_module
+
+    used = 0
+    for pid in pids:
+        fd_dir = f"/proc/{pid}/fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                info = os.stat(f"{fd_dir}/{fd}")  # the open file itself, through the magic link
+            except OSError:
+                continue
+            key = (info.st_dev, info.st_ino)
+            if not stat_module.S_ISREG(info.st_mode) or info.st_nlink or key in seen:
+                continue
+            seen.add(key)
+            used += info.st_blocks * 512
+    return used
+
+
+def _limits_watch(work: str, limit: int, count_tasks: bool) -> Callable[[int], Optional[str]]:
+    """``supervise``'s watch: the limits no kernel enforces for the script (see ``WORK_DIR_LIMIT``).
+
+    ``count_tasks``: also count its threads (root without a pids cgroup: nothing else caps them).
+    """
+    linux = sys.platform.startswith("linux")
+
+    def check(pid: int) -> Optional[str]:
+        used, entries, seen, hidden = _work_dir_usage(work, WORK_DIR_ENTRIES_LIMIT)
+        if hidden:
+            return "toolscript: the script was stopped: it made a directory in its work dir that exec cannot read, so its disk use cannot be checked"
+        if entries > WORK_DIR_ENTRIES_LIMIT:
+            return f"toolscript: the script was stopped: its work dir passed {WORK_DIR_ENTRIES_LIMIT} files and directories (the sandbox's limit)"
+        if linux:
+            used += _unnamed_files([pid] + cgroups.descendants(pid), seen)
+        if used > limit:
+            return f"toolscript: the script was stopped: its files passed the sandbox's disk limit ({limit / (1 << 20):g} MiB in its work dir)"
+        if count_tasks and linux and cgroups.task_count(pid) > TASK_LIMIT:
+            return f"toolscript: the script was stopped: it ran more than {TASK_LIMIT} threads at once (the sandbox's limit)"
+        return None
+
+    return check
+
+
 def _thread_allowance() -> int:
     """RLIMIT_NPROC for the child: 0 (not set) as root, else the user's tasks now plus an allowance."""
     if not hasattr(os, "getuid") or os.getuid() == 0 or not os.path.isdir("/proc"):
@@ -560,6 +722,7 @@ def run(
     kill_grace: float = KILL_GRACE,
     require_isolation: bool = False,
     workspace: Optional[str] = None,
+    work_dir_limit: int = WORK_DIR_LIMIT,
 ) -> ExecResult:
     """Run ``code`` in the sandbox; stream its output; return how it ended.
 
@@ -579,7 +742,9 @@ def run(
     (see ``isolation_report``), or the one ``TOOLSCRIPT_EXEC_LAYER`` forces.
     ``require_isolation``: refuse (``UserError``, exit code 2) when only the
     in-process guard is available.  ``workspace``: a directory the script may
-    also read and write.
+    also read and write.  ``work_dir_limit``: bytes the script's files may
+    take together (see ``WORK_DIR_LIMIT``); past it the script is stopped
+    with a message, exit code 1.
     Raises ``UserError`` only when the sandbox cannot be set up at all.
     """
     started = time.monotonic()
@@ -613,11 +778,17 @@ def run(
     mode = plan.mode
     cpu = max(1, int(timeout + 0.999) + 1)
     wall_ms = int((timeout + WATCHDOG_MARGIN) * 1000)
-    limits = f"{cpu},{int(memory_limit)},{FILE_SIZE_LIMIT},{OPEN_FILES_LIMIT},{_thread_allowance()},{wall_ms}"
     logger.info("exec: timeout %gs", timeout)
 
     root = process.make_temp_dir("exec")
+    group: Optional[cgroups.Group] = None
+    mover: Optional[_Mover] = None
     try:
+        group = cgroups.create("exec", TASK_LIMIT) if sys.platform.startswith("linux") else None
+        if group is None:
+            mode = mode.replace(CGROUP_MODE + "+", "")  # the plan expected one, but it could not be made
+        # With the cgroup's pids.max, no RLIMIT_NPROC (and no scan of every process to set it).
+        limits = f"{cpu},{int(memory_limit)},{FILE_SIZE_LIMIT},{OPEN_FILES_LIMIT},{0 if group else _thread_allowance()},{wall_ms}"
         lib, work = os.path.join(root, "lib"), os.path.join(root, "work")
         os.mkdir(lib, 0o700)
         os.mkdir(work, 0o700)
@@ -630,6 +801,10 @@ def run(
             kernel["signalFile"] = signal_file  # where a PID namespace's init says which signal killed the script
             if child_sets_pdeathsig:
                 kernel["parentPid"] = os.getpid()
+                if group is not None:
+                    # The child joins before Landlock (still no preexec_fn); where joining itself is slow, we move it.
+                    kernel["cgroup"] = {"name": group.name, "join": group.self_join if group.fast_self_join else None}
+                    mover = None if group.fast_self_join else _Mover(group)
         policy = {"confine": kernel, "guard": guard_on, "workspace": workspace}
         files = {
             GUARD_NAME: _source("guard.py"),
@@ -665,10 +840,19 @@ def run(
             grace=0.0 if plan.namespaces else kill_grace,
             signal_message=lambda signum: _signal_message(signum, cpu, memory_limit),
             die_with_parent_here=not child_sets_pdeathsig,
+            # Started through unshare or bwrap, the child joins before it runs them: they fork at once, and a
+            # move takes only the process moved, not the children it already has.
+            preexec=group.joiner() if group is not None and not child_sets_pdeathsig else None,
+            on_start=mover.start if mover is not None else None,
+            watch=_limits_watch(work, work_dir_limit, count_tasks=group is None and _is_root()),
         )
         signum = _signal_reported_by_init(signal_file)
         if signum and exit_code == 128 + signum and not child.killed:
             process.write_text(stderr, _signal_message(signum, cpu, memory_limit) + "\n")
     finally:
+        if mover is not None:
+            mover.join()
+        if group is not None:
+            group.remove()
         process.remove_tree(root)
     return ExecResult(exit_code, mode, child.timed_out, child.truncated, process.elapsed_ms(started), child.pgid)

@@ -24,8 +24,6 @@ session is tracked from the moment it is created, before its handshake, so
 gateway.
 """
 
-import os
-import signal
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional
@@ -118,17 +116,13 @@ class Upstream:
             thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def kill_now(self) -> None:
-        """SIGKILL the process group of every server process this upstream started (emergency exit)."""
+        """SIGKILL every server process this upstream started (emergency exit)."""
         with self._lock:
             sessions = list(self._sessions)
         for session in sessions:
             transport = session.transport
-            process = transport.process if isinstance(transport, StdioTransport) else None
-            if process is not None and process.poll() is None:
-                try:
-                    os.killpg(process.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+            if isinstance(transport, StdioTransport):
+                transport.kill_now()  # its process group, and what left it (the server's cgroup)
 
     def _track(self, session: ClientSession) -> None:
         """``open_session``'s ``on_session``: remember a session before its handshake so stop() can close it."""

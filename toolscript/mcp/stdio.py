@@ -11,6 +11,13 @@ without newlines cannot grow us without limit.
 Shutdown follows the MCP spec: close stdin, wait, SIGTERM the group, wait,
 SIGKILL the group, and always reap the child.  A server that never finished
 the handshake gets SIGTERM at once: it already had its whole timeout.
+
+What left the group (``setsid``) is ended too.  Where a cgroup can be made
+(``codemode.cgroups``: root, or a delegated cgroup v2) the server starts in
+one of its own, which nothing it starts can leave; elsewhere its process tree
+is read from /proc before it is stopped (a daemon whose parent had already
+exited is out of reach there).  Either way what is left after the server gets
+SIGTERM, then SIGKILL.
 """
 
 import collections
@@ -21,9 +28,11 @@ import shlex
 import signal
 import subprocess
 import threading
-from typing import Callable, Deque, Dict, List, Mapping, Optional, cast
+import time
+from typing import Callable, Deque, Dict, List, Mapping, Optional, Tuple, cast
 
 from toolscript import log
+from toolscript.codemode import cgroups
 from toolscript.mcp import jsonrpc
 from toolscript.mcp.errors import ConnectionClosed, MessageTooLarge, TransportError
 from toolscript.mcp.transport import (
@@ -87,6 +96,7 @@ class StdioTransport:
         self.max_message_bytes = max_message_bytes
         self.protocol_version: Optional[str] = None
         self.process: Optional[subprocess.Popen] = None
+        self._group: Optional[cgroups.Group] = None  # the server's own cgroup, where one could be made
         self._stderr: Deque[bytes] = collections.deque()
         self._stderr_size = 0
         self._garbage: Deque[str] = collections.deque(maxlen=GARBAGE_LINES_KEPT)
@@ -111,6 +121,7 @@ class StdioTransport:
 
     def _popen(self) -> None:
         argv = [self.command] + self.args
+        self._group = cgroups.create("server")
         try:
             self.process = subprocess.Popen(
                 argv,
@@ -120,16 +131,21 @@ class StdioTransport:
                 env=self.env,
                 cwd=self.cwd,
                 start_new_session=True,
+                # Joined before the server's first instruction: nothing it starts is ever outside its cgroup.
+                preexec_fn=self._group.joiner() if self._group is not None else None,
             )
         except FileNotFoundError as exc:
+            self._remove_group()
             if self.cwd and not os.path.isdir(self.cwd):
                 raise TransportError(f"working directory {self.cwd!r} does not exist (fix \"cwd\" in the config)") from exc
             raise TransportError(
                 f"command not found: {self.command!r} (install it, or put its full path in \"command\")"
             ) from exc
         except PermissionError as exc:
+            self._remove_group()
             raise TransportError(f"cannot run {self.command!r}: permission denied (is it executable?)") from exc
         except OSError as exc:
+            self._remove_group()
             raise TransportError(f"cannot start {shlex.join(argv)!r}: {exc.strerror or exc}") from exc
         logger.debug("started pid %s: %s", self.process.pid, shlex.join(argv))
 
@@ -184,6 +200,7 @@ class StdioTransport:
             self._closed.set()
 
     def _stop(self, proc: subprocess.Popen) -> None:
+        tree = self._tree(proc)
         try:
             if proc.stdin:
                 proc.stdin.close()
@@ -196,20 +213,58 @@ class StdioTransport:
                 raise subprocess.TimeoutExpired(proc.args, 0)
             proc.wait(self.close_grace)
         except subprocess.TimeoutExpired:
+            tree += self._tree(proc)  # what it started in the meantime, while it can still be found
             self._signal_group(signal.SIGTERM)
             try:
                 proc.wait(self.close_grace)
             except subprocess.TimeoutExpired:
                 self._signal_group(signal.SIGKILL)
                 proc.wait()
-        # The server may have exited but left children in its group (npx does).
+        # The server may have exited but left children in its group (npx does), or outside it (setsid).
         self._signal_group(signal.SIGTERM)
+        self._end_the_rest(tree)
         for stream in (proc.stdout, proc.stderr):
             try:
                 if stream:
                     stream.close()
             except OSError:
                 pass
+
+    def _tree(self, proc: subprocess.Popen) -> List[Tuple[int, int]]:
+        """The server's descendants now, as (pid, start time): the fallback where it has no cgroup."""
+        if self._group is not None or proc.poll() is not None:
+            return []
+        found = [cgroups.identity(pid) for pid in cgroups.descendants(proc.pid)]
+        return [f for f in found if f is not None]
+
+    def _end_the_rest(self, tree: List[Tuple[int, int]]) -> None:
+        """SIGTERM what the server started and left running (in its cgroup, or found in its tree), then SIGKILL."""
+        group = self._group
+        if group is None and not tree:
+            return
+        deadline = time.monotonic() + min(self.close_grace, CLOSE_GRACE_SECONDS)
+        if group is not None:
+            group.signal_all(signal.SIGTERM)
+            while group.pids() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            self._remove_group()  # SIGKILLs what is still there
+            return
+        if cgroups.signal_identified(tree, signal.SIGTERM):
+            while cgroups.signal_identified(tree, 0) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            cgroups.signal_identified(tree, signal.SIGKILL)
+
+    def kill_now(self) -> None:
+        """SIGKILL the server's process group and everything in its cgroup (the emergency exit)."""
+        if self.process is not None and self.process.poll() is None:
+            self._signal_group(signal.SIGKILL)
+        if self._group is not None:
+            self._group.kill()
+
+    def _remove_group(self) -> None:
+        group, self._group = self._group, None
+        if group is not None:
+            group.remove()
 
     def _signal_group(self, sig: int) -> None:
         if self.process is None:
