@@ -260,3 +260,12 @@ def test_ask_prints_the_answer_and_the_tool_trace_without_control_sequences(worl
     assert proc.returncode == 0, err
     assert not unsafe(out) and not unsafe(err), (unsafe(out), unsafe(err))
     assert "answer hostile payload" in out and "hostile__fail" in err
+
+
+def test_a_scripts_traceback_does_not_carry_a_servers_escape_sequences(world):
+    env, cwd = world
+    proc = _run(["exec", "from toolscript import tools; tools.hostile.fail()"], env, cwd)
+    err = proc.stderr.decode("utf-8", "surrogateescape")
+    assert proc.returncode == 1 and "ToolError" in err, err
+    assert not unsafe(err), unsafe(err)
+    assert not re.search("pwned-title|evil\\.example", err), err

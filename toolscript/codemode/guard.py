@@ -601,6 +601,22 @@ def genuine_pathlib(source):
     return (classes, pathlib.PurePath.__fspath__)
 
 
+def printable(text):
+    """A traceback without terminal escape sequences or control characters (newlines and tabs kept).
+
+    The message of a failed tool call quotes the server's words; a server must not set the
+    terminal's title or clear the screen through a script's traceback.  The sandbox cannot
+    import the package's own cleaner (toolscript.output), so this is its small sibling.
+    """
+    import re
+
+    csi = "(?:\x1b\\[|\x9b)[0-?]*[ -/]*[@-~]"  # colours, cursor moves, screen clears
+    string = "(?:\x1b[\\]PX^_]|[\x9d\x90\x98\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\\\|\x9c)?"  # titles, links
+    other = "\x1b[ -/]*[0-~]"
+    text = re.sub(f"{csi}|{string}|{other}", "", text)
+    return re.sub("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", "", text)
+
+
 def install_excepthook(filename, source, hidden, memory):
     """Tracebacks without the guard's and the runtime's frames, showing the user's source lines."""
 
@@ -630,7 +646,7 @@ def install_excepthook(filename, source, hidden, memory):
             linecache.cache[filename] = (len(source), None, lines, filename)
             te = traceback.TracebackException(etype, value, tb)
             prune(te, set())
-            sys.stderr.write("".join(te.format()))
+            sys.stderr.write(printable("".join(te.format())))
             if isinstance(value, MemoryError) and memory > 0:
                 sys.stderr.write(f"toolscript: the script ran out of memory (the sandbox's limit is {memory // (1024 * 1024)} MiB)\n")
             elif isinstance(value, PermissionError) and value.errno == 1 and PREFIX not in str(value):
