@@ -39,8 +39,8 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 import build_pyz  # noqa: E402
 from fake_anthropic import FakeAnthropic  # noqa: E402
 from stats import summary  # noqa: E402
-from toolscript import ask  # noqa: E402
-from toolscript.builtins import builtin_specs  # noqa: E402
+from toolscript.models import ask  # noqa: E402
+from toolscript.tools.builtin import builtin_specs  # noqa: E402
 
 
 def loop_samples(rounds: int, steps: int, scratch: str) -> Dict[str, List[float]]:

@@ -54,7 +54,7 @@ import peers  # noqa: E402  (tests/peers.py: the pinned Deno)
 from gateway import GatewayProcess, fixture_servers, summary  # noqa: E402  (bench/gateway.py)
 from stats import exit_on_sigterm  # noqa: E402  (bench/stats.py)
 
-from toolscript import typegen  # noqa: E402
+from toolscript.stubs import typegen  # noqa: E402
 from toolscript.codemode import deno, sandbox  # noqa: E402
 
 RUN_TIMEOUT = 60.0  # seconds for any one exec

@@ -48,11 +48,11 @@ import peers  # noqa: E402  (tests/peers.py: finds and starts the npm servers)
 from stats import exit_on_sigterm, summary  # noqa: E402  (bench/stats.py)
 from mcp_servers import launch  # noqa: E402  (tests/mcp_servers/launch.py: the stdlib fixture)
 
-from toolscript.config import ServerConfig  # noqa: E402
+from toolscript.config.load import ServerConfig  # noqa: E402
 from toolscript.gateway.client import GatewayClient  # noqa: E402
-from toolscript.mcp.connect import open_session  # noqa: E402
-from toolscript.mcp.session import ClientSession  # noqa: E402
-from toolscript.mcp.streamable_http import StreamableHttpTransport  # noqa: E402
+from toolscript.mcp.client.connect import open_session  # noqa: E402
+from toolscript.mcp.client.session import ClientSession  # noqa: E402
+from toolscript.mcp.client.streamable_http import StreamableHttpTransport  # noqa: E402
 
 MCP_PROXY = os.path.join(ROOT, ".venv", "peers", "mcp-proxy", "bin", "mcp-proxy")
 START_TIMEOUT = 30.0  # seconds for a gateway or mcp-proxy to come up

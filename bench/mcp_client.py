@@ -29,8 +29,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 import peers  # noqa: E402  (tests/peers.py: finds and starts the npm servers)
 from stats import summary  # noqa: E402  (bench/stats.py)
 
-from toolscript.config import ServerConfig  # noqa: E402
-from toolscript.mcp.connect import open_session  # noqa: E402
+from toolscript.config.load import ServerConfig  # noqa: E402
+from toolscript.mcp.client.connect import open_session  # noqa: E402
 
 
 

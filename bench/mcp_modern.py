@@ -39,10 +39,10 @@ from gateway import GatewayProcess, close_all, interleaved, stop_group  # noqa: 
 from stats import exit_on_sigterm, summary  # noqa: E402  (bench/stats.py)
 
 from mcp_servers import launch  # noqa: E402  (tests/mcp_servers/launch.py: the stdlib fixture)
-from toolscript.config import ServerConfig  # noqa: E402
-from toolscript.mcp.connect import open_session  # noqa: E402
-from toolscript.mcp.session import ClientSession  # noqa: E402
-from toolscript.mcp.streamable_http import StreamableHttpTransport  # noqa: E402
+from toolscript.config.load import ServerConfig  # noqa: E402
+from toolscript.mcp.client.connect import open_session  # noqa: E402
+from toolscript.mcp.client.session import ClientSession  # noqa: E402
+from toolscript.mcp.client.streamable_http import StreamableHttpTransport  # noqa: E402
 
 START_TIMEOUT = 30.0  # seconds for the SDK's HTTP server to listen
 TIMEOUT = 30.0  # seconds per request

@@ -17,7 +17,7 @@ One JSON document (ms; progress on stderr):
   (search + recent + rendering) p50/p95/p99 at 50, 10,000 and 100,000
   memories (bench/memory_store.py's generator).  The goal: p99 <= 50 ms
   at 100k.
-- ``redaction``: CPU ms per call of ``toolscript.redact.clean`` on a one-line
+- ``redaction``: CPU ms per call of ``toolscript.memory.redact.clean`` on a one-line
   command, 2 KB and 64 KB of output (a log, source code, prose with secrets),
   and of ``capture.from_tool_use`` (then the store's clean) on a Bash event
   with 64 KB of output; the
@@ -94,7 +94,7 @@ REDACTION_PROBE = r"""
 import json, random, sys, time
 sys.path.insert(0, sys.argv[1])
 start = time.process_time()
-from toolscript.redact import clean
+from toolscript.memory.redact import clean
 from toolscript.memory import capture
 imported = time.process_time() - start
 rng = random.Random(7)

@@ -10,12 +10,12 @@ once, so the figures are pure client overhead.  The variants run in rotation
 - ``urllib_in_process``: the same POST with ``urllib.request``, a transport the
   module does not use (its own HTTP/1.1 over a raw socket is lighter and lets
   every socket wait share one overall budget);
-- ``api_oneshot``: ``python -I -S -c`` that imports toolscript.models and makes
+- ``api_oneshot``: ``python -I -S -c`` that imports toolscript.models.backends and makes
   the call: what a hook process pays, import included;
 - ``urllib_oneshot`` / ``httpclient_oneshot``: the same POST from a bare one-shot
   script with ``urllib.request`` / ``http.client`` and nothing else (the transport
   choice on its own; urllib.request imports http.client, and more);
-- ``import_only``: ``python -I -S -c`` importing toolscript.models and nothing else
+- ``import_only``: ``python -I -S -c`` importing toolscript.models.backends and nothing else
   (the module defers ssl and subprocess to the call, and never imports http.client
   unless a proxy applies);
 - ``import_httpclient`` / ``import_ssl``: ``python -I -S -c "import http.client"``
@@ -47,7 +47,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 from fake_anthropic import FakeAnthropic  # noqa: E402
 from stats import summary  # noqa: E402
-from toolscript import models  # noqa: E402
+from toolscript.models import backends as models  # noqa: E402
 
 SYSTEM = "You suggest skills. Answer with JSON."
 PROMPT = "help me write a changelog entry"
@@ -194,7 +194,7 @@ def main() -> int:
                 "import_cost_ms": {
                     "http.client": over_floor("import_httpclient"),
                     "ssl": over_floor("import_ssl"),
-                    "toolscript.models": over_floor("import_only"),
+                    "toolscript.models.backends": over_floor("import_only"),
                 },
             },
             indent=2,

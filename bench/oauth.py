@@ -41,7 +41,7 @@ from gateway import interleaved  # noqa: E402  (bench/gateway.py)
 from stats import summary  # noqa: E402  (bench/stats.py)
 
 from mcp_servers import launch, oauth_server  # noqa: E402
-from toolscript.config import Config, ServerConfig  # noqa: E402
+from toolscript.config.load import Config, ServerConfig  # noqa: E402
 from toolscript.gateway.service import Gateway  # noqa: E402
 
 BROWSER = " ".join(shlex.quote(word) for word in oauth_server.BROWSER)

@@ -31,7 +31,7 @@ sys.path.insert(0, BENCH)
 sys.path.insert(0, ROOT)
 from stats import summary  # noqa: E402  (bench/stats.py)
 
-from toolscript.skills import discover  # noqa: E402
+from toolscript.claude_code.skills import discover  # noqa: E402
 
 USER_SKILLS = 20
 PROJECT_SKILLS = 20

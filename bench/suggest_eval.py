@@ -38,7 +38,8 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 from search import load_catalog  # noqa: E402  (bench/search.py: the recorded catalogs as index entries)
 from stats import summary  # noqa: E402
-from toolscript import suggest, suggest_local  # noqa: E402
+from toolscript.claude_code import suggest
+from toolscript.claude_code import suggest_local  # noqa: E402
 from toolscript.search import SearchIndex  # noqa: E402
 
 DATA = os.path.join(ROOT, "bench", "suggest_eval")
@@ -48,7 +49,7 @@ MAX_ITEMS = 3  # skills / toolQueries the pipeline reads from an answer
 
 
 class SkillLike(NamedTuple):
-    """A skill as toolscript.skills.Skill has it (name, description, source), without a path."""
+    """A skill as toolscript.claude_code.skills.Skill has it (name, description, source), without a path."""
     name: str
     description: str
     source: str

@@ -34,8 +34,8 @@ SPEW = os.path.join(ROOT, "tests", "mcp_servers", "spew_server.py")
 CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, ROOT)
-from toolscript.config import ServerConfig
-from toolscript.mcp.connect import open_session
+from toolscript.config.load import ServerConfig
+from toolscript.mcp.client.connect import open_session
 from toolscript.mcp.errors import McpError
 
 server = ServerConfig(name="big", type="stdio", source="bench", command=sys.executable, args=[SPEW], timeout=30)

@@ -272,7 +272,7 @@ def trust_project_file(path: Any, env: Mapping[str, str]) -> None:
     A project file counts only once approved; tests whose subject is what such a file
     configures approve it first, in the state directory ``env`` names.
     """
-    from toolscript import trust
+    from toolscript.config import trust
 
     with open(path, "rb") as f:
         trust.approve(str(path), f.read(), environ=env)
@@ -442,7 +442,7 @@ def pytest_runtest_protocol(item, nextitem) -> Iterator[None]:
 @contextlib.contextmanager
 def running_gateway(servers, workspace, **settings):
     """A Gateway for ``servers`` served from this process: yields (gateway, url), then stops it."""
-    from toolscript.config import Config
+    from toolscript.config.load import Config
     from toolscript.gateway.http_api import serve
     from toolscript.gateway.service import Gateway
 
@@ -463,8 +463,8 @@ def fixture_session():
     **open_session callbacks) -> an initialized session to tests/mcp_servers/fixture_server.py over
     "stdio", "http", "http-json" (JSON answers) or "sse"; every session and server ends with the test."""
     from mcp_servers.launch import start_fixture, stdio_command
-    from toolscript.config import ServerConfig
-    from toolscript.mcp.connect import open_session
+    from toolscript.config.load import ServerConfig
+    from toolscript.mcp.client.connect import open_session
 
     opened, started = [], []
 

@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterator, Optional, Tuple
 
 from conftest import run_cli, running_gateway, wait_for
 from mcp_servers import oauth_server
-from toolscript.config import ServerConfig
+from toolscript.config.load import ServerConfig
 
 BROWSER = " ".join(shlex.quote(word) for word in oauth_server.BROWSER)
 NEEDS_AUTH = "needs auth: run toolscript auth remote"

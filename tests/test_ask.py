@@ -19,10 +19,10 @@ import pytest
 from conftest import REPO_ROOT, run_cli, running_gateway, sigint_as_at_a_terminal, wait_for
 from fake_anthropic import FakeAnthropic, tool_result_text
 from mcp_servers.launch import FIXTURE
-from toolscript import ask
-from toolscript.builtins import builtin_specs
-from toolscript.config import ServerConfig
-from toolscript.tools import ToolSpec
+from toolscript.models import ask
+from toolscript.tools.builtin import builtin_specs
+from toolscript.config.load import ServerConfig
+from toolscript.tools.spec import ToolSpec
 
 JSON_KEYS = {"answer", "toolCalls", "toolResults", "sessionContextUpdated", "usage", "steps", "stopped"}
 

@@ -1,4 +1,4 @@
-"""``toolscript ask --backend claude`` (toolscript/ask_claude.py): claude -p as the model, the gateway as its tools.
+"""``toolscript ask --backend claude`` (toolscript/models/ask_claude.py): claude -p as the model, the gateway as its tools.
 
 The end-to-end tests run the real ``claude`` CLI (tests/peers, as test_claude_e2e.py
 does; missing -> skip, fail under ``TOOLSCRIPT_REQUIRE_PEERS=1``) against
@@ -25,9 +25,9 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from conftest import REPO_ROOT, missing_prerequisite, running_gateway, sigint_as_at_a_terminal, wait_for
-from toolscript import ask_claude
-from toolscript.ask_claude import AskResult, Trace, claude_tool_name, name_map, read_lines, run_claude, tool_flags
-from toolscript.config import ServerConfig
+from toolscript.models import ask_claude
+from toolscript.models.ask_claude import AskResult, Trace, claude_tool_name, name_map, read_lines, run_claude, tool_flags
+from toolscript.config.load import ServerConfig
 from toolscript.gateway.state import pid_alive
 
 try:
@@ -287,7 +287,7 @@ def test_a_claude_that_lingers_after_its_result_is_answered_and_stopped(tmp_path
 RUNNER = """\
 import json, signal, sys
 sys.path.insert(0, {root!r})
-from toolscript.ask_claude import run_claude
+from toolscript.models.ask_claude import run_claude
 
 def on_usr1(signum, frame):
     raise RuntimeError("unwound by SIGUSR1")
@@ -414,7 +414,7 @@ def test_claude_names_and_the_map_back() -> None:
     denied = flags[flags.index("--disallowedTools") + 1].split(",")
     assert set(allowed) == {"mcp__ts__builtin__time_now", "mcp__ts__time_now", "mcp__ts__a__get"}
     assert set(denied) == {"mcp__ts__b__get"}
-    # Only "*" is special in a pattern (as in toolscript.ask.allowed): "?" is a literal.
+    # Only "*" is special in a pattern (as in toolscript.models.ask.allowed): "?" is a literal.
     assert tool_flags(tools, ["a__g?t"]) == ["--disallowedTools", ",".join(sorted(names))]
 
 

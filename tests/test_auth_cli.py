@@ -279,7 +279,7 @@ def test_a_corrupt_token_file_is_kept_aside_with_what_to_do(setup):
 
 
 def _grant(**changes):
-    from toolscript.mcp.oauth import Grant
+    from toolscript.mcp.auth.flow import Grant
 
     values = dict(
         resource="https://mcp.example.com/mcp", issuer="https://auth.example.com", authorization_endpoint="https://auth.example.com/a",
@@ -292,7 +292,7 @@ def _grant(**changes):
 
 
 def test_store_writes_0600_from_creation_even_with_a_loose_umask(tmp_path, monkeypatch):
-    from toolscript.mcp import oauth_store
+    from toolscript.mcp.auth import store as oauth_store
 
     monkeypatch.setenv("TOOLSCRIPT_STATE_DIR", str(tmp_path / "state"))
     old = os.umask(0)
@@ -306,7 +306,7 @@ def test_store_writes_0600_from_creation_even_with_a_loose_umask(tmp_path, monke
 
 
 def test_store_does_not_hand_a_token_to_another_url(tmp_path, monkeypatch):
-    from toolscript.mcp import oauth_store
+    from toolscript.mcp.auth import store as oauth_store
 
     monkeypatch.setenv("TOOLSCRIPT_STATE_DIR", str(tmp_path / "state"))
     oauth_store.save("srv", _grant())
@@ -339,7 +339,7 @@ def test_oauth_config_is_validated_with_clear_errors(tmp_path):
 
 
 def test_oauth_config_masks_the_client_secret_and_takes_variables(tmp_path):
-    from toolscript.config import load_config
+    from toolscript.config.load import load_config
 
     config = tmp_path / "c.json"
     config.write_text(json.dumps({"mcpServers": {

@@ -1,4 +1,4 @@
-"""The tool executor (toolscript.tools) and the five built-in tools (toolscript.builtins)."""
+"""The tool executor (toolscript.tools.spec) and the five built-in tools (toolscript.tools.builtin)."""
 
 import base64
 import datetime
@@ -12,10 +12,12 @@ import time
 
 import pytest
 
-from toolscript import builtins, jsonschema, safe_open
-from toolscript.builtins import builtin_specs, resolve_path, select_builtins
+from toolscript.tools import builtin as builtins
+from toolscript.tools import schema as jsonschema
+from toolscript.system import safe_open
+from toolscript.tools.builtin import builtin_specs, resolve_path, select_builtins
 from toolscript.errors import UserError
-from toolscript.tools import (
+from toolscript.tools.spec import (
     DEFAULT_TIMEOUT,
     ERROR_EXECUTION,
     ERROR_INVALID_ARGS,

@@ -16,7 +16,7 @@ import os
 import pytest
 
 from test_claude_e2e import Scene, _claude, PLUGIN_DIR, CLAUDE_TIMEOUT  # the same scratch world and CLI
-from toolscript import suggest
+from toolscript.claude_code import suggest
 
 try:
     from fake_anthropic import FakeAnthropic

@@ -16,10 +16,10 @@ from typing import Dict, List
 
 import pytest
 
-import toolscript.cli
+import toolscript.cli.frame
 from conftest import DEFAULT_TIMEOUT, REPO_ROOT, find_python39, trust_project_file
 
-COMMAND_NAMES = list(toolscript.cli.COMMANDS)
+COMMAND_NAMES = list(toolscript.cli.frame.COMMANDS)
 # A server that dies at once with a message on stderr, like one missing its API key.
 DIES_SCRIPT = "import sys; sys.stderr.write('boom: no key\\n'); sys.exit(4)"
 MISSING_COMMAND = "/nonexistent/toolscript-test/definitely-not-a-command"
@@ -57,13 +57,13 @@ def test_no_arguments_prints_help_on_stderr_and_exits_2(cli):
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert "usage: toolscript" in proc.stderr
-    for name, (_module, summary) in toolscript.cli.COMMANDS.items():
+    for name, (_module, summary) in toolscript.cli.frame.COMMANDS.items():
         assert name in proc.stderr and summary in proc.stderr
 
 
 def _has_actions(name: str) -> bool:
-    parser = toolscript.cli.build_parser([name])
-    command = toolscript.cli._subparser(parser, name)
+    parser = toolscript.cli.frame.build_parser([name])
+    command = toolscript.cli.frame._subparser(parser, name)
     return any(isinstance(a, argparse._SubParsersAction) for a in command._actions)
 
 
@@ -113,7 +113,7 @@ def test_top_level_help_has_examples(cli):
 @pytest.mark.parametrize("name", COMMAND_NAMES)
 def test_every_command_and_action_help_has_examples(cli, name):
     # build_parser([name]) loads only that command's arguments, as the real CLI does.
-    parser = toolscript.cli.build_parser([name])
+    parser = toolscript.cli.frame.build_parser([name])
     paths = [p for p in sub_actions(parser, []) if p[0] == name]
     assert [name] in paths
     for path in paths:

@@ -14,7 +14,7 @@ import time
 
 from conftest import REPO_ROOT
 from mcp_servers.launch import FIXTURE
-from toolscript.config import ServerConfig
+from toolscript.config.load import ServerConfig
 from toolscript.gateway.client import GatewayClient
 
 

@@ -1,4 +1,4 @@
-"""Tests for toolscript.config: file selection, validation, substitution, masking."""
+"""Tests for toolscript.config.load: file selection, validation, substitution, masking."""
 
 import json
 import os
@@ -7,7 +7,7 @@ import tempfile
 import pytest
 
 from conftest import trust_project_file
-from toolscript.config import (
+from toolscript.config.load import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_CONNECT_TIMEOUT,
     Config,

@@ -357,7 +357,7 @@ def test_the_cgroup_caps_threads_also_for_root(tmp_path, join):
     The child joins it itself before Landlock, or (cgroup v2) the parent moves it in while it starts and the child
     waits for that before Landlock: either way nothing of the script runs outside the cgroup.
     """
-    from toolscript.codemode import cgroups
+    from toolscript.system import cgroups
 
     kernel()
     group = cgroups.create("exec", 16)

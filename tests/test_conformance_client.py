@@ -7,7 +7,7 @@ The suite's CLI (``@modelcontextprotocol/conformance`` 0.1.16 under Node 22, see
 
 which launches ``python tests/mcp_servers/conformance_client.py <server URL>``
 with ``MCP_CONFORMANCE_SCENARIO=S``.  That driver opens the session with
-``toolscript.mcp.connect.open_session`` as the gateway does for an ``http``
+``toolscript.mcp.client.connect.open_session`` as the gateway does for an ``http``
 server (``server/discover`` first, then the ``initialize`` handshake), lists the
 tools and calls the scenario's tool.  The suite judges the wire traffic; the
 test fails on any FAILURE check and also reads the driver's stdout (saved by
@@ -19,7 +19,7 @@ Client scenarios of 0.1.16 (``conformance list``) and where each stands:
 - ``elicitation-sep1034-client-defaults``: does not apply — toolscript's client
   declares no ``elicitation`` capability and the gateway does not relay
   server-to-client requests (a tool gateway has no user to ask).
-- ``auth/*`` of 2025-11-25, run here (toolscript/mcp/oauth.py through the
+- ``auth/*`` of 2025-11-25, run here (toolscript/mcp/auth/flow.py through the
   driver's ``BearerAuth``): ``auth/metadata-default``, ``auth/metadata-var1``,
   ``auth/metadata-var2``, ``auth/metadata-var3``, ``auth/basic-cimd``,
   ``auth/scope-from-www-authenticate``, ``auth/scope-from-scopes-supported``,

@@ -25,7 +25,7 @@ from conftest import FAKE_TOOL_RESULTS, REPO_ROOT, Output, deno_on_runtime, fake
 from mcp_servers.launch import FIXTURE
 from toolscript.codemode import deno
 from toolscript.gateway import tsruntime
-from toolscript.config import ServerConfig
+from toolscript.config.load import ServerConfig
 from toolscript.errors import UserError
 
 

@@ -1,5 +1,5 @@
 """``toolscript doctor``: the command end to end (subprocesses with a scratch HOME, state
-directory and cwd) and the checks of ``toolscript.doctor`` called in-process.
+directory and cwd) and the checks of ``toolscript.cli.doctor`` called in-process.
 """
 
 import json
@@ -14,8 +14,9 @@ import pytest
 import peers
 from conftest import as_unprivileged_user, trust_project_file, wait_for
 from mcp_servers.launch import FIXTURE
-from toolscript import __version__, doctor
-from toolscript.config import ServerConfig
+from toolscript import __version__
+from toolscript.cli import doctor
+from toolscript.config.load import ServerConfig
 
 # Variables that would point doctor at the real user's gateway, session or Claude config.
 _OUTSIDE_VARS = ("CLAUDE_CODE_SESSION_ID", "TOOLSCRIPT_GATEWAY_URL", "CLAUDE_CONFIG_DIR", "XDG_STATE_HOME", "TOOLSCRIPT_STATE_DIR")
@@ -506,7 +507,7 @@ def test_render_and_exit_code():
 
 
 def test_memory_line_names_the_database_and_its_search(tmp_path):
-    from toolscript import doctor
+    from toolscript.cli import doctor
     from toolscript.memory import store
 
     env = {"HOME": str(tmp_path), "TOOLSCRIPT_DATA_DIR": str(tmp_path / "data")}

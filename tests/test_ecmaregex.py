@@ -1,4 +1,4 @@
-"""toolscript.ecmaregex: JSON Schema patterns searched in linear time, with ECMA-262 meaning.
+"""toolscript.tools.ecmaregex: JSON Schema patterns searched in linear time, with ECMA-262 meaning.
 
 The catastrophic patterns run in a child process with a deadline: Python's
 ``re`` cannot be interrupted, so a regression would otherwise hang the test
@@ -16,9 +16,9 @@ import sys
 import pytest
 
 from conftest import REPO_ROOT, TESTS_DIR
-from toolscript import ecmaregex
-from toolscript.ecmaregex import Budget, RegexError, compile_pattern
-from toolscript.jsonschema import validate
+from toolscript.tools import ecmaregex
+from toolscript.tools.ecmaregex import Budget, RegexError, compile_pattern
+from toolscript.tools.schema import validate
 
 SUITE_DIR = os.path.join(TESTS_DIR, "jsonschema_suite")
 
@@ -35,7 +35,7 @@ CATASTROPHIC = [
 
 _CATASTROPHIC_CHILD = r"""
 import json, sys
-from toolscript.jsonschema import validate
+from toolscript.tools.schema import validate
 cases = json.loads(sys.argv[1])
 answers = []
 for pattern, text in cases:

@@ -16,7 +16,7 @@ import pytest
 from conftest import running_gateway, wait_for
 from mcp_servers.launch import start_fixture
 from test_mcp_client_modern import ERA_SERVER
-from toolscript.config import ServerConfig
+from toolscript.config.load import ServerConfig
 from toolscript.gateway import eras
 
 

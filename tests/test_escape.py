@@ -47,7 +47,7 @@ import pytest
 import peers
 from conftest import REPO_ROOT, Output, missing_prerequisite, require_peers, run_cli, running_gateway
 from toolscript.codemode import sandbox
-from toolscript.config import ServerConfig
+from toolscript.config.load import ServerConfig
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the escape suite probes Linux's kernel isolation (Landlock, seccomp, namespaces)")
 

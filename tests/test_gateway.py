@@ -18,12 +18,12 @@ from urllib.parse import urlsplit
 import peers
 from conftest import REPO_ROOT, missing_prerequisite, wait_for
 from mcp_servers.launch import FIXTURE, start_fixture
-from toolscript.config import ServerConfig
+from toolscript.config.load import ServerConfig
 from toolscript.gateway.catalog import Catalog, split_id, tool_id
 from toolscript.gateway.client import GatewayClient
 from toolscript.gateway.state import pid_alive
-from toolscript.mcp.session import ClientSession
-from toolscript.mcp.streamable_http import StreamableHttpTransport
+from toolscript.mcp.client.session import ClientSession
+from toolscript.mcp.client.streamable_http import StreamableHttpTransport
 
 
 def fixture_server(name="fixture", *options, timeout=10.0):

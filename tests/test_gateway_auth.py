@@ -17,7 +17,7 @@ import pytest
 from conftest import REPO_ROOT, run_cli, running_gateway, wait_for
 from mcp_servers import oauth_server
 from oauth_signin import BROWSER, NEEDS_AUTH, echo, remote, sign_in, signed_in_gateway, stored_grant
-from toolscript.config import ServerConfig
+from toolscript.config.load import ServerConfig
 
 
 @pytest.fixture
@@ -192,7 +192,7 @@ def test_no_token_ever_reaches_the_gateway_log(tmp_path):
 
 @pytest.mark.timeout(120)
 def test_oauth_false_and_a_static_authorization_header_opt_out(tmp_path, state):
-    from toolscript.config import OAuthConfig
+    from toolscript.config.load import OAuthConfig
 
     with oauth_server.start() as server:
         sign_in(tmp_path, server, state)  # a stored token exists, and still is not sent

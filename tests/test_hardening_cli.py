@@ -13,12 +13,13 @@ import sys
 
 import pytest
 
-import toolscript.cli
+import toolscript.cli.frame
 from conftest import REPO_ROOT
 from mcp_servers.launch import stdio_command
-from toolscript import config as configuration
-from toolscript import doctor, jsonschema
-from toolscript.config import DEFAULT_MAX_MESSAGE_BYTES, ConfigError, ServerConfig, load_config
+from toolscript.config import load as configuration
+from toolscript.cli import doctor
+from toolscript.tools import schema as jsonschema
+from toolscript.config.load import DEFAULT_MAX_MESSAGE_BYTES, ConfigError, ServerConfig, load_config
 
 # -- helpers -----------------------------------------------------------------------------
 
@@ -333,7 +334,7 @@ def test_list_servers_shows_hidden_tools_when_the_gateway_reports_them(monkeypat
             ], "pending": []}
 
     monkeypatch.setattr(client, "connect", lambda *a, **k: Answers())
-    list_servers = importlib.import_module("toolscript.commands.list_servers")
+    list_servers = importlib.import_module("toolscript.cli.commands.list_servers")
     assert list_servers.run(argparse.Namespace(json=False, gateway_url=None, session=None)) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[3:5] == ["7", "tools"]
@@ -344,8 +345,8 @@ def test_list_servers_shows_hidden_tools_when_the_gateway_reports_them(monkeypat
 
 
 def test_commands_get_add_action_from_cliargs_not_cli():
-    assert not hasattr(toolscript.cli, "add_action")
-    from toolscript import cliargs
+    assert not hasattr(toolscript.cli.frame, "add_action")
+    from toolscript.cli import args as cliargs
 
     assert callable(cliargs.add_action)
 

@@ -20,14 +20,14 @@ import pytest
 
 from conftest import wait_for
 from mcp_servers.launch import stdio_command
-from toolscript.config import ServerConfig
+from toolscript.config.load import ServerConfig
 from toolscript.mcp import jsonrpc
 from toolscript.mcp.cancel import Cancel
 from toolscript.gateway.state import pid_alive
-from toolscript.mcp.connect import open_session
+from toolscript.mcp.client.connect import open_session
 from toolscript.mcp.errors import ConnectionClosed, McpError, MessageTooLarge, RequestCancelled, TransportError
-from toolscript.mcp.stdio import StdioTransport
-from toolscript.mcp.streamable_http import StreamableHttpTransport
+from toolscript.mcp.client.stdio import StdioTransport
+from toolscript.mcp.client.streamable_http import StreamableHttpTransport
 
 SPEW = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_servers", "spew_server.py")
 TOOLSCRIPT_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "toolscript")
@@ -70,8 +70,8 @@ def test_a_200_mb_line_keeps_the_reader_small(tmp_path):
     driver.write_text(textwrap.dedent(f"""
         import json, resource, sys
         sys.path[:0] = {[os.path.dirname(TOOLSCRIPT_DIR)]!r}
-        from toolscript.config import ServerConfig
-        from toolscript.mcp.connect import open_session
+        from toolscript.config.load import ServerConfig
+        from toolscript.mcp.client.connect import open_session
         from toolscript.mcp.errors import McpError
         server = ServerConfig(name="big", type="stdio", source="test", command=sys.executable, args=[{SPEW!r}], timeout=10)
         session = open_session(server)
@@ -123,7 +123,7 @@ def test_a_100_mb_result_fails_its_call_with_the_default_cap_and_later_calls_wor
 
 
 def test_sse_events_are_bounded_by_line_and_by_data():
-    from toolscript.mcp import sse
+    from toolscript.mcp.client import sse
 
     def reader(data):
         stream = __import__("io").BytesIO(data)
@@ -369,7 +369,7 @@ def test_mcp_layer_does_not_import_the_app_config():
         tree = ast.parse(open(path).read())
         for node in ast.walk(tree):
             modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-            bad += [f"{name}: {m}" for m in modules if m == "toolscript.config"]
+            bad += [f"{name}: {m}" for m in modules if m == "toolscript.config.load"]
         source = open(path).read()
         if name != "server.py":  # owned elsewhere; it imports protocol versions from session for now
             assert "type: ignore[attr-defined]" not in source, name
@@ -378,8 +378,8 @@ def test_mcp_layer_does_not_import_the_app_config():
 
 
 def test_every_transport_implements_the_whole_protocol():
-    from toolscript.mcp.legacy_sse import LegacySseTransport
-    from toolscript.mcp.transport import Transport
+    from toolscript.mcp.client.legacy_sse import LegacySseTransport
+    from toolscript.mcp.client.transport import Transport
 
     members = [n for n in vars(Transport) if not n.startswith("_")] + list(Transport.__annotations__)
     for cls in (StdioTransport, StreamableHttpTransport, LegacySseTransport):
@@ -389,7 +389,7 @@ def test_every_transport_implements_the_whole_protocol():
 
 
 def test_probe_reports_hidden_tools(tmp_path):
-    from toolscript.servers import probe
+    from toolscript.gateway.servers import probe
 
     cmd = stdio_command()
     server = ServerConfig(name="f", type="stdio", source="test", command=cmd[0], args=cmd[1:], exclude_tools=["crash", "hang"])
@@ -482,7 +482,7 @@ def test_cancel_wakes_the_request_without_polling_the_flag():
 
 
 def test_set_log_level_is_gone():
-    from toolscript.mcp.session import ClientSession
+    from toolscript.mcp.client.session import ClientSession
 
     assert not hasattr(ClientSession, "set_log_level")
 

@@ -237,7 +237,7 @@ THREAD_BOMB = (
 def test_the_script_runs_in_a_cgroup_that_caps_its_threads(monkeypatch, join):
     """Root is exempt from RLIMIT_NPROC: the cap is the cgroup's pids.max (joined by the child, or, as on cgroup v2
     where joining is slow, exec moves it in while it starts); the cgroup goes with the run."""
-    from toolscript.codemode import cgroups
+    from toolscript.system import cgroups
 
     if cgroups.hierarchy() is None:
         pytest.skip("no writable pids cgroup here: the cap is RLIMIT_NPROC (non-root) or a count every 0.1 s (root)")
@@ -264,7 +264,7 @@ def test_the_script_runs_in_a_cgroup_that_caps_its_threads(monkeypatch, join):
 @pytest.mark.timeout(60)
 def test_as_root_without_a_cgroup_exec_counts_the_threads(monkeypatch):
     """The fallback for root where no pids cgroup is writable: a look every 0.1 s, which stops a steady climb."""
-    from toolscript.codemode import cgroups
+    from toolscript.system import cgroups
 
     if os.getuid() != 0:
         pytest.skip("not root: RLIMIT_NPROC caps the threads")
@@ -290,7 +290,7 @@ def test_a_work_dir_exec_cannot_read_stops_the_script():
 
 
 def test_cgroup_sweep_removes_only_empty_groups_whose_owner_is_gone(tmp_path):
-    from toolscript.codemode import cgroups
+    from toolscript.system import cgroups
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import REPO_ROOT, wait_for
 from mcp_servers.launch import FIXTURE
-from toolscript.config import Config, ServerConfig
+from toolscript.config.load import Config, ServerConfig
 from toolscript.gateway import launch, state
 from toolscript.gateway.catalog import Catalog
 from toolscript.gateway.client import find_url
@@ -130,9 +130,9 @@ def test_upstream_stop_closes_a_session_mid_handshake(tmp_path):
 def test_upstream_closes_the_session_on_session_hands_it(tmp_path, monkeypatch):
     """Our side of the on_session contract, with a stand-in open_session that keeps it."""
     from toolscript.gateway import upstream as upstream_module
-    from toolscript.mcp.connect import _handshake
-    from toolscript.mcp.session import ClientSession
-    from toolscript.mcp.stdio import StdioTransport
+    from toolscript.mcp.client.connect import _handshake
+    from toolscript.mcp.client.session import ClientSession
+    from toolscript.mcp.client.stdio import StdioTransport
 
     def contract_open_session(server, *, on_tools_changed=None, on_log=None, on_close=None, on_session=None, era=None, auth=None):
         transport = StdioTransport(server.command, server.args, server.env, server.cwd)
@@ -421,7 +421,7 @@ def test_session_start_hook_tells_the_model_when_input_is_nested_too_deep(tmp_pa
 def test_an_unexpected_session_start_failure_is_told_to_the_model(tmp_path, monkeypatch):
     import io
 
-    from toolscript import hookio
+    from toolscript.claude_code import hooks as hookio
 
     monkeypatch.setenv("TOOLSCRIPT_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.delenv(hookio.DISABLE_VAR, raising=False)
@@ -537,7 +537,7 @@ def test_the_gateway_client_reads_status_and_body_and_imports_no_http_client():
 
 _STOP_LOOP_CHILD = r"""
 import sys
-from toolscript.commands.gateway import StopSignals, wait_for_stop
+from toolscript.cli.commands.gateway import StopSignals, wait_for_stop
 for line in sys.stdin:
     signals = StopSignals()
     sys.stdout.write("waiting\n")

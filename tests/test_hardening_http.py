@@ -21,12 +21,12 @@ import pytest
 from conftest import wait_for
 from mcp_servers.launch import FIXTURE
 from toolscript.codemode import runtime
-from toolscript.config import Config, ServerConfig
+from toolscript.config.load import Config, ServerConfig
 from toolscript.gateway.client import GatewayClient
 from toolscript.gateway.http_api import serve
 from toolscript.gateway.service import Gateway
-from toolscript.mcp.http_response import response_head
-from toolscript.mcp.server import MAX_JSON_DEPTH
+from toolscript.mcp.client.http_response import response_head
+from toolscript.mcp.server.endpoint import MAX_JSON_DEPTH
 
 
 # Far beyond how long the cancellation tests wait, so only a cancellation (not a timeout) reaches the fixture.
@@ -491,7 +491,7 @@ def _tools_lists(count):
 
 @pytest.mark.timeout(120)
 def test_an_mcp_batch_over_the_message_cap_is_one_clear_error(tmp_path):
-    cap = 100  # toolscript.mcp.server.MAX_BATCH_MESSAGES
+    cap = 100  # toolscript.mcp.server.endpoint.MAX_BATCH_MESSAGES
     with served(tmp_path) as (gw, server, url):
         conn, path, session = _batch_session(url)
         response = mcp_post(conn, path, _tools_lists(cap + 1), session)

@@ -35,7 +35,7 @@ def second(event):
 
 HOOK = """
 import sys
-from toolscript import hookio
+from toolscript.claude_code import hooks as hookio
 hookio.EVENTS["probe"] = ("SessionStart", (("hookprobe", "first"), ("hookprobe", "second")))
 sys.exit(hookio.run_event("probe"))
 """

@@ -10,9 +10,11 @@ import sys
 import pytest
 
 from conftest import run_cli, trust_project_file
-from toolscript import cli, config as configuration, doctor
+from toolscript.cli import frame as cli
+from toolscript.config import load as configuration
+from toolscript.cli import doctor
 from toolscript.codemode import macos, sandbox
-from toolscript.commands import exec as exec_command
+from toolscript.cli.commands import exec as exec_command
 
 LANDLOCK_REPORT = {
     "layer": "landlock", "mode": "landlock(abi 7)+seccomp+namespace(user,mount,pid)+guard", "landlockAbi": 7, "seccomp": True,

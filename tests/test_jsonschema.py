@@ -1,11 +1,11 @@
-"""Tests for toolscript.jsonschema: the validator the gateway runs on tool arguments."""
+"""Tests for toolscript.tools.schema: the validator the gateway runs on tool arguments."""
 
 import time
 import urllib.request
 
 import pytest
 
-from toolscript.jsonschema import validate
+from toolscript.tools.schema import validate
 
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 DRAFT_2020 = "https://json-schema.org/draft/2020-12/schema"

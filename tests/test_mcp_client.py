@@ -16,12 +16,12 @@ import pytest
 import peers
 from conftest import missing_prerequisite
 from mcp_servers.launch import start_fixture, stdio_command
-from toolscript.config import ServerConfig
+from toolscript.config.load import ServerConfig
 from toolscript.mcp import jsonrpc
-from toolscript.mcp.connect import open_session
+from toolscript.mcp.client.connect import open_session
 from toolscript.gateway.state import pid_alive
 from toolscript.mcp.errors import ConnectionClosed, HttpStatusError, McpError, RequestTimeout, TransportError
-from toolscript.mcp.stdio import StdioTransport
+from toolscript.mcp.client.stdio import StdioTransport
 
 TRANSPORTS = ["stdio", "http", "http-json", "sse"]
 BASE_TOOLS = [

@@ -26,9 +26,9 @@ import pytest
 
 from conftest import missing_prerequisite, wait_for
 from mcp_servers.launch import FIXTURE
-from toolscript.config import ServerConfig
+from toolscript.config.load import ServerConfig
 from toolscript.gateway.client import GatewayClient
-from toolscript.mcp.connect import open_session
+from toolscript.mcp.client.connect import open_session
 from toolscript.mcp.cancel import Cancel
 from toolscript.mcp.errors import McpError, RequestCancelled
 from toolscript.mcp.protocol import modern_headers, param_header_annotations, param_headers
@@ -444,7 +444,7 @@ def test_modern_requests_carry_the_envelope_and_refuse_results_we_cannot_complet
 
 @pytest.mark.timeout(60)
 def test_servers_check_reports_the_modern_protocol_version(sdk_server):
-    from toolscript.servers import probe
+    from toolscript.gateway.servers import probe
 
     report = probe(sdk_server.stdio_config())
     assert report["ok"] is True and report["protocolVersion"] == MODERN, report

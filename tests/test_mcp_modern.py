@@ -40,7 +40,7 @@ import pytest
 from conftest import wait_for
 from mcp_servers.launch import FIXTURE
 from test_mcp_server import ACCEPT_BOTH, base_tools, eventually, sdk, sdk_tool_names, serve, served  # noqa: F401  (fixtures)
-from toolscript.config import ServerConfig
+from toolscript.config.load import ServerConfig
 from toolscript.gateway.client import GatewayClient
 
 MODERN = "2026-07-28"

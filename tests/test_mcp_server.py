@@ -1,4 +1,4 @@
-"""The MCP server endpoint (``toolscript.mcp.server``) behind a real ThreadingHTTPServer.
+"""The MCP server endpoint (``toolscript.mcp.server.endpoint``) behind a real ThreadingHTTPServer.
 
 An in-test provider is served on 127.0.0.1 and driven three ways: with
 toolscript's own client, with the official MCP Python SDK (an independent
@@ -18,11 +18,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from conftest import missing_prerequisite
-from toolscript.mcp import jsonrpc, server, sse
+from toolscript.mcp import jsonrpc
+from toolscript.mcp.server import endpoint as server
+from toolscript.mcp.client import sse
 from toolscript.mcp.errors import RequestTimeout
-from toolscript.mcp.server import McpHttpEndpoint, UnknownTool
-from toolscript.mcp.session import ClientSession
-from toolscript.mcp.streamable_http import StreamableHttpTransport
+from toolscript.mcp.server.endpoint import McpHttpEndpoint, UnknownTool
+from toolscript.mcp.client.session import ClientSession
+from toolscript.mcp.client.streamable_http import StreamableHttpTransport
 
 ACCEPT_BOTH = "application/json, text/event-stream"
 SCHEMA_2020 = {

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from conftest import REPO_ROOT, trust_project_file, wait_for
-from toolscript import cli
+from toolscript.cli import frame as cli
 
 try:
     from fake_anthropic import FakeAnthropic

@@ -22,11 +22,12 @@ import sys
 import pytest
 
 from conftest import REPO_ROOT
-from toolscript import doctor
-from toolscript.memory import hooks, session_key
+from toolscript.cli import doctor
+from toolscript.memory import session_key
+from toolscript.claude_code import memory_hooks as hooks
 from toolscript.memory.store import StoreError, open_store
 from toolscript.memory.tools import memory_specs
-from toolscript.tools import ToolContext, ToolFailure
+from toolscript.tools.spec import ToolContext, ToolFailure
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ import sqlite3
 
 import pytest
 
-from toolscript.memory import hooks
+from toolscript.claude_code import memory_hooks as hooks
 from toolscript.memory.capture import OUTPUT_CHARS
 from toolscript.memory.context import BRIEF_HEADER, PREAMBLE
 

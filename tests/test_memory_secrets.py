@@ -15,7 +15,7 @@ import sqlite3
 
 import pytest
 
-from toolscript.memory import hooks
+from toolscript.claude_code import memory_hooks as hooks
 
 PEM_BODY = "MIIEpAIBAAKCAQEA7bq9XyQ8Rt0Lw3kEZx2Qp4Vn8Hs1Jm6Tc9Wd3Fg7Kl2Yb5Nr0Ua"
 

@@ -1,4 +1,4 @@
-"""toolscript.models: the Messages API client, the ``claude`` CLI backend, choosing between them.
+"""toolscript.models.backends: the Messages API client, the ``claude`` CLI backend, choosing between them.
 
 The API tests run against ``fake_anthropic.FakeAnthropic`` over real HTTP on
 127.0.0.1 (``sequential=True``: each request takes the next scripted turn, which
@@ -20,9 +20,9 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from conftest import missing_prerequisite, wait_for
-from toolscript import models
+from toolscript.models import backends as models
 from toolscript.gateway.state import pid_alive
-from toolscript.models import ModelError
+from toolscript.models.backends import ModelError
 
 try:
     import peers
@@ -734,7 +734,7 @@ def test_api_call_imports_neither_http_client_nor_ssl() -> None:
     # The point of the raw transport: a hook process calling a plain-HTTP base URL (a
     # local gateway, the fake) pays for no http.client (email parser) and no ssl.
     code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); from toolscript import models; "
+        "import sys; sys.path.insert(0, sys.argv[1]); from toolscript.models import backends as models; "
         "print(models.complete('s', 'p', backend='api', timeout=10).text); "
         "print(','.join(m for m in ('http.client', 'email.parser', 'ssl') if m in sys.modules))"
     )

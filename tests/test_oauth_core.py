@@ -1,4 +1,4 @@
-"""toolscript/mcp/oauth.py and the OAuth hook of the HTTP transports, against a real protected server.
+"""toolscript/mcp/auth/flow.py and the OAuth hook of the HTTP transports, against a real protected server.
 
 The server is tests/mcp_servers/oauth_fixture.py: an MCP endpoint (Streamable
 HTTP and legacy SSE) that demands a bearer token, its protected resource
@@ -19,10 +19,10 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 import pytest
 
 from mcp_servers.oauth_fixture import OAuthFixture
-from toolscript.config import ServerConfig
-from toolscript.mcp import oauth
-from toolscript.mcp.connect import open_session
-from toolscript.mcp.oauth import AuthRequired, BearerAuth, ClientSettings, Grant, OAuthError
+from toolscript.config.load import ServerConfig
+from toolscript.mcp.auth import flow as oauth
+from toolscript.mcp.client.connect import open_session
+from toolscript.mcp.auth.flow import AuthRequired, BearerAuth, ClientSettings, Grant, OAuthError
 
 REDIRECT = "http://127.0.0.1:9/callback"  # read from the Location header, never connected to
 

@@ -29,8 +29,9 @@ from mcp_servers import oauth_server
 from mcp_servers.oauth_fixture import OAuthFixture
 from oauth_signin import NEEDS_AUTH, echo, remote, sign_in, signed_in, signed_in_gateway, stored_grant
 from test_oauth_core import follow as _follow  # the test browser: the authorization URL's redirect, not followed
-from toolscript.mcp import oauth, oauth_login
-from toolscript.mcp.oauth import Grant, OAuthError
+from toolscript.mcp.auth import flow as oauth
+from toolscript.mcp.auth import login as oauth_login
+from toolscript.mcp.auth.flow import Grant, OAuthError
 
 REDIRECT = "http://127.0.0.1:9/callback"
 
@@ -221,7 +222,7 @@ def _grant(token_endpoint: str, **changes: Any) -> Grant:
 
 @pytest.mark.parametrize("expires_in", [float("nan"), float("inf"), 1e300, "1e400", "nan", -3600, 0, "-5", 10 ** 30])
 def test_a_hostile_expires_in_gives_a_usable_grant_that_lists_and_round_trips(token_endpoint: _TokenEndpoint, expires_in: Any) -> None:
-    from toolscript.mcp import oauth_store
+    from toolscript.mcp.auth import store as oauth_store
 
     body = json.dumps({"access_token": "at-new-token", "token_type": "Bearer", "expires_in": expires_in}).encode()  # NaN/Infinity as Python writes them
     token_endpoint.answer(body)
@@ -270,7 +271,7 @@ def test_a_token_endpoint_that_never_answers_times_out(token_endpoint: _TokenEnd
 
 _USE_STORED_TOKEN = """
 import sys
-from toolscript.mcp import oauth_store
+from toolscript.mcp.auth import store as oauth_store
 auth = oauth_store.StoredBearerAuth("remote", sys.argv[1])
 value = auth.authorization()
 print("ok" if value else "none")
@@ -384,8 +385,8 @@ def _auth_with_token(url: str) -> oauth.BearerAuth:
 
 @pytest.mark.parametrize("endpoint", ["{other}/messages", "//localhost:{port}/messages", "https://127.0.0.1:{port}/messages"])
 def test_a_legacy_sse_endpoint_event_naming_another_origin_gets_no_token(hostile: Callable[[], _Hostile], endpoint: str) -> None:
-    from toolscript.config import ServerConfig
-    from toolscript.mcp.connect import open_session
+    from toolscript.config.load import ServerConfig
+    from toolscript.mcp.client.connect import open_session
     from toolscript.mcp.errors import McpError
 
     server, other = hostile(), hostile()
@@ -399,8 +400,8 @@ def test_a_legacy_sse_endpoint_event_naming_another_origin_gets_no_token(hostile
 
 @pytest.mark.parametrize("status", [301, 302, 307, 308])
 def test_an_http_redirect_is_not_followed_with_the_token(hostile: Callable[[], _Hostile], status: int) -> None:
-    from toolscript.config import ServerConfig
-    from toolscript.mcp.connect import open_session
+    from toolscript.config.load import ServerConfig
+    from toolscript.mcp.client.connect import open_session
     from toolscript.mcp.errors import McpError
 
     server, other = hostile(), hostile()
@@ -460,7 +461,7 @@ def test_a_metadata_url_with_control_characters_is_refused_before_it_is_printed(
 
 def _store_env(tmp_path: Any, monkeypatch: Any) -> str:
     monkeypatch.setenv("TOOLSCRIPT_STATE_DIR", str(tmp_path / "state"))
-    from toolscript.mcp import oauth_store
+    from toolscript.mcp.auth import store as oauth_store
 
     return oauth_store.store_dir()
 
@@ -468,7 +469,7 @@ def _store_env(tmp_path: Any, monkeypatch: Any) -> str:
 def test_a_grant_file_readable_by_others_is_made_private_when_read(tmp_path: Any, monkeypatch: Any) -> None:
     import stat
 
-    from toolscript.mcp import oauth_store
+    from toolscript.mcp.auth import store as oauth_store
 
     directory = _store_env(tmp_path, monkeypatch)
     oauth_store.save("remote", _grant("http://127.0.0.1:9/token"))
@@ -481,7 +482,7 @@ def test_a_grant_file_readable_by_others_is_made_private_when_read(tmp_path: Any
 def test_a_symlinked_grant_file_is_replaced_not_written_through(tmp_path: Any, monkeypatch: Any) -> None:
     import stat
 
-    from toolscript.mcp import oauth_store
+    from toolscript.mcp.auth import store as oauth_store
 
     directory = _store_env(tmp_path, monkeypatch)
     elsewhere = tmp_path / "elsewhere.json"
@@ -705,7 +706,7 @@ def test_sign_in_with_a_client_id_metadata_document(tmp_path: Any, state: Any, c
         assert seen == ["/oauth/toolscript-client.json"]  # the authorization server fetched it; toolscript never needs to
         assert _post_initialize(server.url, grant["access_token"])[0] == 200
         # The client ID also works for refreshing and revoking (public client: client_id in the form).
-        from toolscript.mcp import oauth_store
+        from toolscript.mcp.auth import store as oauth_store
 
         oauth_store.save("remote", oauth.refresh(Grant.from_dict(grant), timeout=10))
         assert server.stats()["refresh_token"] == 1
@@ -754,7 +755,7 @@ def test_a_refusal_reaching_the_cli_callback_cannot_put_escape_sequences_on_the_
 
 @pytest.mark.timeout(120)
 def test_logout_waits_for_a_refresh_under_way_and_revokes_the_tokens_it_stored(tmp_path: Any, state: Any) -> None:
-    from toolscript.mcp import oauth_store
+    from toolscript.mcp.auth import store as oauth_store
 
     with signed_in(tmp_path, state) as (server, config, env):
         with oauth_store.refresh_lock("remote"):  # a gateway in the middle of a refresh
@@ -773,7 +774,7 @@ def test_logout_waits_for_a_refresh_under_way_and_revokes_the_tokens_it_stored(t
 
 @pytest.mark.timeout(120)
 def test_a_refresh_after_logout_does_not_store_the_sign_in_again(tmp_path: Any, state: Any) -> None:
-    from toolscript.mcp import oauth_store
+    from toolscript.mcp.auth import store as oauth_store
 
     with signed_in(tmp_path, state, "--no-revocation") as (server, config, env):  # logout can only delete: the refresh token still works
         auth = oauth_store.StoredBearerAuth("remote", server.url)

@@ -22,7 +22,7 @@ import pytest
 
 import build_pyz
 import toolscript
-import toolscript.cli
+import toolscript.cli.frame
 from conftest import DEFAULT_TIMEOUT, REPO_ROOT, find_python39, missing_prerequisite, run_pyz
 
 PACKAGE_DIR = os.path.join(REPO_ROOT, "toolscript")
@@ -40,7 +40,7 @@ def package_sources() -> List[str]:
 
 
 def module_name(path: str) -> str:
-    """``toolscript/mcp/stdio.py`` -> ``toolscript.mcp.stdio``; ``__init__.py`` -> the package."""
+    """``toolscript/mcp/client/stdio.py`` -> ``toolscript.mcp.client.stdio``; ``__init__.py`` -> the package."""
     rel = os.path.relpath(path, REPO_ROOT)[: -len(".py")]
     parts = rel.split(os.sep)
     if parts[-1] == "__init__":
@@ -79,7 +79,7 @@ def test_build_ignores_mtimes_permissions_and_pycache(tmp_path):
     for dirpath, _dirnames, filenames in os.walk(str(copy_root)):
         for filename in filenames:
             os.utime(os.path.join(dirpath, filename), (stamp, stamp))
-    os.chmod(str(copy_root / "toolscript" / "cli.py"), 0o755)
+    os.chmod(str(copy_root / "toolscript" / "cli" / "frame.py"), 0o755)
     # A __pycache__ holding a .py file is only kept out by skipping the directory itself.
     cache = copy_root / "toolscript" / "mcp" / "__pycache__"
     cache.mkdir()
@@ -119,13 +119,13 @@ def test_archive_entries_sorted_fixed_time_no_pycache(pyz):
 def test_modules_load_compiled_on_the_build_python_and_from_source_elsewhere(pyz, tmp_path):
     """Each module ships as an unchecked hash-based .pyc too: no compiling on every start."""
     probe = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import toolscript.cli as m; "
+        "import sys; sys.path.insert(0, sys.argv[1]); import toolscript.cli.frame as m; "
         "print(m.main.__code__.co_filename)"
     )
     same = subprocess.run([sys.executable, "-I", "-S", "-c", probe, pyz], capture_output=True, text=True, timeout=60)
-    assert same.returncode == 0 and same.stdout.strip() == "toolscript/cli.py", same.stderr  # from the .pyc
+    assert same.returncode == 0 and same.stdout.strip() == "toolscript/cli/frame.py", same.stderr  # from the .pyc
     with zipfile.ZipFile(pyz) as archive:
-        pyc = archive.read("toolscript/cli.pyc")
+        pyc = archive.read("toolscript/cli/frame.pyc")
     assert pyc[:4] == importlib.util.MAGIC_NUMBER and int.from_bytes(pyc[4:8], "little") == 1  # unchecked hash
     # Another interpreter (bad magic) falls back to the source: simulate it with a broken magic.
     broken = tmp_path / "other.pyz"
@@ -134,7 +134,7 @@ def test_modules_load_compiled_on_the_build_python_and_from_source_elsewhere(pyz
             data = source.read(info.filename)
             target.writestr(info, b"\0\0\0\0" + data[4:] if info.filename.endswith(".pyc") else data)
     other = subprocess.run([sys.executable, "-I", "-S", "-c", probe, str(broken)], capture_output=True, text=True, timeout=60)
-    assert other.returncode == 0 and other.stdout.strip().endswith(os.path.join("other.pyz", "toolscript", "cli.py")), other.stderr
+    assert other.returncode == 0 and other.stdout.strip().endswith(os.path.join("other.pyz", "toolscript", "cli", "frame.py")), other.stderr
 
 
 def test_shebang_and_executable_bit(pyz):
@@ -156,7 +156,7 @@ def check_version(proc: "subprocess.CompletedProcess[str]") -> None:
 def check_help(proc: "subprocess.CompletedProcess[str]") -> None:
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    for name, (_module, summary) in toolscript.cli.COMMANDS.items():
+    for name, (_module, summary) in toolscript.cli.frame.COMMANDS.items():
         assert any(line.split()[:1] == [name] and summary in line for line in lines), (
             f"command {name!r} ({summary!r}) not listed in --help:\n{proc.stdout}"
         )
@@ -404,22 +404,22 @@ def all_toolscript_imports() -> Dict[str, List[Tuple[int, str]]]:
 
 
 def test_layering_checker_bites():
-    known = {"toolscript", "toolscript.log", "toolscript.config", "toolscript.commands", "toolscript.commands.servers", "toolscript.mcp", "toolscript.mcp.stdio"}
+    known = {"toolscript", "toolscript.log", "toolscript.config.load", "toolscript.cli.commands", "toolscript.cli.commands.servers", "toolscript.mcp", "toolscript.mcp.client.stdio"}
     snippet = (
-        "from toolscript.commands import servers\n"
-        "import toolscript.mcp.stdio\n"
+        "from toolscript.cli.commands import servers\n"
+        "import toolscript.mcp.client.stdio\n"
         "from toolscript import log, __version__\n"
         "def later():\n"
         "    from .commands.servers import run_check\n"
         "import json\n"
     )
-    found = toolscript_imports(ast.parse(snippet), "toolscript.config", False, known)
+    found = toolscript_imports(ast.parse(snippet), "toolscript.cli.frame", False, known)
     assert found == [
-        (1, "toolscript.commands.servers"),
-        (2, "toolscript.mcp.stdio"),
+        (1, "toolscript.cli.commands.servers"),
+        (2, "toolscript.mcp.client.stdio"),
         (3, "toolscript.log"),
         (3, "toolscript"),
-        (5, "toolscript.commands.servers"),
+        (5, "toolscript.cli.commands.servers"),
     ]
 
 
@@ -439,7 +439,7 @@ def test_mcp_layer_imports_only_downward():
     assert any(name.startswith("toolscript.mcp.") for name in imports)
     # paths is a leaf: the OAuth token store writes its private files with it. cgroups is the
     # process-containment primitive a stdio server's start-up joins (it imports nothing of ours).
-    ok = {"toolscript", "toolscript.mcp", "toolscript.errors", "toolscript.log", "toolscript.config", "toolscript.paths", "toolscript.codemode.cgroups", "toolscript.output"}
+    ok = {"toolscript", "toolscript.mcp", "toolscript.errors", "toolscript.log", "toolscript.config.load", "toolscript.paths", "toolscript.system.cgroups", "toolscript.cli.output"}
     bad = _violations(
         imports,
         lambda m: m == "toolscript.mcp" or m.startswith("toolscript.mcp."),
@@ -448,7 +448,7 @@ def test_mcp_layer_imports_only_downward():
     assert bad == [], "toolscript/mcp/ may only import toolscript.mcp.*, errors, log, config, paths:\n" + "\n".join(bad)
 
 
-LEAF_MODULES = ["toolscript.config", "toolscript.configkeys", "toolscript.trust", "toolscript.log", "toolscript.errors", "toolscript.output", "toolscript.cliargs"]
+LEAF_MODULES = ["toolscript.config.load", "toolscript.config.keys", "toolscript.config.trust", "toolscript.log", "toolscript.errors", "toolscript.cli.output", "toolscript.cli.args"]
 
 
 def test_leaf_modules_import_nothing_of_ours():
@@ -456,7 +456,7 @@ def test_leaf_modules_import_nothing_of_ours():
     assert set(LEAF_MODULES) <= set(imports), "a leaf module is missing"
     # config reads its hot-path keys through configkeys (one set of rules for both), and both ask trust
     # whether a project file counts; trust keeps its approvals in the state directory (paths).
-    allowed = ("toolscript", "toolscript.errors", "toolscript.configkeys", "toolscript.trust", "toolscript.paths")
+    allowed = ("toolscript", "toolscript.errors", "toolscript.config.keys", "toolscript.config.trust", "toolscript.paths")
     bad = _violations(imports, lambda m: m in LEAF_MODULES, lambda t: t in allowed)
     assert bad == [], "leaf modules may only import toolscript.errors, configkeys, trust and paths:\n" + "\n".join(bad)
 
@@ -467,16 +467,16 @@ def test_nothing_imports_command_modules():
     bad = _violations(
         imports,
         lambda m: True,
-        lambda t: not (t == "toolscript.commands" or t.startswith("toolscript.commands.")),
+        lambda t: not (t == "toolscript.cli.commands" or t.startswith("toolscript.cli.commands.")),
     )
     assert bad == [], "\n".join(bad)
     known = our_module_names()
-    for name, (module, _summary) in toolscript.cli.COMMANDS.items():
-        assert module in known and module.startswith("toolscript.commands."), (name, module)
+    for name, (module, _summary) in toolscript.cli.frame.COMMANDS.items():
+        assert module in known and module.startswith("toolscript.cli.commands."), (name, module)
 
 
 def _is_command(module: str) -> bool:
-    return module == "toolscript.commands" or module.startswith("toolscript.commands.")
+    return module == "toolscript.cli.commands" or module.startswith("toolscript.cli.commands.")
 
 
 def _is_under(package: str):
@@ -486,12 +486,12 @@ def _is_under(package: str):
 # Backwards edges: each would make a lower layer depend on a higher one.
 BACKWARDS_EDGES = [
     # cli.py loads the command modules; a command importing cli is a cycle
-    # (shared argparse helpers live in toolscript.cliargs).
-    ("commands import toolscript.cli", _is_command, _is_under("toolscript.cli")),
+    # (shared argparse helpers live in toolscript.cli.args).
+    ("commands import toolscript.cli.frame", _is_command, _is_under("toolscript.cli.frame")),
     # The MCP layer takes any object with the attributes it needs, not the app's ServerConfig.
-    ("toolscript/mcp/ imports toolscript.config", _is_under("toolscript.mcp"), _is_under("toolscript.config")),
+    ("toolscript/mcp/ imports toolscript.config.load", _is_under("toolscript.mcp"), _is_under("toolscript.config.load")),
     # The MCP server takes protocol versions from a constants module, not from the client session.
-    ("toolscript/mcp/server.py imports toolscript.mcp.session", _is_under("toolscript.mcp.server"), _is_under("toolscript.mcp.session")),
+    ("toolscript/mcp/server/endpoint.py imports toolscript.mcp.client.session", _is_under("toolscript.mcp.server.endpoint"), _is_under("toolscript.mcp.client.session")),
     # The gateway serves the TypeScript runtime as package data, not through the code-mode runner.
     ("toolscript/gateway/ imports toolscript.codemode", _is_under("toolscript.gateway"), _is_under("toolscript.codemode")),
 ]
@@ -503,17 +503,17 @@ def backwards_edges(imports: Dict[str, List[Tuple[int, str]]], importers, forbid
 
 def test_backwards_edge_checker_bites():
     planted = {
-        "toolscript.commands.search": [(3, "toolscript.cli")],
-        "toolscript.mcp.connect": [(5, "toolscript.config")],
-        "toolscript.mcp.server": [(7, "toolscript.mcp.session")],
+        "toolscript.cli.commands.search": [(3, "toolscript.cli.frame")],
+        "toolscript.mcp.client.connect": [(5, "toolscript.config.load")],
+        "toolscript.mcp.server.endpoint": [(7, "toolscript.mcp.client.session")],
         "toolscript.gateway.http_api": [(9, "toolscript.codemode.deno")],
-        "toolscript.cli": [(1, "toolscript.cliargs")],  # allowed: cli may use the helpers
+        "toolscript.cli.frame": [(1, "toolscript.cli.args")],  # allowed: cli may use the helpers
     }
     found = [backwards_edges(planted, importers, forbidden) for _, importers, forbidden in BACKWARDS_EDGES]
     assert found == [
-        ["toolscript.commands.search line 3 imports toolscript.cli"],
-        ["toolscript.mcp.connect line 5 imports toolscript.config"],
-        ["toolscript.mcp.server line 7 imports toolscript.mcp.session"],
+        ["toolscript.cli.commands.search line 3 imports toolscript.cli.frame"],
+        ["toolscript.mcp.client.connect line 5 imports toolscript.config.load"],
+        ["toolscript.mcp.server.endpoint line 7 imports toolscript.mcp.client.session"],
         ["toolscript.gateway.http_api line 9 imports toolscript.codemode.deno"],
     ]
 
@@ -550,7 +550,7 @@ def imported_by_importtime(stderr: str) -> List[str]:
 # Runs main() like ``python -m toolscript`` and then lists the toolscript modules loaded.
 MODULES_DRIVER = """\
 import json, sys
-from toolscript.cli import main
+from toolscript.cli.frame import main
 try:
     rc = main(sys.argv[1:])
 finally:
@@ -580,17 +580,17 @@ def test_importtime_config_validate_skips_mcp_and_servers(clean_env, workdir):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     names = imported_by_importtime(proc.stderr)
     # cli imports command modules with importlib.import_module, which -X importtime does not
-    # report; toolscript.config is imported (by a plain import) only by the config command.
-    assert "toolscript.cli" in names and "toolscript.config" in names, names
+    # report; toolscript.config.load is imported (by a plain import) only by the config command.
+    assert "toolscript.cli.frame" in names and "toolscript.config.load" in names, names
     assert not [n for n in names if n == "toolscript.mcp" or n.startswith("toolscript.mcp.")]
-    assert "toolscript.commands.servers" not in names
+    assert "toolscript.cli.commands.servers" not in names
 
 
 def test_config_validate_loads_only_its_command(clean_env, workdir):
     loaded, proc = loaded_modules(["config", "validate"], clean_env, workdir)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "toolscript.commands.config" in loaded
-    assert "toolscript.commands.servers" not in loaded
+    assert "toolscript.cli.commands.config" in loaded
+    assert "toolscript.cli.commands.servers" not in loaded
     assert not [m for m in loaded if m == "toolscript.mcp" or m.startswith("toolscript.mcp.")], loaded
 
 
@@ -599,8 +599,8 @@ def test_servers_check_does_load_the_mcp_client(clean_env, workdir):
     loaded, proc = loaded_modules(["servers", "check"], clean_env, workdir)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # run_check imports the probes lazily (the MCP client itself loads only when a server is configured).
-    assert "toolscript.commands.servers" in loaded and "toolscript.servers" in loaded
-    assert "toolscript.commands.config" not in loaded
+    assert "toolscript.cli.commands.servers" in loaded and "toolscript.gateway.servers" in loaded
+    assert "toolscript.cli.commands.config" not in loaded
 
 
 @pytest.mark.parametrize("flag", ["--version", "--help"])
@@ -612,15 +612,15 @@ def test_version_and_help_import_no_command(clean_env, workdir, flag):
     )
     assert proc.returncode == 0, proc.stderr
     names = imported_by_importtime(proc.stderr)
-    assert "toolscript.cli" in names, names
-    assert "toolscript.config" not in names
-    assert not [n for n in names if n.startswith("toolscript.commands")]
+    assert "toolscript.cli.frame" in names, names
+    assert "toolscript.config.load" not in names
+    assert not [n for n in names if n.startswith("toolscript.cli.commands")]
 
     loaded, proc = loaded_modules([flag], clean_env, workdir)
     assert proc.returncode == 0, proc.stderr
-    assert "toolscript.cli" in loaded
-    assert "toolscript.config" not in loaded, loaded
-    assert not [m for m in loaded if m.startswith("toolscript.commands") or m.startswith("toolscript.mcp")], loaded
+    assert "toolscript.cli.frame" in loaded
+    assert "toolscript.config.load" not in loaded, loaded
+    assert not [m for m in loaded if m.startswith("toolscript.cli.commands") or m.startswith("toolscript.mcp")], loaded
 
 
 # --- installed the way Python users install a command ---------------------------------------------

@@ -1,4 +1,4 @@
-"""Redaction and <private> tags (toolscript/redact.py): property-style cases.
+"""Redaction and <private> tags (toolscript/memory/redact.py): property-style cases.
 
 Secrets are embedded at random positions in random surrounding text (seeded,
 so a failure reproduces); the secret must never survive and the surrounding
@@ -16,8 +16,8 @@ import uuid
 
 import pytest
 
-from toolscript import redact as redact_module
-from toolscript.redact import REDACTED, clean, is_secret_name, redact, strip_private
+from toolscript.memory import redact as redact_module
+from toolscript.memory.redact import REDACTED, clean, is_secret_name, redact, strip_private
 
 SEED = 11
 

@@ -13,7 +13,7 @@ tested through search itself, in tests/search/test_signals.py.
 import pytest
 
 from toolscript.memory import capture, context
-from toolscript import suggest_local
+from toolscript.claude_code import suggest_local
 
 
 @pytest.mark.timeout(60)
@@ -84,7 +84,7 @@ REDACTION_RUNS = [
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("text, expected", REDACTION_RUNS, ids=[t[:16] for t, _ in REDACTION_RUNS])
 def test_redaction_is_linear_on_long_runs_of_triggers(text, expected):
-    from toolscript.redact import redact
+    from toolscript.memory.redact import redact
 
     out = redact(text)
     if expected == "unchanged":
@@ -96,7 +96,7 @@ def test_redaction_is_linear_on_long_runs_of_triggers(text, expected):
 
 
 def test_the_redaction_rules_find_what_they_are_for():
-    from toolscript.redact import redact
+    from toolscript.memory.redact import redact
 
     assert redact("mysql -u root -pS3cret9 db") == "mysql -u root -p[redacted] db"
     assert redact("7214459981:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw3") == "[redacted]"

@@ -1,4 +1,4 @@
-"""toolscript.safe_open: opening beneath a directory descriptor, following no symlink, never leaving it.
+"""toolscript.system.safe_open: opening beneath a directory descriptor, following no symlink, never leaving it.
 
 Every behaviour is checked twice: through openat2 (where this kernel has it)
 and through the component walk that stands in for it elsewhere, each made the
@@ -13,7 +13,7 @@ import stat
 
 import pytest
 
-from toolscript import safe_open
+from toolscript.system import safe_open
 
 
 @pytest.fixture(params=["openat2", "walk"])

@@ -20,7 +20,7 @@ import pytest
 from conftest import FAKE_TOOL_RESULTS, Output, fake_gateway_api, running_gateway
 from mcp_servers.launch import FIXTURE, start_fixture
 from toolscript.codemode import runtime, sandbox
-from toolscript.config import ServerConfig
+from toolscript.config.load import ServerConfig
 
 NAMESPACES = sandbox.namespace_prefix(net=True) is not None
 _ABI = sandbox.kernel_probe()["landlockAbi"]

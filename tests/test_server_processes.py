@@ -25,8 +25,8 @@ import time
 import pytest
 
 from conftest import REPO_ROOT, missing_prerequisite, wait_for
-from toolscript.codemode import cgroups
-from toolscript.config import ServerConfig
+from toolscript.system import cgroups
+from toolscript.config.load import ServerConfig
 from toolscript.gateway import state
 from toolscript.gateway.upstream import Upstream
 
@@ -152,7 +152,7 @@ def test_gateway_stop_ends_a_servers_setsid_grandchild(tmp_path):
 
 def test_a_servers_cgroup_is_made_and_removed_where_the_system_allows(tmp_path):
     """Where a cgroup can be made, the server runs in it while it lives, and it goes with the server."""
-    from toolscript.mcp.stdio import StdioTransport
+    from toolscript.mcp.client.stdio import StdioTransport
 
     if cgroups.hierarchy() is None:
         missing_prerequisite("no writable cgroup hierarchy with the pids controller here: servers fall back to their process tree")

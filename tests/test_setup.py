@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from conftest import REPO_ROOT, missing_prerequisite, run_cli, run_pyz
-from toolscript.commands import setup as setup_command
+from toolscript.cli.commands import setup as setup_command
 
 EVENTS = {  # Claude Code event -> (script event, matcher, timeout in seconds)
     "SessionStart": ("session-start", None, 10),
@@ -407,7 +407,7 @@ def test_missing_claude_dir_is_created_for_another_project(tmp_path):
 
 def test_chmod_failure_names_the_script(tmp_path, monkeypatch, capsys):
     """EC-P6-05: "Cannot set execute permission on .claude/hooks/X.sh: [error]"."""
-    from toolscript import cli
+    from toolscript.cli import frame as cli
 
     project = _project(tmp_path)
     real_chmod = os.chmod
@@ -558,8 +558,8 @@ def test_repository_hooks_dir_matches_what_setup_installs():
     for event, _, _ in EVENTS.values():
         path = os.path.join(REPO_ROOT, "hooks", f"{event}.sh")
         assert _read(path).decode() == setup_command.hook_script(event), (
-            f"hooks/{event}.sh differs from toolscript.commands.setup.hook_script({event!r}); rewrite it with "
-            f"python3 -c 'from toolscript.commands.setup import hook_script; print(hook_script(\"{event}\"), end=\"\")' > hooks/{event}.sh"
+            f"hooks/{event}.sh differs from toolscript.cli.commands.setup.hook_script({event!r}); rewrite it with "
+            f"python3 -c 'from toolscript.cli.commands.setup import hook_script; print(hook_script(\"{event}\"), end=\"\")' > hooks/{event}.sh"
         )
         assert os.stat(path).st_mode & 0o111 == 0o111
 

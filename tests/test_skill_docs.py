@@ -9,7 +9,7 @@ output costs a failed call in every session.  Checked here:
   every relative link resolves.  ``skills-ref`` (the Agent Skills reference
   validator) validates the directory when it is installed.
 * Every ``toolscript ...`` command in a ``bash``/``sh``/``console`` block or in
-  inline code parses with ``toolscript.cli.build_parser`` and reaches a handler,
+  inline code parses with ``toolscript.cli.frame.build_parser`` and reaches a handler,
   and commands.md mentions every command, action and option the parser has.
 * Every ``console`` block is a transcript: each ``$ `` command is run through
   bash (``toolscript`` on PATH) against an in-process gateway with only the
@@ -34,8 +34,8 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 import pytest
 
 from conftest import REPO_ROOT, missing_prerequisite
-from toolscript import cli
-from toolscript.config import Config
+from toolscript.cli import frame as cli
+from toolscript.config.load import Config
 from toolscript.gateway.client import GatewayClient
 from toolscript.gateway.http_api import serve
 from toolscript.gateway.service import Gateway

@@ -1,4 +1,4 @@
-"""Skill discovery (``toolscript.skills``) and ``toolscript skills``.
+"""Skill discovery (``toolscript.claude_code.skills``) and ``toolscript skills``.
 
 The frontmatter parser against each YAML form SKILL.md files use (and hostile
 input); discovery over scratch trees shaped like Claude Code's own files (user,
@@ -20,8 +20,8 @@ import pytest
 import peers
 from conftest import missing_prerequisite
 from fake_anthropic import FakeAnthropic
-from toolscript import skills
-from toolscript.skills import FrontmatterError, Skill, discover, parse_frontmatter
+from toolscript.claude_code import skills
+from toolscript.claude_code.skills import FrontmatterError, Skill, discover, parse_frontmatter
 
 
 def fm(body: str) -> Dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The per-prompt suggestion pipeline (``toolscript/suggest.py``), its command and its hook (issue 10).
+"""The per-prompt suggestion pipeline (``toolscript/claude_code/suggest.py``), its command and its hook (issue 10).
 
 Model backends run against ``fake_anthropic.FakeAnthropic`` over real HTTP; tool
 search runs against a real gateway (built-in tools) served from this process;
@@ -13,7 +13,8 @@ import time
 import pytest
 
 from conftest import load_script, running_gateway, trust_project_file
-from toolscript import configkeys, suggest
+from toolscript.config import keys as configkeys
+from toolscript.claude_code import suggest
 
 try:
     from fake_anthropic import FakeAnthropic

@@ -1,4 +1,4 @@
-"""Tests for toolscript.suggest_local: the `local` suggestion backend (no model).
+"""Tests for toolscript.claude_code.suggest_local: the `local` suggestion backend (no model).
 
 Its quality on the held-out half of bench/suggest_eval/ is held to floors
 (measured minus a small margin; the false-positive rate as a ceiling), so a
@@ -11,8 +11,8 @@ from typing import NamedTuple
 import pytest
 
 from conftest import load_script
-from toolscript import suggest_local
-from toolscript.suggest_local import TOOL_SCORE_FLOOR, nothing_wanted, suggest, tool_queries
+from toolscript.claude_code import suggest_local
+from toolscript.claude_code.suggest_local import TOOL_SCORE_FLOOR, nothing_wanted, suggest, tool_queries
 
 
 def _load_harness():
@@ -22,7 +22,7 @@ def _load_harness():
 harness = _load_harness()
 
 
-class Skill(NamedTuple):  # the fields of toolscript.skills.Skill that the backend reads
+class Skill(NamedTuple):  # the fields of toolscript.claude_code.skills.Skill that the backend reads
     name: str
     description: str
     source: str = "user"

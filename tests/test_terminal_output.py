@@ -3,7 +3,7 @@
 A server, a skill file or a stored memory may carry escape sequences: a window
 title change, a screen clear, an OSC 8 hyperlink that shows one address and
 opens another, bidi overrides that show text reversed.  Every human (non-JSON)
-output runs such text through ``toolscript.output.terminal_text``; ``--json``
+output runs such text through ``toolscript.cli.output.terminal_text``; ``--json``
 output is unchanged (JSON escapes control characters itself), and ``exec``
 passes a script's own output through untouched.
 
@@ -24,8 +24,8 @@ import pytest
 
 from conftest import REPO_ROOT, running_gateway, wait_for
 from fake_anthropic import FakeAnthropic
-from toolscript.config import ServerConfig
-from toolscript.output import format_table, terminal_text
+from toolscript.config.load import ServerConfig
+from toolscript.cli.output import format_table, terminal_text
 
 HOSTILE_SERVER = os.path.join(REPO_ROOT, "tests", "mcp_servers", "hostile_text_server.py")
 sys.path.insert(0, os.path.dirname(HOSTILE_SERVER))
@@ -102,8 +102,8 @@ def test_table_cells_are_cleaned_and_kept_on_one_line():
 
 
 def test_the_suggestion_hook_shows_claude_code_no_control_sequences():
-    from toolscript import suggest
-    from toolscript.skills import Skill
+    from toolscript.claude_code import suggest
+    from toolscript.claude_code.skills import Skill
 
     skill = Skill("evil", "a skill: " + HOSTILE, "project", "/p/.claude/skills/evil/SKILL.md")
     tool = {"id": "hostile__echo", "description": "a tool: " + HOSTILE}

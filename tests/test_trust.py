@@ -24,7 +24,9 @@ import time
 import pytest
 
 from conftest import REPO_ROOT, trust_project_file, wait_for
-from toolscript import config as configuration, configkeys, trust
+from toolscript.config import load as configuration
+from toolscript.config import keys as configkeys
+from toolscript.config import trust
 
 CANARY = "sk-ant-canary-0123456789"
 SKILL_MD = os.path.join(REPO_ROOT, "plugins", "toolscript", "skills", "toolscript", "SKILL.md")

@@ -1,4 +1,4 @@
-"""Tests for toolscript.typegen: typed Python stubs and TypeScript declarations of MCP tools.
+"""Tests for toolscript.stubs.typegen: typed Python stubs and TypeScript declarations of MCP tools.
 
 Every generated module is compiled and executed, and ``typing.get_type_hints``
 must resolve every annotation in it (forward references included); the shape
@@ -20,8 +20,8 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from conftest import REPO_ROOT, missing_prerequisite
-from toolscript import typegen
-from toolscript.typegen import python_arg_names, python_names, python_stubs, typescript_declarations, usage_example
+from toolscript.stubs import typegen
+from toolscript.stubs.typegen import python_arg_names, python_names, python_stubs, typescript_declarations, usage_example
 
 CATALOGS = sorted(glob.glob(os.path.join(REPO_ROOT, "bench", "search", "sets", "set00", "catalogs", "*.json")))
 _MODULE_COUNTER = itertools.count()
@@ -764,8 +764,8 @@ def test_all_recorded_catalogs_together():
 def test_server_everything_live(capsys):
     """Record server-everything's catalog through our own client; report stub size vs JSON."""
     import peers
-    from toolscript.config import ServerConfig
-    from toolscript.mcp.connect import open_session
+    from toolscript.config.load import ServerConfig
+    from toolscript.mcp.client.connect import open_session
 
     try:
         entry, node = peers.everything_entry(), peers.node_binary()

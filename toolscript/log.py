@@ -56,5 +56,5 @@ class _CleanFormatter(logging.Formatter):
 
 
 def get(name: str) -> logging.Logger:
-    """A child logger, e.g. ``get("mcp.stdio")`` -> ``toolscript.mcp.stdio``."""
+    """A child logger, e.g. ``get("mcp.stdio")`` -> ``toolscript.mcp.client.stdio``."""
     return logging.getLogger(f"{LOGGER_NAME}.{name}")

@@ -41,8 +41,8 @@ import threading
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
-from toolscript.config import ServerConfig  # noqa: E402
-from toolscript.mcp.connect import open_session  # noqa: E402
+from toolscript.config.load import ServerConfig  # noqa: E402
+from toolscript.mcp.client.connect import open_session  # noqa: E402
 
 SETS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sets")
 CATALOGS = os.path.join(SETS_DIR, "set00", "catalogs")

@@ -2,7 +2,7 @@
 
 The suite runs ``<command> <server URL>`` with ``MCP_CONFORMANCE_SCENARIO`` set
 to the scenario's name, then judges what it saw on the wire.  This script opens
-a session with ``toolscript.mcp.connect.open_session``, exactly as the gateway
+a session with ``toolscript.mcp.client.connect.open_session``, exactly as the gateway
 opens one for a configured ``"type": "http"`` server, and does what the
 scenario expects a client to do:
 
@@ -32,10 +32,10 @@ import http.client  # noqa: E402
 from typing import Optional  # noqa: E402
 from urllib.parse import urljoin, urlsplit  # noqa: E402
 
-from toolscript.config import ServerConfig  # noqa: E402
-from toolscript.mcp.connect import open_session  # noqa: E402
+from toolscript.config.load import ServerConfig  # noqa: E402
+from toolscript.mcp.client.connect import open_session  # noqa: E402
 from toolscript.mcp.errors import McpError  # noqa: E402
-from toolscript.mcp.oauth import BearerAuth, ClientSettings, Grant, authorize  # noqa: E402
+from toolscript.mcp.auth.flow import BearerAuth, ClientSettings, Grant, authorize  # noqa: E402
 
 TIMEOUT = 20.0  # seconds per step; the suite kills the client after its own --timeout
 REDIRECT_URI = "http://127.0.0.1:33418/callback"  # never listened on: the redirect is read, not followed

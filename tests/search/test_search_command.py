@@ -13,7 +13,7 @@ import pytest
 
 from conftest import REPO_ROOT, run_cli
 from mcp_servers.launch import FIXTURE
-from toolscript.config import ServerConfig
+from toolscript.config.load import ServerConfig
 from toolscript.search import vectors
 from toolscript.search.tuning import DEFAULT_TUNING
 

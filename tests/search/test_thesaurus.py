@@ -184,7 +184,7 @@ def test_version_reads_no_thesaurus():
     """--version and a bare import do not read the data file (start-up stays as fast)."""
     code = ("import pkgutil, sys\nread = []\nreal = pkgutil.get_data\n"
             "pkgutil.get_data = lambda p, n: read.append(n) or real(p, n)\n"
-            "from toolscript.cli import main\nimport toolscript.search\n"
+            "from toolscript.cli.frame import main\nimport toolscript.search\n"
             "try:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
             "print('READ=' + ','.join(read), file=sys.stderr)\n")
     proc = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=REPO_ROOT), capture_output=True,

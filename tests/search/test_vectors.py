@@ -50,7 +50,7 @@ if mode == "import":
 elif mode == "use":
     vectors.encode("take a screenshot")
 else:
-    from toolscript.cli import main  # what __main__ runs, without its os._exit
+    from toolscript.cli.frame import main  # what __main__ runs, without its os._exit
     main([mode])
 print("PROBE=" + json.dumps({"loads": vectors.loads, "loaded": vectors.loaded() is not None,
                              "file": vectors.__file__}), file=sys.stderr)
@@ -73,7 +73,7 @@ def test_import_and_version_read_no_data(mode):
 
 def test_version_in_a_fresh_process_never_imports_vectors(clean_env, workdir):
     """Not even the module: ``toolscript --version`` must start as fast as before the table existed."""
-    driver = ("import sys\nfrom toolscript.cli import main\nmain(['--version'])\n"
+    driver = ("import sys\nfrom toolscript.cli.frame import main\nmain(['--version'])\n"
               "print('VECTORS=' + str('toolscript.search.vectors' in sys.modules), file=sys.stderr)\n")
     proc = subprocess.run([sys.executable, "-c", driver], env=dict(clean_env, PYTHONPATH=REPO_ROOT), cwd=workdir,
                           capture_output=True, text=True, timeout=60)

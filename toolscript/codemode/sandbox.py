@@ -54,7 +54,8 @@ import warnings
 from typing import BinaryIO, Callable, Dict, List, Optional, Sequence, Tuple
 
 from toolscript import log
-from toolscript.codemode import cgroups, process
+from toolscript.codemode import process
+from toolscript.system import cgroups
 from toolscript.codemode.process import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, KILL_GRACE, ExecResult
 from toolscript.errors import UserError
 

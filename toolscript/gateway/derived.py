@@ -17,7 +17,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from toolscript import log, search, typegen
+from toolscript import log, search
+from toolscript.stubs import typegen
 from toolscript.gateway.catalog import Catalog, Snapshot
 
 logger = log.get("gateway.derived")

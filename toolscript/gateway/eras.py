@@ -27,7 +27,7 @@ from typing import Any, Dict, Optional
 
 from toolscript import log, paths
 from toolscript.errors import UserError
-from toolscript.mcp.connect import ServerSettings
+from toolscript.mcp.client.connect import ServerSettings
 
 logger = log.get("gateway.eras")
 

@@ -51,8 +51,8 @@ from toolscript import __version__, log
 from toolscript.gateway.catalog import Snapshot
 from toolscript.gateway.service import Gateway, as_call_tool_result
 from toolscript.mcp.cancel import Cancel
-from toolscript.mcp.http_response import response_head
-from toolscript.mcp.server import CallContext, DisconnectWatcher, JsonTooDeep, McpHttpEndpoint, UnknownTool, decode_json, encode_json
+from toolscript.mcp.client.http_response import response_head
+from toolscript.mcp.server.endpoint import CallContext, DisconnectWatcher, JsonTooDeep, McpHttpEndpoint, UnknownTool, decode_json, encode_json
 
 logger = log.get("gateway.http")
 

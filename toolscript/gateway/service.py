@@ -15,16 +15,17 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional
 
-from toolscript import __version__, jsonschema, log
-from toolscript.builtins import select_builtins
-from toolscript.config import Config
+from toolscript import __version__, log
+from toolscript.tools import schema as jsonschema
+from toolscript.tools.builtin import select_builtins
+from toolscript.config.load import Config
 from toolscript.gateway.catalog import BUILTIN_SERVER, Catalog, split_id
 from toolscript.gateway.derived import Derived
 from toolscript.gateway.state import DEFAULT_SESSION, text_session
 from toolscript.gateway.upstream import Upstream, UpstreamUnavailable, wait_settled
 from toolscript.mcp.cancel import Cancel
 from toolscript.mcp.errors import McpError, RequestCancelled, RequestTimeout
-from toolscript.tools import (
+from toolscript.tools.spec import (
     ERROR_EXECUTION,
     ERROR_INVALID_ARGS,
     ERROR_TOOL_NOT_FOUND,

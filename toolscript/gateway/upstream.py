@@ -28,15 +28,16 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional
 
-from toolscript import log, servers
-from toolscript.config import ServerConfig
+from toolscript import log
+from toolscript.gateway import servers
+from toolscript.config.load import ServerConfig
 from toolscript.errors import UserError
 from toolscript.gateway import eras
-from toolscript.mcp.connect import open_session, session_era
+from toolscript.mcp.client.connect import open_session, session_era
 from toolscript.mcp.cancel import Cancel
 from toolscript.mcp.errors import ConnectionClosed, McpError, TransportError
-from toolscript.mcp.session import ClientSession
-from toolscript.mcp.stdio import StdioTransport
+from toolscript.mcp.client.session import ClientSession
+from toolscript.mcp.client.stdio import StdioTransport
 
 NEEDS_AUTH = "needs-auth"
 # How often a server in needs-auth looks for a new sign-in in the token store (one stat call).
@@ -94,7 +95,7 @@ class Upstream:
             self._set_state("failed", self.server.config_error)
             return
         if self.server.type in ("http", "sse"):
-            from toolscript.mcp import oauth_store
+            from toolscript.mcp.auth import store as oauth_store
 
             self._auth = oauth_store.bearer_auth(self.server)
         self._thread = threading.Thread(target=self._run, name=f"upstream-{self.name}", daemon=True)
@@ -179,7 +180,7 @@ class Upstream:
             before = now
 
     def _auth_signature(self) -> Any:
-        from toolscript.mcp import oauth_store
+        from toolscript.mcp.auth import store as oauth_store
 
         try:
             return oauth_store.signature(self.name)
@@ -427,7 +428,7 @@ class Upstream:
 
     def _call_needs_auth(self, session: ClientSession, exc: Exception) -> None:
         """A call was refused for want of a sign-in: raise the error that says which command fixes it."""
-        from toolscript.mcp.oauth_store import StepUpRequired
+        from toolscript.mcp.auth.store import StepUpRequired
 
         found = servers.auth_required(exc)
         if isinstance(found, StepUpRequired):

@@ -39,7 +39,7 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from toolscript.redact import REDACTED, clean as _without_secrets, is_placeholder, is_secret_name
+from toolscript.memory.redact import REDACTED, clean as _without_secrets, is_placeholder, is_secret_name
 
 if TYPE_CHECKING:  # helper S's module; only needed for the hints
     from toolscript.memory import Memory

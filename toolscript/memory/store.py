@@ -20,7 +20,7 @@ Why it looks like this:
   that is detected at open (a probe table in ``temp``) and search falls back
   to ``LIKE`` over the query's words; ``stats()["fts"]`` says which is in use.
   ``TOOLSCRIPT_MEMORY_FTS=0`` (or ``open_store(fts=False)``) forces the fallback.
-* Every text is passed through ``toolscript.redact.clean`` before it is
+* Every text is passed through ``toolscript.memory.redact.clean`` before it is
   stored: secrets and ``<private>`` spans never reach the file; control
   characters and terminal escapes are dropped too.  A session id longer
   than an id (a hook event can carry a megabyte of anything) is stored as its
@@ -50,7 +50,7 @@ from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Mapping, O
 
 from toolscript.errors import UserError
 from toolscript.memory import Memory, Session, session_key
-from toolscript.redact import clean
+from toolscript.memory.redact import clean
 
 DB_FILENAME = "memory.db"
 MAX_CONTENT = 4000  # chars of one memory's content after redaction; longer ends with "…"
@@ -477,7 +477,7 @@ def _row_session(row: Sequence[Any]) -> Session:
 
 def _printable(text: str) -> str:
     """``text`` without terminal escapes and control characters (newlines and tabs kept): it is printed and injected."""
-    from toolscript.output import terminal_text
+    from toolscript.cli.output import terminal_text
 
     return terminal_text(text)
 

@@ -1,0 +1,1 @@
+"""One module per ``toolscript`` subcommand; see ``toolscript.cli.frame`` for the contract."""

@@ -1,1 +1,0 @@
-"""One module per ``toolscript`` subcommand; see ``toolscript.cli`` for the contract."""

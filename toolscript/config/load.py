@@ -1,0 +1,987 @@
+"""Load toolscript's configuration: which MCP servers exist and how to reach them.
+
+The file format is Claude Code's ``mcpServers`` JSON, so users can copy their
+servers over unchanged::
+
+    {
+      "mcpServers": {
+        "everything": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything"]},
+        "remote": {"type": "http", "url": "https://example.com/mcp",
+                   "headers": {"Authorization": "Bearer ${TOKEN}"}}
+      }
+    }
+
+Files are read in order (``~/.toolscript.json`` then ``./.toolscript.json``,
+or the comma-separated list in ``TOOLSCRIPT_CONFIG`` / ``--config``).  A later
+file's entry replaces an earlier entry of the same name as a whole (no deep
+merge) and takes over its position in the ordering.
+
+The project's ``./.toolscript.json`` comes with the repository, not from the
+user: until the user approves its exact content (``toolscript trust``,
+``toolscript.config.trust``) nothing in it counts.  It is not parsed with the user's
+environment, none of its servers exists, none of its settings applies; it is
+listed in ``Config.untrusted`` with the names of the servers it would add, so
+every command can say what awaits approval.
+
+Every problem is reported as one line naming the file and the JSON path of the
+offending value.  Problems from all files are collected and raised together as
+one ``ConfigError`` so ``toolscript config validate`` can list them all.  An
+unset ``${VAR}`` is not a problem of the file: it stops only the server that
+uses it, which keeps the reason in ``ServerConfig.config_error``.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import fnmatch
+import json
+import math
+import os
+import re
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
+
+from toolscript.config import keys as configkeys
+from toolscript.errors import UserError
+
+DEFAULT_CONNECT_TIMEOUT = 30.0  # seconds
+DEFAULT_CALL_TIMEOUT = 60.0  # seconds
+# The largest JSON-RPC message (a stdio line, an SSE event, an HTTP body) taken
+# from an upstream: a larger tool result fails with an error naming this limit.
+DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+
+DEFAULT_PATHS = list(configkeys.DEFAULT_PATHS)
+
+_TOP_LEVEL_KEYS = ["mcpServers", "builtinTools", "workspaceRoots", "mcpToolNames", "maxMessageBytes", "requireIsolation", "suggestions", "memory", "$schema"]
+_SERVER_KEYS = [
+    "type",
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "includeTools",
+    "excludeTools",
+    "timeout",
+    "maxMessageBytes",
+    "disabled",
+    "oauth",
+]
+_TYPE_ALIASES = {
+    "stdio": "stdio",
+    "http": "http",
+    "sse": "sse",
+    "streamable-http": "http",
+    "streamableHttp": "http",
+    "streamable_http": "http",
+}
+# Fields that only mean something for one kind of transport.
+_STDIO_ONLY = ["args", "env", "cwd"]
+_REMOTE_ONLY = ["headers", "oauth"]
+# The "oauth" object of an http/sse server: JSON key -> OAuthConfig attribute.
+_OAUTH_KEYS = {
+    "clientId": "client_id",
+    "clientSecret": "client_secret",
+    "scope": "scope",
+    "clientMetadataUrl": "client_metadata_url",
+    "redirectPort": "redirect_port",
+}
+
+# ``__`` joins server and tool names into tool ids (``server__tool``), so a
+# server name containing it would make ids ambiguous.
+_NAME_RE = re.compile(r"[A-Za-z0-9_.-]+\Z")
+_VAR_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# Keys printed bare in JSON paths; anything else is quoted (``mcpServers."a b"``).
+_BARE_KEY_RE = re.compile(r"[A-Za-z0-9_-]+\Z")
+
+_SECRET_WORDS = ("token", "key", "secret", "password", "auth")
+_SECRET_QUERY_WORDS = _SECRET_WORDS + ("sig",)
+MASK = "****"
+
+
+@dataclass
+class OAuthConfig:
+    """A server's ``"oauth"`` setting: how ``toolscript auth`` registers and signs in (all optional).
+
+    ``enabled`` is False for ``"oauth": false``: the server never gets a token
+    (nor a "needs auth" state); a 401 from it is an error like any other.
+    """
+
+    enabled: bool = True
+    client_id: Optional[str] = None  # "clientId": a client registered with the authorization server by hand
+    client_secret: Optional[str] = None  # "clientSecret": its secret (write it as ${VAR})
+    scope: Optional[str] = None  # "scope": asked for instead of what the server suggests
+    client_metadata_url: Optional[str] = None  # "clientMetadataUrl": an https URL of a client ID metadata document
+    redirect_port: Optional[int] = None  # "redirectPort": the loopback callback port (a client registered with a fixed redirect URI)
+
+
+@dataclass
+class ServerConfig:
+    """One MCP server as configured, after ``${VAR}`` substitution."""
+
+    name: str
+    type: str  # "stdio" | "http" | "sse"
+    source: str  # path of the file this entry came from
+    command: Optional[str] = None
+    args: List[str] = field(default_factory=list)
+    env: Dict[str, str] = field(default_factory=dict)
+    cwd: Optional[str] = None
+    url: Optional[str] = None
+    headers: Dict[str, str] = field(default_factory=dict)
+    include_tools: List[str] = field(default_factory=list)  # empty = all
+    exclude_tools: List[str] = field(default_factory=list)
+    timeout: Optional[float] = None  # seconds; None = the defaults above
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES  # "maxMessageBytes"
+    disabled: bool = False
+    oauth: OAuthConfig = field(default_factory=OAuthConfig)  # "oauth" (http/sse servers only)
+    raw: Dict[str, Any] = field(default_factory=dict)  # the entry as written, before substitution
+    # Why this server cannot be started though the file is valid (an unset
+    # ``${VAR}``), or None.  Only this server fails; the others still work.
+    config_error: Optional[str] = None
+
+    def allows_tool(self, tool_name: str) -> bool:
+        """Whether ``includeTools``/``excludeTools`` let this tool through.
+
+        Patterns are exact names or ``*``/``?`` globs, matched case-sensitively.
+        """
+        if self.include_tools and not _matches_any(tool_name, self.include_tools):
+            return False
+        return not _matches_any(tool_name, self.exclude_tools)
+
+    @property
+    def connect_timeout(self) -> float:
+        return DEFAULT_CONNECT_TIMEOUT if self.timeout is None else self.timeout
+
+    @property
+    def call_timeout(self) -> float:
+        return DEFAULT_CALL_TIMEOUT if self.timeout is None else self.timeout
+
+
+def _matches_any(name: str, patterns: List[str]) -> bool:
+    # fnmatchcase, not fnmatch: tool names are case-sensitive on every platform.
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+@dataclass
+class UntrustedFile:
+    """A project config file the user has not approved (or whose content changed since): ignored as a whole."""
+
+    path: str
+    status: str  # trust.UNTRUSTED (never approved) or trust.CHANGED (approved once, different content now)
+    sha256: str
+    servers: Dict[str, Any] = field(default_factory=dict)  # name -> the entry as written (nothing expanded)
+    settings: List[str] = field(default_factory=list)  # the gateway-wide keys it sets, ignored with it
+    problem: Optional[str] = None  # why its content could not be read as a config file
+
+    def reason(self) -> str:
+        """One line: why the file's servers are not started, and who approves it how."""
+        what = "has changed since it was approved" if self.status == "changed" else "is not trusted yet"
+        return f"{self.path} {what}, so nothing in it is used; {_how_to_approve()}"
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {"path": self.path, "status": self.status, "sha256": self.sha256, "servers": sorted(self.servers),
+                "settings": list(self.settings), "problem": self.problem, "fix": "toolscript trust"}
+
+
+def _how_to_approve() -> str:
+    from toolscript.config import trust
+
+    return trust.HOW_TO_APPROVE
+
+
+@dataclass
+class Config:
+    """The merged configuration of all files read."""
+
+    servers: Dict[str, ServerConfig]  # insertion-ordered, disabled ones included
+    files: List[str]  # files that existed and were read, in order
+    warnings: List[str]  # one line each
+    # Built-in tools: True (all), False (none) or the names allowed.
+    builtin_tools: Union[bool, List[str]] = True
+    # Extra directories the file built-ins may read, besides the workspace itself.
+    workspace_roots: List[str] = field(default_factory=list)
+    # How the gateway's MCP endpoint names tools: "prefixed" (server__tool) or
+    # "plain" (the server's own name, prefixed only where two servers collide).
+    mcp_tool_names: str = "prefixed"
+    # The top-level "maxMessageBytes": the default for servers that set none.
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    # "requireIsolation": exec refuses to run a script when only the in-process guard
+    # (no kernel-enforced layer) is available, as ``exec --require-isolation`` does.
+    require_isolation: bool = False
+    # "suggestions": the per-prompt suggestion hook's settings, defaults filled in (configkeys.SUGGESTION_DEFAULTS).
+    suggestions: Dict[str, Any] = field(default_factory=lambda: dict(configkeys.SUGGESTION_DEFAULTS))
+    # "memory": the memory hooks' settings, defaults filled in (configkeys.MEMORY_DEFAULTS).
+    memory: Dict[str, Any] = field(default_factory=lambda: dict(configkeys.MEMORY_DEFAULTS))
+    # The project file, when the user has not approved its content: read, never used.
+    untrusted: List[UntrustedFile] = field(default_factory=list)
+
+    def untrusted_servers(self) -> Dict[str, UntrustedFile]:
+        """{server name: the unapproved file that names it}, for servers no approved file defines."""
+        return {name: file for file in self.untrusted for name in file.servers if name not in self.servers}
+
+    def enabled_servers(self) -> List[ServerConfig]:
+        return [server for server in self.servers.values() if not server.disabled]
+
+
+class ConfigError(UserError):
+    """One or more configuration problems.
+
+    ``str()`` is the first problem on one line, followed by a count of the
+    rest; ``problems`` holds every problem and ``warnings`` the warnings
+    gathered before the error (both one line per item).
+    """
+
+    def __init__(self, problems: List[str], warnings: Optional[List[str]] = None) -> None:
+        self.problems = list(problems)
+        self.warnings = list(warnings or [])
+        message = _one_line(self.problems[0]) if self.problems else "invalid configuration"
+        more = len(self.problems) - 1
+        if more > 0:
+            noun = "problem" if more == 1 else "problems"
+            message += f" (and {more} more {noun}; run `toolscript config validate` to see all)"
+        super().__init__(message)
+
+
+def default_config_paths(*, cwd: Optional[str] = None, environ: Optional[Mapping[str, str]] = None) -> List[str]:
+    """The config files to read when none are given, resolved to absolute paths.
+
+    ``TOOLSCRIPT_CONFIG`` (comma-separated) replaces the two defaults.
+    """
+    paths, _ = _select_paths(None, cwd, environ)
+    return paths
+
+
+def load_config(
+    paths: Optional[List[str]] = None,
+    *,
+    cwd: Optional[str] = None,
+    environ: Optional[Mapping[str, str]] = None,
+) -> Config:
+    """Read and merge the config files; raise ``ConfigError`` listing every problem.
+
+    ``paths=None`` means ``default_config_paths()``; an explicit list replaces
+    the defaults.  Missing default files are skipped silently; a missing file
+    the user named is a problem.  A server whose ``${VAR}`` is unset is kept,
+    with ``config_error`` saying why it cannot start.  An unapproved project
+    file is set aside in ``Config.untrusted`` (see the module docstring).
+    """
+    environ = os.environ if environ is None else environ
+    selected, explicit = _select_paths(paths, cwd, environ)
+    project = configkeys.project_path(paths, cwd, environ)
+    untrusted: List[UntrustedFile] = []
+    servers: Dict[str, ServerConfig] = {}
+    files: List[str] = []
+    warnings: List[str] = []
+    problems: List[str] = []
+    settings: Dict[str, Any] = {}
+    suggestions = dict(configkeys.SUGGESTION_DEFAULTS)  # merged per key: a later file overrides only what it sets
+    memory = dict(configkeys.MEMORY_DEFAULTS)
+    for path in selected:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            if explicit:
+                problems.append(f"config file not found: {path} (named by --config or TOOLSCRIPT_CONFIG; fix the path or create the file)")
+            continue
+        except OSError as exc:
+            problems.append(f"{path}: cannot read file: {exc.strerror or exc}")
+            continue
+        if path == project:
+            from toolscript.config import trust
+
+            decision = trust.status(path, data, environ)
+            if decision != trust.TRUSTED:
+                untrusted.append(_untrusted(path, data, decision))
+                continue
+        files.append(path)
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+            byte = data[exc.start]
+            problems.append(f"{path}:{line}:{col}: file is not valid UTF-8 (byte 0x{byte:02x}); save it as UTF-8")
+            continue
+        file_servers, file_warnings, file_problems, file_settings = _parse(text, path, environ)
+        suggestions.update(file_settings.pop("suggestions", {}))
+        memory.update(file_settings.pop("memory", {}))
+        settings.update(file_settings)  # later files win per setting, as per server
+        warnings.extend(file_warnings)
+        problems.extend(file_problems)
+        # A later definition replaces the earlier one wholesale, and dict.update
+        # keeps the earlier one's position in the ordering.
+        servers.update(file_servers)
+    if problems:
+        raise ConfigError(problems, warnings)
+    default_max = settings.get("max_message_bytes")
+    if default_max is not None:
+        for server in servers.values():
+            if "maxMessageBytes" not in server.raw:
+                server.max_message_bytes = default_max
+    return Config(servers=servers, files=files, warnings=warnings, suggestions=suggestions, memory=memory,
+                  untrusted=untrusted, **settings)
+
+
+def _untrusted(path: str, data: bytes, decision: str) -> UntrustedFile:
+    """What an unapproved file would add, read as plain JSON: nothing is expanded, resolved or validated."""
+    from toolscript.config import trust
+
+    found = UntrustedFile(path=path, status=decision, sha256=trust.digest(data))
+    try:
+        document = json.loads(data.decode("utf-8-sig"))
+    except (ValueError, RecursionError) as exc:
+        found.problem = f"not valid JSON ({exc.__class__.__name__})"
+        return found
+    if not isinstance(document, dict):
+        found.problem = 'top level is not a JSON object with "mcpServers"'
+        return found
+    entries = document.get("mcpServers")
+    if isinstance(entries, dict):
+        found.servers = {str(name): entry for name, entry in entries.items()}
+    elif "mcpServers" in document:
+        found.problem = f'"mcpServers" is {_json_type(entries)}, not an object'
+    found.settings = [key for key in document if key not in ("mcpServers", "$schema")]
+    return found
+
+
+def masked_view(config: Config) -> Dict[str, Any]:
+    """The configuration as a JSON-ready dict with secrets masked.
+
+    Values that came from ``${VAR}`` templates are shown as the template (it
+    holds no secret); literal ``env``/``headers`` values, URL passwords,
+    secret-looking URL query parameters and arguments are shown as ``****``.
+    """
+    servers: Dict[str, Any] = {}
+    for name, server in config.servers.items():
+        raw = server.raw if isinstance(server.raw, dict) else {}
+        view: Dict[str, Any] = {"type": server.type}
+        if server.command is not None:
+            view["command"] = server.command
+        if server.args:
+            view["args"] = _mask_args(server.args, raw.get("args"))
+        if server.env:
+            view["env"] = _mask_mapping(server.env, raw.get("env"))
+        if server.cwd is not None:
+            view["cwd"] = server.cwd
+        if server.url is not None:
+            raw_url = raw.get("url")
+            shown = raw_url if isinstance(raw_url, str) and _references_variable(raw_url) else server.url
+            view["url"] = _mask_url(shown)
+        if server.headers:
+            view["headers"] = _mask_mapping(server.headers, raw.get("headers"))
+        if server.include_tools:
+            view["includeTools"] = list(server.include_tools)
+        if server.exclude_tools:
+            view["excludeTools"] = list(server.exclude_tools)
+        if server.timeout is not None:
+            view["timeout"] = server.timeout
+        if "maxMessageBytes" in raw or server.max_message_bytes != config.max_message_bytes:
+            view["maxMessageBytes"] = server.max_message_bytes
+        if server.disabled:
+            view["disabled"] = True
+        if "oauth" in raw and server.type != "stdio":
+            view["oauth"] = _mask_oauth(server.oauth, raw.get("oauth"))
+        if server.config_error:
+            view["error"] = server.config_error
+        view["source"] = server.source
+        servers[name] = view
+    return {
+        "files": list(config.files),
+        "servers": servers,
+        "builtinTools": config.builtin_tools,
+        "workspaceRoots": list(config.workspace_roots),
+        "mcpToolNames": config.mcp_tool_names,
+        "maxMessageBytes": config.max_message_bytes,
+        "requireIsolation": config.require_isolation,
+        "suggestions": dict(config.suggestions),
+        "memory": dict(config.memory),
+        "warnings": list(config.warnings),
+        "untrusted": [file.as_dict() for file in config.untrusted],
+    }
+
+
+# --- file selection ---------------------------------------------------------
+
+
+def _select_paths(
+    paths: Optional[List[str]], cwd: Optional[str], environ: Optional[Mapping[str, str]]
+) -> Tuple[List[str], bool]:
+    """Resolved paths to read, and whether the user named them explicitly (``configkeys.select_paths``)."""
+    return configkeys.select_paths(paths, cwd, environ)
+
+
+_resolve_path = configkeys.resolve_path
+
+
+# --- parsing and validation -------------------------------------------------
+
+
+def _parse(
+    text: str, source: str, environ: Mapping[str, str]
+) -> Tuple[Dict[str, ServerConfig], List[str], List[str], Dict[str, Any]]:
+    """Parse one file's text into ``(servers, warnings, problems, settings)``.
+
+    ``settings`` holds the top-level keys other than ``mcpServers``, as
+    keyword arguments of ``Config``.
+    """
+    servers: Dict[str, ServerConfig] = {}
+    warnings: List[str] = []
+    problems: List[str] = []
+    settings: Dict[str, Any] = {}
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.strip():
+        problems.append(f'{source}: file is empty; write {{"mcpServers": {{}}}} or delete it')
+        return servers, warnings, problems, settings
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        problems.append(f"{source}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}{_json_hint(text, exc)}")
+        return servers, warnings, problems, settings
+    except RecursionError:
+        problems.append(f"{source}: invalid JSON: nested too deeply")
+        return servers, warnings, problems, settings
+    if not isinstance(document, dict):
+        problems.append(f'{source}: top level must be a JSON object with "mcpServers"')
+        return servers, warnings, problems, settings
+    for key in document:
+        if key not in _TOP_LEVEL_KEYS:
+            hint = _did_you_mean(key, _TOP_LEVEL_KEYS)
+            warnings.append(f"{source}: unknown top-level key {_quote(key)} ignored{hint}")
+    _parse_settings(document, source, environ, settings, problems)
+    if "mcpServers" not in document:
+        warnings.append(f'{source}: no "mcpServers" key; this file defines no servers')
+        return servers, warnings, problems, settings
+    entries = document["mcpServers"]
+    if not isinstance(entries, dict):
+        problems.append(f"{source}: mcpServers: expected an object, got {_json_type(entries)}")
+        return servers, warnings, problems, settings
+    for name, entry in entries.items():
+        server = _parse_server(name, entry, source, environ, warnings, problems)
+        if server is not None:
+            servers[name] = server
+    return servers, warnings, problems, settings
+
+
+def _parse_settings(document: Dict[str, Any], source: str, environ: Mapping[str, str], settings: Dict[str, Any], problems: List[str]) -> None:
+    """The top-level keys: ``builtinTools``, ``mcpToolNames``, ``workspaceRoots``, ``maxMessageBytes``, ``requireIsolation``, ``suggestions``, ``memory``."""
+    max_message_bytes = _max_message_bytes(document, "maxMessageBytes", source, problems)
+    if max_message_bytes is not None:
+        settings["max_message_bytes"] = max_message_bytes
+    if "builtinTools" in document:
+        value = document["builtinTools"]
+        if isinstance(value, bool) or (isinstance(value, list) and all(isinstance(v, str) and v for v in value)):
+            settings["builtin_tools"] = value
+        else:
+            problems.append(f"{source}: builtinTools: expected true, false or an array of tool names, got {_json_type(value)}")
+    if "mcpToolNames" in document:
+        value = document["mcpToolNames"]
+        if value in ("prefixed", "plain"):
+            settings["mcp_tool_names"] = value
+        else:
+            problems.append(f'{source}: mcpToolNames: expected "prefixed" or "plain", got {json.dumps(value)}')
+    if "requireIsolation" in document:
+        value = document["requireIsolation"]
+        if isinstance(value, bool):
+            settings["require_isolation"] = value
+        else:
+            problems.append(f"{source}: requireIsolation: expected true or false, got {_json_type(value)}")
+    for section in (configkeys.SUGGESTIONS_KEY, configkeys.MEMORY_KEY):
+        if section in document:
+            given, trouble = configkeys.parse_section(section, document[section], source)
+            problems.extend(trouble)
+            settings.setdefault(section, {}).update(given)
+    if "workspaceRoots" in document:
+        value = document["workspaceRoots"]
+        if isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value):
+            base = os.path.dirname(os.path.abspath(source))
+            roots = []
+            for index, raw in enumerate(value):
+                expanded, errors, missing = _substitute(raw, environ)
+                errors += [_unset_message(variable) for variable in missing]
+                problems.extend(f"{source}: workspaceRoots[{index}]: {error}" for error in errors)
+                roots.append(_resolve_path(expanded, base, environ))
+            settings["workspace_roots"] = roots
+        else:
+            problems.append(f"{source}: workspaceRoots: expected an array of directory paths, got {_json_type(value)}")
+
+
+def _parse_server(
+    name: str,
+    entry: Any,
+    source: str,
+    environ: Mapping[str, str],
+    warnings: List[str],
+    problems: List[str],
+) -> Optional[ServerConfig]:
+    """Validate one ``mcpServers`` entry; append to ``problems`` and return None if it is bad."""
+    path = _member("mcpServers", name)
+    before = len(problems)
+
+    def problem(where: str, message: str) -> None:
+        problems.append(f"{source}: {where}: {message}")
+
+    if not name:
+        problem(path, "server names must not be empty")
+    elif not _NAME_RE.match(name):
+        problem(path, "server names may contain only letters, digits, '_', '-' and '.'")
+    elif "__" in name:
+        problem(path, "server names must not contain '__' (toolscript joins server and tool names with it)")
+    if not isinstance(entry, dict):
+        problem(path, f"expected an object, got {_json_type(entry)}")
+        return None
+
+    for key in entry:
+        if key not in _SERVER_KEYS:
+            warnings.append(f"{source}: {path}: unknown key {_quote(key)} ignored{_did_you_mean(key, _SERVER_KEYS)}")
+
+    # Unset variables do not make the file invalid: they stop this one server
+    # (``config_error``) and leave every other server working.
+    unset: List[str] = []
+
+    def substitute(value: str, field_path: str) -> Optional[str]:
+        # None on failure, so later checks do not pile more errors onto a half-expanded value.
+        result, errors, missing = _substitute(value, environ)
+        if field_path == "type":
+            # Without its type the entry cannot even be described: a plain problem.
+            errors += [_unset_message(variable) for variable in missing]
+            missing = []
+        for error in errors:
+            problems.append(f"{source}: server {_quote(name)}, field {field_path}: {error}")
+        unset.extend(variable for variable in missing if variable not in unset)
+        return None if errors or missing else result
+
+    def string(key: str) -> Optional[str]:
+        if key not in entry:
+            return None
+        value = entry[key]
+        if not isinstance(value, str):
+            problem(_member(path, key), f"expected a string, got {_json_type(value)}")
+            return None
+        return substitute(value, key)
+
+    def string_list(key: str) -> List[str]:
+        value = entry.get(key, [])
+        if not isinstance(value, list):
+            problem(_member(path, key), f"expected an array of strings, got {_json_type(value)}")
+            return []
+        items = []
+        for i, item in enumerate(value):
+            item_path = f"{key}[{i}]"
+            if not isinstance(item, str):
+                problem(f"{path}.{item_path}", f"expected a string, got {_json_type(item)}")
+                continue
+            expanded = substitute(item, item_path)
+            if expanded is not None:
+                items.append(expanded)
+        return items
+
+    def string_map(key: str) -> Dict[str, str]:
+        value = entry.get(key, {})
+        if not isinstance(value, dict):
+            problem(_member(path, key), f"expected an object of strings, got {_json_type(value)}")
+            return {}
+        result = {}
+        for k, v in value.items():
+            item_path = _member(key, k)
+            if not isinstance(v, str):
+                problem(f"{path}.{item_path}", f"expected a string, got {_json_type(v)}")
+                continue
+            expanded = substitute(v, item_path)
+            if expanded is not None:
+                result[k] = expanded
+        return result
+
+    type_value = string("type")
+    command = string("command")
+    args = string_list("args")
+    env = string_map("env")
+    cwd = string("cwd")
+    url = string("url")
+    headers = string_map("headers")
+    include_tools = string_list("includeTools")
+    exclude_tools = string_list("excludeTools")
+
+    timeout: Optional[float] = None
+    if "timeout" in entry:
+        value = entry["timeout"]
+        # bool is an int subclass; "timeout": true is a mistake, not 1 second.
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            problem(_member(path, "timeout"), f"expected a number of seconds, got {_json_type(value)}")
+        elif not math.isfinite(value) or value <= 0:
+            problem(_member(path, "timeout"), f"must be a number of seconds greater than 0, got {value!r}")
+        else:
+            timeout = float(value)
+
+    max_message_bytes = _max_message_bytes(entry, _member(path, "maxMessageBytes"), source, problems)
+
+    oauth = _parse_oauth(entry, _member(path, "oauth"), problem, substitute)
+
+    disabled = False
+    if "disabled" in entry:
+        value = entry["disabled"]
+        if not isinstance(value, bool):
+            problem(_member(path, "disabled"), f"expected a boolean, got {_json_type(value)}")
+        else:
+            disabled = value
+
+    for key, value in (("command", command), ("cwd", cwd), ("url", url)):
+        if value is not None and not value:
+            problem(_member(path, key), "must not be empty")
+    for key, items in (("includeTools", include_tools), ("excludeTools", exclude_tools)):
+        for i, item in enumerate(items):
+            if not item:
+                problem(f"{path}.{key}[{i}]", "must not be empty")
+
+    if url:
+        # Show the template when there is one, so an error never prints a substituted secret.
+        raw_url = entry["url"]
+        url_problem = _check_url(url, raw_url if _references_variable(raw_url) else _mask_url(url))
+        if url_problem:
+            problem(_member(path, "url"), url_problem)
+
+    if cwd:
+        # Relative to the file, so a project's .toolscript.json works from any directory.
+        cwd = _resolve_path(cwd, os.path.dirname(os.path.abspath(source)), environ)
+
+    # Infer from which keys are present, not from their values: a bad value is
+    # already reported and should not also produce "needs command".
+    server_type = _server_type(type_value, "type" in entry, "command" in entry, "url" in entry, path, problem)
+    if server_type is not None:
+        unused = _REMOTE_ONLY if server_type == "stdio" else _STDIO_ONLY
+        for key in unused:
+            if key in entry:
+                warnings.append(f'{source}: {path}: "{key}" is ignored for a {server_type} server')
+
+    if len(problems) > before or server_type is None:
+        return None
+    return ServerConfig(
+        name=name,
+        type=server_type,
+        source=source,
+        command=command,
+        args=args,
+        env=env,
+        cwd=cwd,
+        url=url,
+        headers=headers,
+        include_tools=include_tools,
+        exclude_tools=exclude_tools,
+        timeout=timeout,
+        max_message_bytes=max_message_bytes or DEFAULT_MAX_MESSAGE_BYTES,
+        disabled=disabled,
+        oauth=oauth,
+        raw=copy.deepcopy(entry),
+        config_error=_unset_error(unset, name) if unset else None,
+    )
+
+
+def _parse_oauth(
+    entry: Dict[str, Any],
+    where: str,
+    problem: Callable[[str, str], None],
+    substitute: Callable[[str, str], Optional[str]],
+) -> OAuthConfig:
+    """A server's ``"oauth"``: ``false`` (never sign in), ``true``/absent (defaults) or an object of the keys in ``_OAUTH_KEYS``."""
+    if "oauth" not in entry:
+        return OAuthConfig()
+    value = entry["oauth"]
+    if isinstance(value, bool):
+        return OAuthConfig(enabled=value)
+    if not isinstance(value, dict):
+        problem(where, f"expected an object (or false to never sign in), got {_json_type(value)}")
+        return OAuthConfig()
+    settings: Dict[str, Any] = {}
+    for key, item in value.items():
+        attribute = _OAUTH_KEYS.get(key)
+        if attribute is None:
+            problem(_member(where, key), f"unknown key (known: {', '.join(_OAUTH_KEYS)}){_did_you_mean(key, list(_OAUTH_KEYS))}")
+            continue
+        if key == "redirectPort":
+            if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= 65535:
+                problem(_member(where, key), f"expected a port number from 1 to 65535, got {json.dumps(item) if not isinstance(item, (dict, list)) else _json_type(item)}")
+            else:
+                settings[attribute] = item
+            continue
+        if not isinstance(item, str) or not item.strip():
+            problem(_member(where, key), f"expected a non-empty string, got {_json_type(item) if not isinstance(item, str) else 'an empty string'}")
+            continue
+        expanded = substitute(item, f"oauth.{key}")
+        if expanded is not None:
+            settings[attribute] = expanded
+    if "clientSecret" in value and "clientId" not in value:
+        problem(where, '"clientSecret" needs "clientId" (the client the secret belongs to)')
+    url = settings.get("client_metadata_url")
+    if url is not None:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme != "https" or not parts.hostname or parts.path in ("", "/"):
+            problem(_member(where, "clientMetadataUrl"), f"{_quote(url)} must be an https URL with a path (the client ID metadata document)")
+    return OAuthConfig(**settings)
+
+
+def _mask_oauth(oauth: OAuthConfig, raw: Any) -> Any:
+    """The ``oauth`` setting for ``config show``: the client secret masked unless written as ``${VAR}``."""
+    if not isinstance(raw, dict):
+        return oauth.enabled
+    raw = raw if isinstance(raw, dict) else {}
+    shown: Dict[str, Any] = {}
+    for key, attribute in _OAUTH_KEYS.items():
+        value = getattr(oauth, attribute)
+        template = raw.get(key)
+        if value is None and not (isinstance(template, str) and _references_variable(template)):
+            continue
+        if key == "clientSecret":
+            value = template if isinstance(template, str) and _references_variable(template) else MASK
+        elif isinstance(template, str) and _references_variable(template):
+            value = template
+        shown[key] = value
+    return shown
+
+
+def _server_type(
+    type_value: Optional[str],
+    has_type: bool,
+    has_command: bool,
+    has_url: bool,
+    path: str,
+    problem: Callable[[str, str], None],
+) -> Optional[str]:
+    """The canonical transport type, inferred when absent; None after reporting a problem."""
+    if has_type and type_value is None:
+        return None  # a non-string or failed substitution, already reported
+    if type_value is not None:
+        server_type = _TYPE_ALIASES.get(type_value)
+        if server_type is None:
+            accepted = (
+                '"stdio", "http" or "sse" ("streamable-http", "streamableHttp" and "streamable_http" mean "http")'
+            )
+            problem(_member(path, "type"), f"{_quote(type_value)} is not a server type; use {accepted}")
+            return None
+    elif has_command and has_url:
+        problem(path, 'has both "command" and "url"; keep "command" for a stdio server or "url" for an http/sse server')
+        return None
+    elif has_command:
+        server_type = "stdio"
+    elif has_url:
+        server_type = "http"
+    else:
+        problem(path, 'needs "command" (a stdio server) or "url" (an http/sse server)')
+        return None
+
+    if server_type == "stdio":
+        needed, has_needed, other, has_other = "command", has_command, "url", has_url
+        other_types = 'type "http" or "sse"'
+    else:
+        needed, has_needed, other, has_other = "url", has_url, "command", has_command
+        other_types = 'type "stdio"'
+    if has_other:
+        problem(path, f'type "{server_type}" needs "{needed}", not "{other}" (use {other_types} for a "{other}")')
+        return None
+    if not has_needed:
+        problem(path, f'type "{server_type}" needs "{needed}"')
+        return None
+    return server_type
+
+
+def _check_url(url: str, shown: str) -> Optional[str]:
+    """What is wrong with a server URL, or None; ``shown`` is how to print it."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # raises ValueError for a non-numeric port
+    except ValueError as exc:
+        return f"{_quote(shown)} is not a valid URL ({exc})"
+    if parts.scheme.lower() not in ("http", "https"):
+        return f"{_quote(shown)} must start with http:// or https://"
+    if not parts.hostname:
+        return f"{_quote(shown)} has no host"
+    return None
+
+
+def _max_message_bytes(document: Dict[str, Any], where: str, source: str, problems: List[str]) -> Optional[int]:
+    """``maxMessageBytes`` of a server entry or the top level: None when absent or bad (reported)."""
+    if "maxMessageBytes" not in document:
+        return None
+    value = document["maxMessageBytes"]
+    # bool is an int subclass; true is a mistake, not 1 byte.
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        shown = json.dumps(value) if isinstance(value, (bool, int, float, str)) or value is None else _json_type(value)
+        problems.append(
+            f"{source}: {where}: expected a positive whole number of bytes, got {shown} "
+            f"(the default is {DEFAULT_MAX_MESSAGE_BYTES}, 8 MiB)"
+        )
+        return None
+    return value
+
+
+def _unset_message(variable: str) -> str:
+    return f"environment variable {variable} is not set (export it, or write ${{{variable}:-default}})"
+
+
+def _unset_error(variables: List[str], server: str) -> str:
+    """Why a server with unset variables cannot start, naming each variable."""
+    named = " and ".join(f"${{{variable}}}" for variable in variables)
+    if len(variables) == 1:
+        return f"{named} is not set (export it or remove it from server {server!r})"
+    return f"{named} are not set (export them or remove them from server {server!r})"
+
+
+def _substitute(value: str, environ: Mapping[str, str]) -> Tuple[str, List[str], List[str]]:
+    """Expand ``${VAR}`` and ``${VAR:-default}`` in ``value``.
+
+    Returns ``(result, errors, unset)``: malformed references are errors;
+    variables that are not set (and have no default) are listed in ``unset``.
+    """
+    out: List[str] = []
+    errors: List[str] = []
+    missing: List[str] = []
+    i = 0
+    while i < len(value):
+        if value.startswith("$${", i):
+            out.append("${")
+            i += 3
+        elif value.startswith("${", i):
+            end = value.find("}", i + 2)
+            if end < 0:
+                errors.append(f'unterminated "${{" in {_quote(value[i:])} (write $${{ for a literal "${{")')
+                out.append(value[i:])
+                break
+            inner = value[i + 2 : end]
+            name, has_default, default = inner.partition(":-")
+            if not _VAR_NAME_RE.match(name):
+                errors.append(
+                    f"invalid variable reference {_quote(value[i:end + 1])}: names may contain only "
+                    "letters, digits and '_' and must not start with a digit"
+                )
+            elif has_default:
+                out.append(environ.get(name) or default)
+            elif name in environ:
+                out.append(environ[name])
+            elif name not in missing:
+                missing.append(name)
+            i = end + 1
+        else:
+            out.append(value[i])
+            i += 1
+    return "".join(out), errors, missing
+
+
+def _references_variable(value: str) -> bool:
+    """Whether ``value`` contains a ``${...}`` reference (not the ``$${`` escape)."""
+    return "${" in value.replace("$${", "")
+
+
+# --- messages ---------------------------------------------------------------
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _member(path: str, key: str) -> str:
+    """``path.key``, quoting keys that would make the path ambiguous."""
+    return f"{path}.{key}" if _BARE_KEY_RE.match(key) else f"{path}.{_quote(key)}"
+
+
+def _quote(text: str) -> str:
+    # json.dumps escapes newlines and quotes, keeping messages on one line.
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _one_line(text: str) -> str:
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def _did_you_mean(key: str, known: List[str]) -> str:
+    # Compare case-insensitively without separators so include_tools finds includeTools.
+    def fold(s: str) -> str:
+        return s.lower().replace("_", "").replace("-", "")
+
+    folded = {fold(k): k for k in known}
+    matches = difflib.get_close_matches(fold(key), list(folded), n=1, cutoff=0.6)
+    return f" (did you mean {_quote(folded[matches[0]])}?)" if matches else ""
+
+
+def _json_hint(text: str, exc: json.JSONDecodeError) -> str:
+    """A hint for the JSON mistakes people make most: trailing commas and comments."""
+    if "comma" in exc.msg.lower():
+        return ""  # newer Pythons already say "Illegal trailing comma"
+    if text.startswith(("//", "/*"), exc.pos):
+        return " (JSON does not allow comments)"
+    before = text[: exc.pos].rstrip()
+    if before.endswith(",") and text[exc.pos : exc.pos + 1] in ("}", "]"):
+        return " (trailing comma?)"
+    return ""
+
+
+# --- masking ----------------------------------------------------------------
+
+
+def _is_secret_name(name: str, words: Tuple[str, ...] = _SECRET_WORDS) -> bool:
+    name = name.lower()
+    return any(word in name for word in words)
+
+
+def _mask_mapping(values: Dict[str, str], raw: Any) -> Dict[str, str]:
+    """Templates stay visible (they hold no secret); literal values are masked."""
+    raw = raw if isinstance(raw, dict) else {}
+    shown = {}
+    for key in values:
+        template = raw.get(key)
+        shown[key] = template if isinstance(template, str) and _references_variable(template) else MASK
+    return shown
+
+
+def _mask_args(args: List[str], raw: Any) -> List[str]:
+    raw = raw if isinstance(raw, list) else []
+    shown = []
+    after_secret_flag = False
+    for i, arg in enumerate(args):
+        template = raw[i] if i < len(raw) else None
+        if isinstance(template, str) and _references_variable(template):
+            shown.append(template)
+        elif after_secret_flag:
+            shown.append(MASK)
+        elif arg.startswith("-") and "=" in arg and _is_secret_name(arg.split("=", 1)[0]):
+            shown.append(arg.split("=", 1)[0] + "=" + MASK)
+        else:
+            shown.append(arg)
+        after_secret_flag = arg.startswith("-") and "=" not in arg and _is_secret_name(arg)
+    return shown
+
+
+def _mask_url(url: str) -> str:
+    """``url`` with its userinfo secret and secret-looking query values replaced by ``****``."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return url
+    netloc = parts.netloc
+    userinfo, at, host = netloc.rpartition("@")
+    if at:
+        user, colon, _ = userinfo.partition(":")
+        # A user with no password is usually a token (https://TOKEN@host), so mask it too.
+        netloc = (f"{user}:{MASK}" if colon else MASK) + "@" + host
+    query = parts.query
+    if query:
+        pairs = []
+        for pair in query.split("&"):
+            key, eq, _ = pair.partition("=")
+            if eq and _is_secret_name(urllib.parse.unquote_plus(key), _SECRET_QUERY_WORDS):
+                pair = f"{key}={MASK}"
+            pairs.append(pair)
+        query = "&".join(pairs)
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))

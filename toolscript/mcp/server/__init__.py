@@ -1,0 +1,1 @@
+"""The MCP server side: the gateway's Streamable HTTP endpoint, both protocol eras."""

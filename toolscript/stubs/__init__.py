@@ -1,0 +1,1 @@
+"""Typed stubs for tools: Python and TypeScript declarations, and the names tools get in them."""

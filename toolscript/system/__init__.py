@@ -1,0 +1,1 @@
+"""What toolscript asks of the operating system beyond the standard library: cgroups, opening files beneath a root."""
