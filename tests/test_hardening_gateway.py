@@ -537,7 +537,7 @@ def test_the_gateway_client_reads_status_and_body_and_imports_no_http_client():
 
 _STOP_LOOP_CHILD = r"""
 import sys
-from toolscript.cli.commands.gateway import StopSignals, wait_for_stop
+from toolscript.gateway.daemon import StopSignals, wait_for_stop
 for line in sys.stdin:
     signals = StopSignals()
     sys.stdout.write("waiting\n")
