@@ -1,4 +1,4 @@
-"""The gateway process: stopping cleanly on a signal whenever it comes."""
+"""The gateway process: its start lock, and stopping cleanly on a signal whenever it comes."""
 
 import json
 import os
@@ -10,6 +10,26 @@ import pytest
 
 from conftest import REPO_ROOT, wait_for
 from gateway_processes import base_env, pids_with, toolscript
+from toolscript.errors import UserError
+from toolscript.gateway import daemon, state
+
+
+def test_the_start_lock_is_handed_down_only_through_a_descriptor_that_holds_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOOLSCRIPT_STATE_DIR", str(tmp_path / "state"))
+    with state.session_lock("s", 5) as fd:
+        inherited = os.dup(fd)  # what a detached gateway inherits: the same open file, holding the lock
+        lock = daemon.StartLock("s", inherited)
+        assert lock.handed_down
+        lock.release()
+        with pytest.raises(OSError):
+            os.fstat(inherited)  # released: the descriptor is closed
+    with daemon.StartLock("s", None) as lock:
+        assert not lock.handed_down
+        with pytest.raises(UserError, match="still starting"):
+            with state.session_lock("s", 0):
+                pass
+    with state.session_lock("s", 0):
+        pass  # let go at the end of the block
 
 
 _STOP_LOOP_CHILD = r"""

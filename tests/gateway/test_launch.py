@@ -7,6 +7,7 @@ gateway), and ``stop`` stops only the gateway it was asked to.
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -16,6 +17,7 @@ import peers
 from conftest import REPO_ROOT, wait_for
 from gateway_processes import base_env, pids_with, toolscript
 from mcp_servers.launch import FIXTURE
+from toolscript.errors import UserError
 from toolscript.gateway import launch, state
 from toolscript.gateway.client import find_url
 from toolscript.gateway.state import pid_alive
@@ -90,6 +92,76 @@ def test_racing_detached_starts_leave_exactly_one_gateway(tmp_path):
     finally:
         toolscript("gateway", "stop", "--session", "race", env=env, cwd=tmp_path)
     assert wait_for(lambda: not pids_with("gateway", "start", "race", workspace))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("claim", ["old-variable", "descriptor-of-another-file", "descriptor-of-the-free-lock-file"])
+def test_a_start_that_does_not_hold_the_lock_waits_for_it_and_finds_the_live_gateway(tmp_path, claim):
+    """Only a descriptor that holds the session's start lock lets a start skip the lock and the live check.
+
+    The claims a process could make without holding the lock: the variable a
+    detached gateway's environment once carried (any process can inherit or set
+    it), or ``--lock-fd`` naming a descriptor that is not the held lock.  Each
+    must end in "already running", never in a second gateway for the session.
+    """
+    env = base_env(tmp_path)
+    first = json.loads(toolscript("gateway", "start", "--detach", "--session", "claim", "--json", env=env, cwd=tmp_path).stdout)
+    argv = [sys.executable, "-m", "toolscript", "gateway", "start", "--session", "claim", "--json"]
+    claimant_env, fds = dict(env), []
+    if claim == "old-variable":
+        claimant_env["TOOLSCRIPT_GATEWAY_LOCK_HELD"] = "1"
+    else:
+        path = str(tmp_path / "other") if claim == "descriptor-of-another-file" else state.lock_path("claim", env)
+        fds.append(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        argv += ["--lock-fd", str(fds[0])]
+    claimant = subprocess.Popen(argv, env=claimant_env, cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, pass_fds=fds)
+    try:
+        # Either it answers and exits, or it became a second gateway and took over the state file.
+        assert wait_for(lambda: claimant.poll() is not None or (state.read_state("claim", env) or first)["pid"] != first["pid"], timeout=60)
+        assert claimant.poll() is not None, "a start that did not hold the lock started a second gateway"
+        out, err = claimant.communicate(timeout=10)
+        assert claimant.returncode == 0, err
+        answer = json.loads(out)
+        assert answer["alreadyRunning"] is True and answer["pid"] == first["pid"]
+        assert pids_with("gateway", "start", "claim") == [first["pid"]]
+    finally:
+        for fd in fds:
+            os.close(fd)
+        if claimant.poll() is None:
+            claimant.terminate()
+            claimant.communicate(timeout=30)
+        toolscript("gateway", "stop", "--session", "claim", env=env, cwd=tmp_path)
+        if state.pid_alive(first["pid"]):
+            os.kill(first["pid"], signal.SIGTERM)
+    assert wait_for(lambda: not state.pid_alive(first["pid"]))
+
+
+@pytest.mark.timeout(60)
+def test_a_detached_gateway_lets_the_start_lock_go_once_it_is_live(tmp_path):
+    env = base_env(tmp_path)
+    info = json.loads(toolscript("gateway", "start", "--detach", "--session", "free", "--json", env=env, cwd=tmp_path).stdout)
+    lock_file = state.lock_path("free", env)
+
+    def lock_free():
+        try:
+            with state.session_lock("free", 0, env):
+                return True
+        except UserError:
+            return False
+
+    try:
+        assert wait_for(lock_free)
+        # The gateway keeps no copy of the lock's descriptor, and so passes none to its servers.
+        held = []
+        for name in os.listdir(f"/proc/{info['pid']}/fd"):
+            try:
+                held.append(os.readlink(f"/proc/{info['pid']}/fd/{name}"))
+            except OSError:
+                pass
+        assert lock_file not in held
+    finally:
+        toolscript("gateway", "stop", "--session", "free", env=env, cwd=tmp_path)
 
 
 def test_outdated_session_url_falls_back_and_never_orphans_the_live_gateway(tmp_path):

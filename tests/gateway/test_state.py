@@ -11,6 +11,30 @@ from toolscript.gateway import state
 from toolscript.gateway.service import Gateway
 
 
+def test_only_a_descriptor_that_already_holds_the_session_lock_is_adopted(tmp_path):
+    environ = {"TOOLSCRIPT_STATE_DIR": str(tmp_path / "state")}
+    other = os.open(str(tmp_path / "other"), os.O_RDWR | os.O_CREAT, 0o600)
+    free = os.open(state.lock_path("s", environ), os.O_RDWR | os.O_CREAT, 0o600)
+    closed = os.dup(other)
+    os.close(closed)
+    try:
+        assert not state.adopt_lock("s", other, environ)  # not the lock file
+        assert not state.adopt_lock("s", closed, environ)  # not open
+        assert not state.adopt_lock("s", free, environ)  # the lock file, but nobody holds its lock
+        with state.session_lock("s", 5, environ) as fd:
+            assert not state.adopt_lock("s", free, environ)  # held, but through another open of the file
+            inherited = os.dup(fd)  # what a child inherits: the very open file that holds the lock
+            assert not state.adopt_lock("t", inherited, environ)  # another session's lock
+            assert state.adopt_lock("s", inherited, environ)
+            assert not os.get_inheritable(inherited)  # a gateway's servers do not get it
+            os.close(inherited)
+        with state.session_lock("s", 0, environ):
+            pass  # probing the free lock above did not keep it
+    finally:
+        os.close(other)
+        os.close(free)
+
+
 def test_health_session_is_text_and_matches_status(tmp_path):
     config = Config(servers={}, files=[], warnings=[])
     assert Gateway(config, workspace=str(tmp_path)).health()["session"] == "default"
