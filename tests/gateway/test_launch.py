@@ -105,8 +105,10 @@ def test_a_start_that_does_not_hold_the_lock_waits_for_it_and_finds_the_live_gat
     must end in "already running", never in a second gateway for the session.
     """
     env = base_env(tmp_path)
-    first = json.loads(toolscript("gateway", "start", "--detach", "--session", "claim", "--json", env=env, cwd=tmp_path).stdout)
-    argv = [sys.executable, "-m", "toolscript", "gateway", "start", "--session", "claim", "--json"]
+    workspace = str(tmp_path)  # tells this test's gateways from those of the other cases, running in parallel
+    start = ["gateway", "start", "--session", "claim", "--json", "--workspace", workspace]
+    first = json.loads(toolscript(*start, "--detach", env=env, cwd=tmp_path).stdout)
+    argv = [sys.executable, "-m", "toolscript", *start]
     claimant_env, fds = dict(env), []
     if claim == "old-variable":
         claimant_env["TOOLSCRIPT_GATEWAY_LOCK_HELD"] = "1"
@@ -124,7 +126,7 @@ def test_a_start_that_does_not_hold_the_lock_waits_for_it_and_finds_the_live_gat
         assert claimant.returncode == 0, err
         answer = json.loads(out)
         assert answer["alreadyRunning"] is True and answer["pid"] == first["pid"]
-        assert pids_with("gateway", "start", "claim") == [first["pid"]]
+        assert pids_with("gateway", "start", "claim", workspace) == [first["pid"]]
     finally:
         for fd in fds:
             os.close(fd)
