@@ -4,7 +4,7 @@ A tool's gateway-wide id is ``server__tool`` (server names cannot contain
 ``__``, so the first ``__`` splits an id unambiguously).  Built-in tools
 appear as server ``builtin``.  The catalog is rebuilt whenever an upstream
 connects, fails or reports ``tools/list_changed``; listeners (the MCP
-endpoint, later the search index and stub generator) hear about each real
+endpoint, and ``derived``'s search index and stubs) hear about each real
 change.  A server that fails keeps its last known tools listed, so a call
 fails fast with the reason instead of the tool vanishing and reappearing.
 """
@@ -88,10 +88,6 @@ class Catalog:
         self._rebuilding = threading.Lock()  # one rebuild at a time
         self._listeners_lock = threading.Lock()
         self.rebuild()
-
-    @property
-    def version(self) -> int:
-        return self._snapshot.version
 
     def snapshot(self) -> Snapshot:
         """The current version, whole (a plain reference read: atomic)."""

@@ -9,7 +9,9 @@ signals a process that is not a toolscript gateway.
 
 ``start_or_reuse`` holds the session's start lock across "is one live? ->
 start one -> wait for its state file", so racing starts (two shells, a hook
-and a shell) end with exactly one gateway, which all of them report.
+and a shell) end with exactly one gateway, which all of them report.  The
+detached child gets the locked descriptor itself (``--lock-fd``, see
+``daemon``) and holds the lock until its state file is written.
 """
 
 import os
@@ -26,9 +28,6 @@ from toolscript.gateway.client import GatewayClient, GatewayUnavailable, redact_
 
 READY_TIMEOUT = 15.0
 LOG_KEEP_BYTES = 1024 * 1024  # a session log larger than this is cut back at the next start
-# Set in a detached gateway's environment: its parent holds the session's start
-# lock and already checked that no gateway is live, so the child must not wait for it.
-LOCK_HELD_VAR = "TOOLSCRIPT_GATEWAY_LOCK_HELD"
 
 
 def start_or_reuse(session: Optional[str], *, timeout: float = READY_TIMEOUT, probe_timeout: float = 2.0, **start: Any) -> Tuple[Dict[str, Any], bool]:
@@ -39,11 +38,11 @@ def start_or_reuse(session: Optional[str], *, timeout: float = READY_TIMEOUT, pr
     lock finds the gateway its predecessor started.  ``start`` are
     ``start_detached``'s keyword arguments.
     """
-    with state.session_lock(session, timeout + probe_timeout):
+    with state.session_lock(session, timeout + probe_timeout) as lock_fd:
         running = live_gateway(session, probe_timeout)
         if running is not None:
             return running, True
-        return start_detached(session, timeout=timeout, **start), False
+        return start_detached(session, timeout=timeout, lock_fd=lock_fd, **start), False
 
 
 def live_gateway(session: Optional[str], probe_timeout: float = 2.0) -> Optional[Dict[str, Any]]:
@@ -61,6 +60,7 @@ def live_gateway(session: Optional[str], probe_timeout: float = 2.0) -> Optional
 def start_detached(
     session: Optional[str],
     *,
+    lock_fd: int,
     workspace: str,
     config_paths: Optional[List[str]] = None,
     host: str = "127.0.0.1",
@@ -72,7 +72,9 @@ def start_detached(
 ) -> Dict[str, Any]:
     """Start a gateway in the background; return its state once its port is open.
 
-    The caller holds the session's lock (``start_or_reuse``).
+    The caller holds the session's lock (``start_or_reuse``) through
+    ``lock_fd``: the child inherits that descriptor and holds the lock until
+    it has written its state file.
 
     ``cwd`` is where the gateway runs, so ``./.toolscript.json`` there is read.
     ``exit_with`` is a pid (Claude Code's) whose exit also ends the gateway.
@@ -88,14 +90,16 @@ def start_detached(
         argv += ["--config", ",".join(config_paths)]
     if exit_with:
         argv += ["--exit-with", str(exit_with)]
+    argv += ["--lock-fd", str(lock_fd)]
     log_file = state.log_path(session)
     _trim(log_file)
-    env = dict(os.environ, **extra_env, TOOLSCRIPT_GATEWAY_LOG=log_file)
-    env[LOCK_HELD_VAR] = "1"
+    env = dict(os.environ, **extra_env)
+    env[state.LOG_VAR] = log_file
     with open(log_file, "ab") as log:
         os.chmod(log_file, 0o600)
         child = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd=cwd, start_new_session=True, close_fds=True
+            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd=cwd, start_new_session=True, close_fds=True,
+            pass_fds=(lock_fd,),
         )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

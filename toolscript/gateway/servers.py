@@ -116,7 +116,7 @@ def probe(server: ServerConfig) -> Dict[str, Any]:
 
 
 def auth_required(exc: BaseException) -> Optional[BaseException]:
-    """The ``oauth.AuthRequired`` behind ``exc`` (itself, or what it was raised from), or None."""
+    """The ``mcp.auth.flow.AuthRequired`` behind ``exc`` (itself, or what it was raised from), or None."""
     if "toolscript.mcp.auth.flow" not in sys.modules:
         return None  # nothing has used OAuth in this process: it cannot be an OAuth failure
     from toolscript.mcp.auth.flow import AuthRequired
@@ -139,9 +139,8 @@ def is_oauth_error(exc: BaseException) -> bool:
     return isinstance(exc, OAuthError)
 
 
-
 def _note_auth(report: Dict[str, Any], exc: BaseException, name: str) -> bool:
-    """Report an ``oauth.AuthRequired`` (``exc`` or its cause) as "needs auth: run toolscript auth NAME"; True when it was one."""
+    """Report an ``AuthRequired`` (``exc`` or its cause) as "needs auth: run toolscript auth NAME"; True when it was one."""
     if auth_required(exc) is None:
         return False
     report["error"] = f"needs auth: run toolscript auth {name}"

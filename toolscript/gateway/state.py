@@ -1,20 +1,25 @@
 """Gateway state files: how commands and hooks find a running gateway.
 
-One JSON file per session in ``<state dir>/gateways/<session>.json`` (the
-session is ``--session ID``, else ``default``), holding the URL (which embeds
-the token), pid, log path and start time.  It is written atomically with mode
-0600 in a 0700 directory.  ``is_our_gateway`` guards ``stop``: a pid from a
-stale file may since have been given to an unrelated process.
+A gateway serves one *session*: the Claude Code session it was started for
+(``--session ID``, else ``CLAUDE_CODE_SESSION_ID``, else ``default``).  Its
+files are named after it, in ``<state dir>/gateways/``: ``<session>.json``
+holds the URL (which embeds the token), pid, log path and start time, written
+atomically with mode 0600 in a 0700 directory; ``<session>.log`` is a detached
+gateway's log.  ``is_our_gateway`` guards ``stop``: a pid from a stale file
+may since have been given to an unrelated process.
 
 ``session_lock`` (an exclusive ``flock`` on ``<session>.lock`` next to the
 state file) makes "is one live? -> start one -> wait for its state file" one
-step: however many starts race, one gateway serves the session.
+step: however many starts race, one gateway serves the session.  A detached
+gateway inherits its parent's locked descriptor; ``adopt_lock`` checks that a
+descriptor really is that lock before the child relies on it.
 """
 
 import contextlib
 import fcntl
 import json
 import os
+import stat
 import time
 from typing import Any, Dict, Iterator, Mapping, Optional
 
@@ -22,6 +27,8 @@ from toolscript import paths
 from toolscript.errors import UserError
 
 DEFAULT_SESSION = "default"
+# Set in a detached gateway's environment: the log file its output goes to.
+LOG_VAR = "TOOLSCRIPT_GATEWAY_LOG"
 
 
 def gateways_dir(environ: Optional[Mapping[str, str]] = None) -> str:
@@ -46,8 +53,8 @@ def text_session(session: str) -> str:
 
 
 @contextlib.contextmanager
-def session_lock(session: Optional[str], timeout: float, environ: Optional[Mapping[str, str]] = None) -> Iterator[None]:
-    """Hold the session's exclusive start lock (waiting up to ``timeout`` seconds for it)."""
+def session_lock(session: Optional[str], timeout: float, environ: Optional[Mapping[str, str]] = None) -> Iterator[int]:
+    """Hold the session's exclusive start lock (waiting up to ``timeout`` seconds for it); yields its descriptor."""
     path = lock_path(session, environ)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
@@ -64,9 +71,45 @@ def session_lock(session: Optional[str], timeout: float, environ: Optional[Mappi
                         f"after {timeout:g}s; try again in a moment"
                     ) from None
                 time.sleep(0.05)
-        yield
+        yield fd
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def adopt_lock(session: Optional[str], fd: int, environ: Optional[Mapping[str, str]] = None) -> bool:
+    """True when ``fd`` is open on the session's lock file and already holds its lock.
+
+    That is a descriptor inherited from the start that locked it (the lock
+    belongs to the open file, which parent and child share).  A descriptor of
+    another file, or of the lock file while the lock is free or held through
+    another open, is refused and left alone, so a wrong or stale number never
+    lets a start skip the lock.  On True the caller owns ``fd``: closing it
+    (and the parent's copy) lets the lock go.
+    """
+    try:
+        held = os.fstat(fd)
+        path = lock_path(session, environ)
+        named = os.stat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(held.st_mode) or (held.st_dev, held.st_ino) != (named.st_dev, named.st_ino):
+        return False
+    # Someone holds the lock if a fresh open of the file cannot take it ...
+    probe = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False  # free: nobody handed a held lock down
+    except BlockingIOError:
+        pass
+    finally:
+        os.close(probe)
+    # ... and that someone is ``fd``'s open file if locking through it succeeds.
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    os.set_inheritable(fd, False)  # nothing this gateway starts may hold the lock on
+    return True
 
 
 def _stem(session: Optional[str]) -> str:
@@ -128,7 +171,6 @@ def pid_alive(pid: int) -> bool:
             return f.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
     except (OSError, IndexError):
         return True  # no /proc (macOS): kill(0) is all we can know
-
 
 
 def is_our_gateway(pid: int) -> bool:

@@ -13,7 +13,7 @@ signing in needs no gateway restart.  Calls to a server that is not ready fail
 at once with the reason instead of waiting.
 
 http/sse servers get a ``BearerAuth`` over the token store
-(``mcp.oauth_store``): the stored token goes on every request, is refreshed
+(``mcp.auth.store``): the stored token goes on every request, is refreshed
 before it expires, and the refreshed one is stored again.
 
 One worker thread per upstream does everything that is not a call: connect,

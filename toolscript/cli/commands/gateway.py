@@ -1,23 +1,14 @@
 """``toolscript gateway start|status|stop``: run and manage the per-session gateway."""
 
 import argparse
-import contextlib
 import os
-import select
 import shlex
-import signal
 import sys
-import threading
-import time
-from typing import Callable, Optional
 
 from toolscript.cli.args import add_action
 from toolscript.errors import UserError
 from toolscript.cli.output import echo, format_table, print_json
 
-SUMMARY = "start, inspect or stop the gateway"
-SHUTDOWN_GRACE = 15.0  # seconds a stopping gateway may take before it exits regardless
-_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
 DESCRIPTION = """\
 The gateway serves the built-in tools and every configured MCP server behind
 one loopback URL that carries a fresh random token:
@@ -31,7 +22,6 @@ examples:
   toolscript gateway stop                        stop the gateway of this session
   toolscript gateway start --detach --session S  one gateway per Claude Code session
 """
-
 
 
 def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
@@ -53,6 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
     start.add_argument("--detach", action="store_true", help="run in the background; return once it listens")
     start.add_argument("--workspace", metavar="DIR", help="the directory file built-ins may read (default: the current one)")
     start.add_argument("--exit-with", type=int, metavar="PID", help="stop when this process exits (the hook passes Claude Code's pid)")
+    # Internal: the descriptor of the session's start lock a detached gateway's parent holds (see gateway.daemon).
+    start.add_argument("--lock-fd", type=int, help=argparse.SUPPRESS)
     add_action(
         actions, "status", common, "health of the gateway and its servers",
         "Is the gateway reachable, is the token valid, and what state is each server in?\n"
@@ -94,7 +86,7 @@ def _check_host(args: argparse.Namespace) -> None:
 
 def run_start(args: argparse.Namespace) -> int:
     from toolscript.config import load as configuration
-    from toolscript.gateway import launch, state
+    from toolscript.gateway import daemon, launch
 
     _check_host(args)
     session = _session(args)
@@ -110,147 +102,33 @@ def run_start(args: argparse.Namespace) -> int:
         )
         _announce(args, info, already=already)
         return 0
-    # A detached gateway's parent holds the session lock and has checked for
-    # a live gateway already; anyone else checks, binds and writes the state
-    # file under the lock, so racing starts leave one gateway.
-    if os.environ.pop(launch.LOCK_HELD_VAR, None) == "1":
-        return _serve(args, _load_config(configuration, args), session, state)
-    lock = contextlib.ExitStack()
-    lock.enter_context(state.session_lock(session, launch.READY_TIMEOUT))
-    try:
-        running = launch.live_gateway(session)
+    # Check, bind and write the state file under the session's lock, so racing starts leave one gateway.
+    with daemon.StartLock(session, args.lock_fd) as lock:
+        # A detached gateway's parent checked under the lock it handed down.
+        running = None if lock.handed_down else launch.live_gateway(session)
         if running is not None:
             _announce(args, running, already=True)
             return 0
-        return _serve(args, _load_config(configuration, args), session, state, release_lock=lock.close)
-    finally:
-        lock.close()
+        config = configuration.load_config(args.config_paths)
+        for warning in config.warnings:
+            echo(f"toolscript: warning: {warning}", file=sys.stderr)
+        return daemon.serve(
+            config,
+            session,
+            workspace=args.workspace or os.getcwd(),
+            host=args.host,
+            port=args.port,
+            exit_with=args.exit_with,
+            release_lock=lock.release,
+            on_listening=lambda info, gateway: _listening(args, info, gateway),
+        )
 
 
-def _load_config(configuration, args):
-    config = configuration.load_config(args.config_paths)
-    for warning in config.warnings:
-        echo(f"toolscript: warning: {warning}", file=sys.stderr)
-    return config
-
-
-def _serve(args, config, session, state, release_lock: Optional[Callable[[], None]] = None) -> int:
-    """Serve until a signal (or ``--exit-with``'s process ending).
-
-    ``release_lock`` releases the session lock the caller took: once the
-    state file is written, the next start finds this gateway live.
-    """
-    from toolscript.gateway.http_api import serve
-    from toolscript.gateway.service import Gateway, kill_child_process_groups
-
-    workspace = os.path.abspath(args.workspace or os.getcwd())
-    # Before anything starts: a stop signal during start-up is noted, and the
-    # loop below then stops at once and cleanly (the default action would kill
-    # us and leave the state file and the servers behind).
-    signals = StopSignals()
-    gateway = Gateway(config, workspace=workspace, session=session)
-    try:
-        server, thread = serve(gateway, args.host, args.port)
-    except OSError as exc:
-        signals.close()
-        raise UserError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; pick another --port, or omit it") from exc
-    gateway.start()
-    log_file = os.environ.get("TOOLSCRIPT_GATEWAY_LOG")
-    info = state.new_state(server.url, os.getpid(), session, log_file, workspace)
-    state.write_state(session, info)
-    if release_lock is not None:
-        release_lock()
-    if not log_file:
-        # Detached, our stdout is the log file and the parent reads the state
-        # file instead: the token-bearing URL stays out of the log.
-        _announce(args, info)
-        if not args.json:
-            _print_usage_hint(info["url"], gateway)
-    owner = args.exit_with
-    # Without --exit-with nothing but a signal stops us.
-    wait_for_stop(signals, (lambda: state.pid_alive(owner)) if owner else None)
-    # A wedged upstream must not keep a stopping gateway alive.
-    threading.Thread(target=_exit_after, args=(SHUTDOWN_GRACE, gateway), daemon=True).start()
-    server.shutdown_all()
-    gateway.stop()
-    kill_child_process_groups()  # a server still mid-handshake must not outlive us
-    state.remove_state(session, pid=os.getpid())
-    if log_file and log_file == state.log_path(session):
-        _remove_log(log_file)
-    return 0
-
-
-class StopSignals:
-    """SIGTERM, SIGINT and SIGHUP as something the main thread waits for.
-
-    A Python signal handler runs in the main thread between two bytecodes,
-    possibly while that thread holds a lock (an Event's, logging's, a buffered
-    file's); a handler that takes such a lock again hangs the process for good,
-    and a gateway that never exits keeps its servers alive too.  So the handler
-    here does nothing at all: Python's C-level handler writes the signal's
-    number to a pipe (``signal.set_wakeup_fd``), and :meth:`wait` selects on it.
-    Blocking the signals and ``sigwait`` would be the other lock-free way, but
-    a blocked mask is inherited by every server process we start.
-    """
-
-    def __init__(self) -> None:
-        self._read, self._write = os.pipe()
-        for fd in (self._read, self._write):
-            os.set_blocking(fd, False)  # set_wakeup_fd needs it; the C handler must never block
-        self._previous_fd = signal.set_wakeup_fd(self._write)
-        self._previous = {}
-        for signum in _STOP_SIGNALS:
-            self._previous[signum] = signal.signal(signum, _note_only)
-
-    def wait(self, timeout: float) -> bool:
-        """True once a stop signal has arrived; False after ``timeout`` seconds without one."""
-        deadline = time.monotonic() + timeout
-        while True:
-            ready, _, _ = select.select([self._read], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                return False
-            try:
-                numbers = os.read(self._read, 512)
-            except (BlockingIOError, InterruptedError):
-                numbers = b""
-            # Another signal with a Python handler (none of ours) wakes us too: keep waiting.
-            if any(number in _STOP_SIGNALS for number in numbers):
-                return True
-
-    def close(self) -> None:
-        """Give the signals back to the handlers they had before, and close the pipe."""
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-        signal.set_wakeup_fd(self._previous_fd)
-        os.close(self._read)
-        os.close(self._write)
-
-
-def _note_only(signum, frame) -> None:
-    """The stop signals' Python handler: nothing, the wake-up byte is the message (see StopSignals)."""
-
-
-def wait_for_stop(signals: StopSignals, owner_alive: Optional[Callable[[], bool]] = None, poll: float = 0.5) -> None:
-    """Return when a stop signal arrives, or when ``owner_alive`` (checked every ``poll`` seconds) says no."""
-    while not signals.wait(poll):
-        if owner_alive is not None and not owner_alive():
-            return  # the session that owned us is gone without saying goodbye
-
-
-def _remove_log(path: str) -> None:
-    """A cleanly stopped gateway's session log goes: one per session would pile up (a failed start's log stays)."""
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
-def _exit_after(seconds: float, gateway) -> None:
-    import time
-
-    time.sleep(seconds)
-    gateway.kill_children()  # os._exit would orphan them: they run in process groups of their own
-    os._exit(1)
+def _listening(args: argparse.Namespace, info, gateway) -> None:
+    """Tell the user of a foreground gateway where it listens (and, without --json, how to use it)."""
+    _announce(args, info)
+    if not args.json:
+        _print_usage_hint(info["url"], gateway)
 
 
 def _announce(args, info, already: bool = False) -> None:

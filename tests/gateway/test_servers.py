@@ -1,4 +1,4 @@
-"""``toolscript servers check`` end to end: the built pyz, run isolated (``python3 -I``),
+"""``toolscript servers check`` (``servers.probe_all``) end to end: the built pyz, run isolated (``python3 -I``),
 against server-everything on stdio, Streamable HTTP and legacy SSE, plus our fixture
 servers failing in the ways users meet (exit at start, hang, wrong credentials).
 """

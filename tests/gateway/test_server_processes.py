@@ -2,9 +2,10 @@
 
 A stdio server runs in a process group of its own, and stopping it signals
 that group; a grandchild that called ``setsid()`` is in another group (and
-session) and used to outlive ``gateway stop``.  These servers never answer
-``initialize`` (they stay ``connecting``) and start a grandchild that leaves
-the group, in the two ways a program does it:
+session), which signalling the group alone would leave running after
+``gateway stop``.  These servers never answer ``initialize`` (they stay
+``connecting``) and start a grandchild that leaves the group, in the two ways
+a program does it:
 
 * ``setsid``: a child that starts a session of its own while the server lives;
 * ``daemon``: the classic double fork, whose middle process exits at once, so
