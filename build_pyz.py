@@ -30,8 +30,9 @@ SHEBANG = b"#!/usr/bin/env python3\n"
 # 1980-01-01 is the earliest time a zip entry can carry.
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 # Files besides modules the package reads with pkgutil.get_data (the TypeScript runtime the gateway
-# serves, the word-vector table and thesaurus toolscript/search/ loads).
-PACKAGE_DATA = (".ts", ".bin", ".tsv")
+# serves, the word-vector table and thesaurus toolscript/search/ loads, the hook scripts
+# `toolscript setup` installs).
+PACKAGE_DATA = (".ts", ".bin", ".tsv", ".sh")
 MAIN = b'''\
 # Entry point of toolscript.pyz (written by build_pyz.py).
 from toolscript.__main__ import main

@@ -3,7 +3,7 @@
     python3 bench/suggest_eval.py [--split dev|heldout|both] [--misses]
 
 prints one JSON object: for each backend row ("local", "oracle") and each
-split, the figures that `tests/test_suggest_local.py` holds floors on:
+split, the figures that `tests/claude_code/test_suggest_local.py` holds floors on:
 
 * skills: precision (suggested skills that are labelled / suggested skills)
   and recall (labelled skills suggested / labelled skills), over all prompts;

@@ -106,8 +106,10 @@ def test_archive_entries_sorted_fixed_time_no_pycache(pyz):
     assert len(names) == len(set(names)), "duplicate entries"
     sources = {os.path.relpath(p, REPO_ROOT).replace(os.sep, "/") for p in package_sources()}
     expected = {"__main__.py"} | sources | {name + "c" for name in sources}
-    assert set(names) == expected | {"toolscript/gateway/runtime.ts", "toolscript/search/data/embeddings.bin",
-                                 "toolscript/search/data/thesaurus.tsv"}
+    hook_scripts = {f"toolscript/claude_code/hook_scripts/{event}.sh"
+                    for event in ("session-start", "user-prompt-submit", "post-tool-use", "stop", "session-end")}
+    assert set(names) == expected | hook_scripts | {"toolscript/gateway/runtime.ts", "toolscript/search/data/embeddings.bin",
+                                                    "toolscript/search/data/thesaurus.tsv"}
     for info in infos:
         assert info.date_time == FIXED_TIME, f"{info.filename} has timestamp {info.date_time}"
         assert "__pycache__" not in info.filename

@@ -1,1 +1,1 @@
-"""Claude Code glue: the hook contract and event table, session start and end, suggestions, skills, memory's hooks."""
+"""Claude Code glue: the hook contract and event table, the gateway's and memory's hook handlers, suggestions, skills, setup."""

@@ -1,13 +1,16 @@
 """The Claude Code hook contract: read the event, answer with nothing or one JSON object.
 
-A hook must never break the user's session.  ``run`` therefore always
-returns exit status 0, prints either nothing or exactly one valid JSON object
-(with ``hookSpecificOutput.hookEventName`` set, without which Claude Code
-drops the whole answer), and sends every failure to a log file, never to the
-terminal.  Facts relied on (observed on the real binary, see the project
-notes): the event arrives as one JSON object on stdin; stdout that starts with
-``{`` but is not valid JSON is injected verbatim into the model's context;
-``CLAUDE_ENV_FILE`` is offered to SessionStart only.
+Every hook handler imports this module (and nothing of the dispatcher,
+``toolscript.claude_code.events``, which imports the handlers).
+
+A hook must never break the user's Claude Code session.  ``run`` therefore
+always returns exit status 0, prints either nothing or exactly one valid JSON
+object (with ``hookSpecificOutput.hookEventName`` set, without which Claude
+Code drops the whole answer), and sends every failure to a log file, never to
+the terminal.  Facts relied on, observed on the real claude CLI: the event
+arrives as one JSON object on stdin; stdout that starts with ``{`` but is not
+valid JSON is injected verbatim into the model's context; ``CLAUDE_ENV_FILE``
+is offered to SessionStart only.
 
 ``TOOLSCRIPT_HOOKS_DISABLED=1`` turns every hook into a no-op: toolscript sets
 it for model calls it starts itself, so they do not fire our hooks again.
@@ -18,7 +21,7 @@ import logging
 import os
 import sys
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, TextIO, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, TextIO
 
 DISABLE_VAR = "TOOLSCRIPT_HOOKS_DISABLED"
 MAX_EVENT_BYTES = 8 * 1024 * 1024
@@ -102,7 +105,8 @@ def run(event_name: str, handler: Callable[[Event], Optional[Dict[str, Any]]], *
 CONTEXT_EVENTS = ("SessionStart",)
 
 
-def _failure_text(event_name: str, exc: BaseException) -> str:
+def failure_text(event_name: str, exc: BaseException) -> str:
+    """The one context line that tells the model a hook failed, and what to check."""
     return (
         f"toolscript: the {event_name} hook failed ({type(exc).__name__}; details in {LOG_NAME} in toolscript's state "
         "directory), so this session may have no gateway. Check with: toolscript gateway status"
@@ -111,7 +115,7 @@ def _failure_text(event_name: str, exc: BaseException) -> str:
 
 def _tell_failure(event_name: str, exc: BaseException, stdout: TextIO) -> None:
     """A failed hook is not silent: one context line says what happened and what to do."""
-    text = _failure_text(event_name, exc)
+    text = failure_text(event_name, exc)
     try:
         stdout.write(json.dumps(additional_context(event_name, text)) + "\n")
         stdout.flush()
@@ -145,133 +149,3 @@ def logger() -> logging.Logger:
     log.addHandler(handler)
     _LOGGER = log
     return log
-
-
-# -- which code answers which event -----------------------------------------------------------------
-
-# ``toolscript hook NAME``: Claude Code's event name and the handlers, in order, each ``function(event)`` returning a
-# hook answer (a dict), a context text, or None.  Their texts are merged into the ONE JSON object Claude Code reads.
-EVENTS: Dict[str, Tuple[str, Tuple[Tuple[str, str], ...]]] = {
-    "session-start": ("SessionStart", (("toolscript.claude_code.lifecycle", "session_start"), ("toolscript.claude_code.memory_hooks", "session_start"))),
-    "user-prompt-submit": ("UserPromptSubmit", (("toolscript.claude_code.memory_hooks", "prompt"), ("toolscript.claude_code.suggest", "prompt_hook"))),
-    "post-tool-use": ("PostToolUse", (("toolscript.claude_code.memory_hooks", "post_tool_use"),)),
-    "stop": ("Stop", (("toolscript.claude_code.memory_hooks", "stop"),)),
-    "session-end": ("SessionEnd", (("toolscript.claude_code.lifecycle", "session_end"), ("toolscript.claude_code.memory_hooks", "session_end"))),
-}
-SEPARATOR = "\n\n"
-
-
-def context_of(answer: Any) -> str:
-    """The ``additionalContext`` text of a handler's answer (a hook answer dict or a plain text), or ""."""
-    if isinstance(answer, str):
-        return answer.strip()
-    if isinstance(answer, dict):
-        specific = answer.get("hookSpecificOutput")
-        if isinstance(specific, dict) and isinstance(specific.get("additionalContext"), str):
-            return specific["additionalContext"].strip()
-    return ""
-
-
-def run_event(name: str) -> int:
-    """Run the hook ``name`` (``session-start``, ...): always 0; an unknown name (a newer plugin) is a logged no-op.
-
-    Each handler runs on its own (one failing leaves the others' answers
-    intact); their texts are merged.  On SIGTERM (Claude Code's timeout) the
-    texts ready so far are printed and the process ends (spec 003 EC-P6-02).
-    """
-    import importlib
-    import signal
-
-    if name not in EVENTS:
-        logger().warning("unknown hook event %r ignored (known: %s)", name, ", ".join(sorted(EVENTS)))
-        return 0
-    event_name, handlers = EVENTS[name]
-    _route_package_logs()
-    ready: List[str] = []
-    started = time.monotonic()
-
-    log_fd = _log_fd()
-
-    def on_term(signum: int, frame: Any) -> None:
-        # It runs between two bytecodes of the main thread, which may be inside a
-        # locked write of the log or of stdout: logging or sys.stdout here would
-        # re-enter them (a RuntimeError traceback on stderr, or a hang).  So only
-        # os.write to the file descriptors, then the exit.
-        note = f"{time.strftime('%Y-%m-%d %H:%M:%S')} {os.getpid()} WARNING {event_name}: timeout after {(time.monotonic() - started) * 1000:.0f} ms, returning partial results\n"
-        if log_fd is not None:
-            _write_fd(log_fd, note.encode("utf-8", "replace"))
-        if ready:
-            answer = json.dumps(additional_context(event_name, SEPARATOR.join(ready)), ensure_ascii=False) + "\n"
-            _write_fd(1, answer.encode("utf-8", "replace"))
-        os._exit(0)
-
-    try:
-        signal.signal(signal.SIGTERM, on_term)
-    except (ValueError, OSError):  # not the main thread (tests): no partial answer on SIGTERM
-        pass
-
-    def merged(event: Event) -> Optional[Dict[str, Any]]:
-        for module, function in handlers:
-            try:
-                # Imported inside the guard: even an import failure must end as exit 0 and a log line.
-                text = context_of(getattr(importlib.import_module(module), function)(event))
-            except Exception as exc:  # noqa: BLE001 - one handler's failure must not cost the others' answers
-                logger().exception("%s: %s.%s failed", event_name, module, function)
-                text = _failure_text(event_name, exc) if (module, function) == handlers[0] and event_name in CONTEXT_EVENTS else ""
-            if text:
-                ready.append(text)
-        return additional_context(event_name, SEPARATOR.join(ready)) if ready else None
-
-    return run(event_name, merged)
-
-
-def _log_fd() -> Optional[int]:
-    """The hooks log's file descriptor, for writes that must not take the logging module's locks."""
-    for handler in logger().handlers:
-        stream = getattr(handler, "stream", None)
-        try:
-            return stream.fileno() if stream is not None else None
-        except (OSError, ValueError, AttributeError):
-            return None
-    return None
-
-
-def _write_fd(fd: int, data: bytes) -> None:
-    """All of ``data`` to ``fd`` with os.write alone (safe in a signal handler); errors are dropped."""
-    try:
-        while data:
-            data = data[os.write(fd, data):]
-    except OSError:
-        pass
-
-
-def _route_package_logs() -> None:
-    """Every toolscript logger's lines (the gateway launch, memory, suggestions) go to the hooks log, never to stderr."""
-    hooks = logger()
-    package = logging.getLogger("toolscript")
-    package.propagate = False  # else Python's last-resort handler prints warnings on the hook's stderr
-    package.setLevel(hooks.level)
-    for handler in hooks.handlers:
-        if handler not in package.handlers:
-            package.addHandler(handler)
-
-
-def main_fast(name: str) -> None:
-    """``toolscript hook NAME`` without the CLI: no argparse, no command table (it runs on every prompt).
-
-    ``toolscript/__main__.py`` calls this for exactly ``hook NAME``; anything
-    else (options, ``--help``) goes through the full CLI.  Like ``cli.exit_main``
-    it ends the process without interpreter teardown once the answer is out.
-    """
-    code = 0
-    try:
-        code = run_event(name)
-    finally:
-        if "logging" in sys.modules:
-            sys.modules["logging"].shutdown()
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-    os._exit(code)

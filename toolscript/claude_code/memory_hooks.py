@@ -1,14 +1,16 @@
-"""What memory does in each Claude Code hook: record the session's work, and bring earlier work back.
+"""What memory does in each Claude Code hook: record the Claude Code session's work, and bring earlier work back.
 
-Called by ``toolscript.claude_code.hooks`` (``toolscript hook <event>``) next to the
-gateway's and the suggestions' handlers for the same event; each function
-returns the hook answer's ``additionalContext`` text (or None) and
-``hookio`` merges every handler's text into the one JSON object Claude Code
-reads.  The event comes as stdin JSON (``session_id``, ``cwd``, ``prompt``,
-``tool_name``, ``tool_input``, ``tool_response``, ``last_assistant_message``,
-``stop_hook_active``); spec 003's environment variables (``USER_PROMPT``,
-``TOOL_NAME``, ``TOOL_INPUT``, ``TOOL_OUTPUT``, ``RESPONSE_SUMMARY``,
-``CLAUDE_SESSION_ID``) fill what stdin lacks.
+The event table (``toolscript.claude_code.events``, ``toolscript hook <event>``)
+calls these next to the gateway's and the suggestions' handlers for the same
+event; each function returns the hook answer's ``additionalContext`` text (or
+None) and the table merges every handler's text into the one JSON object
+Claude Code reads.  "Session" here is Claude Code's session (its
+``session_id``), which memory records as one session of work.  The event comes
+as stdin JSON (``session_id``, ``cwd``, ``prompt``, ``tool_name``,
+``tool_input``, ``tool_response``, ``last_assistant_message``,
+``stop_hook_active``); the environment variables ``USER_PROMPT``,
+``TOOL_NAME``, ``TOOL_INPUT``, ``TOOL_OUTPUT``, ``RESPONSE_SUMMARY`` and
+``CLAUDE_SESSION_ID`` fill what stdin lacks.
 
 - SessionStart: the session is recorded (idempotent) and the project's recent
   work from earlier sessions is injected.
@@ -16,7 +18,7 @@ reads.  The event comes as stdin JSON (``session_id``, ``cwd``, ``prompt``,
   note when the prompt leaves the session's recent work.
 - PostToolUse: one line per action; after an Edit, Write or Bash, a brief of
   related earlier work (at most one per ``briefInterval`` per session).
-  This is where spec 003's PreToolUse "brief" lands: Claude Code's PreToolUse
+  The brief comes after the action, not before it: Claude Code's PreToolUse
   cannot add context.
 - Stop: the answer (not when ``stop_hook_active``: a stop hook is already
   making the model continue, and its answer comes again at the next Stop).
@@ -37,13 +39,13 @@ BRIEFS_DIR = "memory-briefs"  # <state dir>/memory-briefs/<session>: its mtime i
 
 def _settings(event: Mapping[str, Any]) -> Tuple[Dict[str, Any], bool]:
     """(the memory settings for the event's project, whether memory is on)."""
+    from toolscript.claude_code import hooks
     from toolscript.config import keys as configkeys
-    from toolscript.claude_code import hooks as hookio
 
     cwd = event.get("cwd") if isinstance(event.get("cwd"), str) and os.path.isdir(event["cwd"]) else None
     settings, problems = configkeys.memory_settings(None, cwd)
     for problem in problems:
-        hookio.logger().warning("memory: %s (the default applies)", problem)
+        hooks.logger().warning("memory: %s (the default applies)", problem)
     flag = os.environ.get("TOOLSCRIPT_MEMORY", "").strip().lower()
     if flag in ("0", "false", "no", "off"):
         return settings, False

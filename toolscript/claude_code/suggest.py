@@ -1,7 +1,7 @@
 """Per-prompt suggestions: which skills and MCP tools might help with one prompt, as hook context.
 
 The pipeline behind ``toolscript context claude-usage-suggestion`` and the
-UserPromptSubmit hook (specs 000 and 002):
+UserPromptSubmit hook:
 
 1. skip prompts that need nothing (slash commands, greetings, acks, very
    short prompts: ``suggest_local.nothing_wanted``);
@@ -13,7 +13,7 @@ UserPromptSubmit hook (specs 000 and 002):
    (``toolscript.claude_code.suggest_local``).  A model's answer is cached for
    ``CACHE_TTL`` seconds, keyed by the prompt, the skill list and the model:
    the tool search below runs live every time, so a changed catalog is never
-   answered from the cache (spec 002's open question 1);
+   answered from the cache;
 4. search the session's gateway for each tool query, in parallel, without
    waiting for servers still connecting; keep hits over the score floor and
    near each query's best; de-duplicate; best ``maxTools``;
@@ -24,6 +24,10 @@ Nothing here raises on a backend, network or file problem: the problem is
 logged and recorded in ``Suggestion.errors``, and the answer is what could
 still be worked out (skills without tools, the local ranker's answer, or
 nothing).  The whole thing stays within ``timeout`` seconds (5 by default).
+
+"Session" here is Claude Code's session (the hook event's ``session_id``):
+its gateway is the one the SessionStart hook started under that id, and the
+model rate limit counts per session.
 """
 
 import json
@@ -48,7 +52,7 @@ MAX_DESCRIPTION_CHARS = 240  # of a skill description in the model's list
 MAX_CONTEXT_CHARS = 2500  # of the text added to Claude's context
 RELATIVE_CUT = 0.9  # keep a query's hits scoring at least this share of its best (bench/suggest_eval.py, dev half)
 SEARCH_MARGIN = 0.4  # seconds of the budget kept for the gateway search after the model answers
-CACHE_TTL = 300.0  # seconds (spec 002: "short-lived cache (5 min TTL)")
+CACHE_TTL = 300.0  # seconds: a repeated prompt within 5 minutes costs no second model call
 CACHE_ENTRIES = 200
 CACHE_NAME = "suggest-cache.json"
 RATE_DIR = "suggest-sessions"  # <state dir>/suggest-sessions/<session>: when that session last asked a model
@@ -217,7 +221,7 @@ def search_gateway(url: str, queries: Sequence[str], *, timeout: float, max_tool
         try:
             answer = GatewayClient(url, timeout=max(timeout, 0.05)).get(
                 "/search", q=query, limit=str(max_tools), threshold=f"{floor:g}", wait="0",
-                semantic="0")  # the floors were set on word scores (issue 13 left them as they were)
+                semantic="0")  # the floors were tuned on word scores, without the semantic signal
             hits = answer.get("results") if isinstance(answer, dict) else None
             results[index] = [h for h in hits if isinstance(h, dict)] if isinstance(hits, list) else []
         except Exception as exc:  # noqa: BLE001 - any failure of one query is that query's alone
@@ -498,10 +502,10 @@ def _session_gateway(session: Optional[str], env: Mapping[str, str]) -> Optional
 
 def prompt_hook(event: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """``toolscript hook user-prompt-submit``: the suggestion for the event's prompt, as the hook's answer (or None)."""
+    from toolscript.claude_code import hooks
     from toolscript.config import keys as configkeys
-    from toolscript.claude_code import hooks as hookio
 
-    log = hookio.logger()  # the pipeline's own lines reach the same file: hookio.run_event routes every toolscript logger
+    log = hooks.logger()  # the pipeline's own lines reach the same file: events.run_event routes every toolscript logger
     env = os.environ
     prompt = event.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
@@ -522,7 +526,7 @@ def prompt_hook(event: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         backend = settings["backend"]
     session = event.get("session_id") or None
     result = suggest(
-        hookio.valid_text(prompt),
+        hooks.valid_text(prompt),
         cwd=cwd,
         env=env,
         gateway_url=_session_gateway(session, env),

@@ -2,15 +2,15 @@
 
 Reads the event JSON on stdin, does the event's work, and prints nothing or
 one JSON object.  It always exits 0: a failure is logged to
-``<state dir>/hooks.log`` and the session goes on (see ``toolscript.claude_code.hooks``).
+``<state dir>/hooks.log`` and Claude Code's session goes on (the contract is
+``toolscript.claude_code.hooks``, the event table ``toolscript.claude_code.events``).
 """
 
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # argparse only for the annotations: the hook fast path (hookio.main_fast) never imports it
+if TYPE_CHECKING:  # argparse only for the annotations: the hook fast path (events.main_fast) never imports it
     import argparse
 
-SUMMARY = "run a Claude Code hook (used by the plugin)"
 DESCRIPTION = """\
 Claude Code runs this from the plugin's hook scripts with the event JSON on
 stdin.  It always exits 0 and prints nothing or one JSON object; failures go
@@ -30,13 +30,13 @@ user-prompt-submit adds the skills and MCP tools that fit the prompt (see
 def add_arguments(parser: "argparse.ArgumentParser", common: "argparse.ArgumentParser") -> None:
     # Not argparse choices: a usage error exits 2, which *blocks* some Claude
     # Code events.  An unknown event (a newer plugin, an older zipapp) is a no-op.
-    from toolscript.claude_code.hooks import EVENTS
+    from toolscript.claude_code.events import EVENTS
 
     parser.add_argument("event", help="which hook: " + ", ".join(sorted(EVENTS)))
     parser.set_defaults(handler=run)
 
 
 def run(args: "argparse.Namespace") -> int:
-    from toolscript.claude_code import hooks as hookio
+    from toolscript.claude_code import events
 
-    return hookio.run_event(args.event)
+    return events.run_event(args.event)

@@ -35,9 +35,10 @@ def second(event):
 
 HOOK = """
 import sys
-from toolscript.claude_code import hooks as hookio
-hookio.EVENTS["probe"] = ("SessionStart", (("hookprobe", "first"), ("hookprobe", "second")))
-sys.exit(hookio.run_event("probe"))
+import hookprobe
+from toolscript.claude_code import events
+events.EVENTS["probe"] = ("SessionStart", (hookprobe.first, hookprobe.second))
+sys.exit(events.run_event("probe"))
 """
 
 

@@ -2,7 +2,7 @@
 
 The hooks run as Claude Code runs them: the plugin's shell scripts with the
 event JSON on stdin and CLAUDE_PLUGIN_ROOT / CLAUDE_ENV_FILE in the
-environment.  (tests/test_claude_e2e.py runs them under the real `claude`.)
+environment.  (tests/e2e/test_claude_e2e.py runs them under the real `claude`.)
 """
 
 import json

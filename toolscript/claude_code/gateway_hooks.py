@@ -1,4 +1,8 @@
-"""What happens when a Claude Code session starts and ends.
+"""The gateway in Claude Code's SessionStart and SessionEnd hooks: a Claude Code session's own gateway starts and stops.
+
+"Session" here is Claude Code's session: the hook event's ``session_id``
+names the gateway (``toolscript gateway start --session ID``) and its state
+file, so every hook of that Claude Code session finds the same gateway.
 
 SessionStart gives the session its own gateway (reusing a live one of the
 same session on resume/clear/compact), tied to Claude Code's pid so it cannot
@@ -20,7 +24,7 @@ import sys
 from typing import Any, Dict, List, Optional
 
 from toolscript import paths
-from toolscript.claude_code import hooks as hookio
+from toolscript.claude_code import hooks
 from toolscript.errors import UserError
 from toolscript.gateway import launch
 
@@ -28,18 +32,18 @@ START_TIMEOUT = 8.0  # seconds for the gateway's port to open; the hook's own ti
 END_WAIT = 1.0
 
 
-def session_start(event: hookio.Event) -> Optional[Dict[str, Any]]:
-    log = hookio.logger()
+def session_start(event: hooks.Event) -> Optional[Dict[str, Any]]:
+    log = hooks.logger()
     session = event["session_id"] or None
     cwd = event["cwd"]
     restart = f"toolscript gateway start --detach --session {shlex.quote(session or 'default')}"
-    problem = event.get(hookio.INPUT_PROBLEM)
+    problem = event.get(hooks.INPUT_PROBLEM)
     if problem is None and not os.path.isdir(cwd):
         problem = f"the session's working directory {cwd!r} does not exist"
     if problem:
         # Starting anyway would guess at the workspace; say what happened instead of staying silent.
         log.error("session %s: gateway not started: %s", session, problem)
-        return hookio.additional_context(
+        return hooks.additional_context(
             "SessionStart",
             f"toolscript: the gateway for this session was not started because {problem}. "
             f"Its tools are unavailable; start it from the project directory with: {restart}",
@@ -65,7 +69,7 @@ def session_start(event: hookio.Event) -> Optional[Dict[str, Any]]:
         log.error("session %s: gateway did not start: %s", session, failure)
     _update_env_file(os.environ.get("CLAUDE_ENV_FILE"), exports)
     if failure:
-        return hookio.additional_context(
+        return hooks.additional_context(
             "SessionStart",
             f"toolscript: the gateway for this session could not start ({failure}). "
             f"Its tools are unavailable until the problem is fixed and it is started with: {restart}",
@@ -73,7 +77,7 @@ def session_start(event: hookio.Event) -> Optional[Dict[str, Any]]:
     note = untrusted_note(cwd)
     if note:
         log.info("session %s: %s", session, note)
-        return hookio.additional_context("SessionStart", note)
+        return hooks.additional_context("SessionStart", note)
     return None
 
 
@@ -102,14 +106,14 @@ def untrusted_note(cwd: str) -> Optional[str]:
     )
 
 
-def session_end(event: hookio.Event) -> None:
+def session_end(event: hooks.Event) -> None:
     session = event["session_id"] or None
     try:
         pid = launch.stop(session, wait=END_WAIT, force=False)
     except UserError as exc:
-        hookio.logger().warning("session %s: %s", session, exc)
+        hooks.logger().warning("session %s: %s", session, exc)
         return None
-    hookio.logger().info("session %s: %s", session, f"stopped gateway pid {pid}" if pid else "no gateway to stop")
+    hooks.logger().info("session %s: %s", session, f"stopped gateway pid {pid}" if pid else "no gateway to stop")
     return None
 
 

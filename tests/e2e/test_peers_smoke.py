@@ -24,10 +24,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-try:
-    import peers
-except ImportError:  # tests/ turned into a package
-    from tests import peers  # type: ignore[no-redef]
+import peers
 
 T = TypeVar("T")
 

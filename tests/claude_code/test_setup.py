@@ -1,12 +1,13 @@
-"""``toolscript setup``: hooks in ``.claude/settings.json`` for a project without the plugin (spec 003 REQ-P6-05).
+"""``toolscript setup`` (``toolscript.claude_code.install``): hooks in ``.claude/settings.json`` for a project without the plugin.
 
 The command runs as a real process (the checkout through ``run_cli``, or the
-zipapp, which also copies itself into the project).  Covered: a fresh project
-(TC-P6-05), a merge that keeps custom keys and foreign hooks (TC-P6-09),
-idempotence, ``--force``, ``--undo`` back to the original bytes, invalid JSON
-(EC-P6-01), an unwritable ``.claude/`` (ERR-P6-03), a failing chmod (EC-P6-05),
-symlinks (followed inside the project, refused when they lead out), ``--dry-run``, the installed scripts themselves, and
-the real ``claude`` CLI running the hooks from the written settings.
+zipapp, which also copies itself into the project).  Covered: a fresh project,
+a merge that keeps custom keys and foreign hooks, idempotence, ``--force``,
+``--undo`` back to the original bytes, invalid JSON, an unwritable
+``.claude/``, a failing chmod, symlinks (followed inside the project, refused
+when they lead out), ``--dry-run`` and the installed scripts themselves.  The
+real ``claude`` CLI running the hooks from the written settings is
+tests/e2e/test_claude_setup_e2e.py.
 """
 
 import json
@@ -16,13 +17,13 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
+import zipfile
 from typing import Any, Dict, List, Optional
 
 import pytest
 
 from conftest import REPO_ROOT, missing_prerequisite, run_cli, run_pyz
-from toolscript.cli.commands import setup as setup_command
+from toolscript.claude_code import install
 
 EVENTS = {  # Claude Code event -> (script event, matcher, timeout in seconds)
     "SessionStart": ("session-start", None, 10),
@@ -114,10 +115,10 @@ def _assert_registered(settings: Dict[str, Any], project: str) -> None:
         script = os.path.join(project, ".claude", "hooks", f"toolscript-{script_event}.sh")
         mode = os.stat(script).st_mode
         assert stat.S_ISREG(mode) and mode & 0o111 == 0o111, f"{script} is not executable: {oct(mode)}"
-        assert _read(script).decode() == setup_command.hook_script(script_event)
+        assert _read(script) == install.hook_script(script_event)
 
 
-# --- TC-P6-05: a fresh project -------------------------------------------------------------------
+# --- a fresh project ------------------------------------------------------------------------------
 
 
 def test_fresh_project_gets_valid_settings_executable_scripts_and_the_zipapp(tmp_path, pyz):
@@ -151,7 +152,7 @@ def test_run_from_a_checkout_installs_no_zipapp_and_says_so(tmp_path):
     assert "not run from toolscript.pyz" in proc.stdout and "PATH" in proc.stdout
 
 
-# --- TC-P6-09: merging --------------------------------------------------------------------------
+# --- merging -------------------------------------------------------------------------------------
 
 
 def test_merge_keeps_custom_keys_and_foreign_hooks(tmp_path):
@@ -226,7 +227,7 @@ def test_an_edited_entry_of_ours_is_kept_and_force_replaces_it(tmp_path):
     assert forced["hooks"]["Stop"][0] == {"hooks": [{"type": "command", "command": "echo theirs"}]}
 
 
-# --- EC-P6-01: invalid JSON ---------------------------------------------------------------------
+# --- invalid JSON --------------------------------------------------------------------------------
 
 INVALID = '{\n  "model": "x",\n  "env": {"A": 1,}\n}\n'
 
@@ -406,7 +407,7 @@ def test_missing_claude_dir_is_created_for_another_project(tmp_path):
 
 
 def test_chmod_failure_names_the_script(tmp_path, monkeypatch, capsys):
-    """EC-P6-05: "Cannot set execute permission on .claude/hooks/X.sh: [error]"."""
+    """A script that cannot be made executable is named: "Cannot set execute permission on .claude/hooks/X.sh: [error]"."""
     from toolscript.cli import frame as cli
 
     project = _project(tmp_path)
@@ -551,17 +552,28 @@ def test_dry_run_prints_the_diff_and_writes_nothing(tmp_path):
 # --- the scripts --------------------------------------------------------------------------------
 
 
-def test_repository_hooks_dir_matches_what_setup_installs():
-    """hooks/*.sh are copies for people; setup writes hook_script()'s text (one source of truth)."""
-    names = sorted(name for name in os.listdir(os.path.join(REPO_ROOT, "hooks")) if name.endswith(".sh"))
-    assert names == sorted(f"{event}.sh" for event, _, _ in EVENTS.values())
+def test_setup_installs_the_packages_hook_scripts_one_per_event():
+    """The scripts are package data (hook_scripts/<event>.sh), one per event setup registers: each a thin call
+    of ``toolscript hook <event>`` carrying the marker --undo recognises its own scripts by."""
+    shipped = os.path.join(REPO_ROOT, "toolscript", "claude_code", install.SCRIPTS_DIR)
+    assert sorted(os.listdir(shipped)) == sorted(f"{event}.sh" for event, _, _ in EVENTS.values())
+    assert [(claude_event, event, matcher, timeout) for claude_event, (event, matcher, timeout) in EVENTS.items()] == list(install.HOOKS)
     for event, _, _ in EVENTS.values():
-        path = os.path.join(REPO_ROOT, "hooks", f"{event}.sh")
-        assert _read(path).decode() == setup_command.hook_script(event), (
-            f"hooks/{event}.sh differs from toolscript.cli.commands.setup.hook_script({event!r}); rewrite it with "
-            f"python3 -c 'from toolscript.cli.commands.setup import hook_script; print(hook_script(\"{event}\"), end=\"\")' > hooks/{event}.sh"
-        )
-        assert os.stat(path).st_mode & 0o111 == 0o111
+        text = install.hook_script(event).decode()
+        assert text == _read(os.path.join(shipped, f"{event}.sh")).decode()
+        assert text.startswith("#!/bin/sh\n") and text.splitlines()[1].startswith(install.SCRIPT_MARKER)
+        commands = [line for line in text.splitlines() if line and not line.startswith("#")]
+        assert f"exec toolscript hook {event};" in text and f'"$pyz" hook {event};' in text, text
+        assert commands[-1] == "exit 0" and len(commands) == 4, text  # a thin call: all logic is in Python
+
+
+def test_setup_from_the_zipapp_writes_the_scripts_the_zipapp_carries(tmp_path, pyz):
+    with zipfile.ZipFile(pyz) as archive:
+        carried = {event: archive.read(f"toolscript/claude_code/{install.SCRIPTS_DIR}/{event}.sh") for event, _, _ in EVENTS.values()}
+    project = _project(tmp_path)
+    assert _setup(project, pyz=pyz).returncode == 0
+    for event, text in carried.items():
+        assert _read(os.path.join(project, ".claude", "hooks", f"toolscript-{event}.sh")) == text == install.hook_script(event)
 
 
 def _path_without_toolscript() -> str:
@@ -592,53 +604,6 @@ def test_script_runs_the_copied_zipapp(tmp_path, pyz):
     launcher = os.path.join(project, ".claude", "toolscript", "toolscript")
     proc = subprocess.run([launcher, "--version"], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.startswith("toolscript"), proc.stdout + proc.stderr
-
-
-# --- the real claude CLI ------------------------------------------------------------------------
-
-
-@pytest.mark.timeout(240)
-def test_real_claude_runs_the_hooks_setup_registered(tmp_path, pyz):
-    """The written settings are accepted: SessionStart starts a gateway, the Bash tool sees our launcher, SessionEnd stops it."""
-    from test_claude_e2e import CLAUDE_TIMEOUT, GONE_TIMEOUT, Scene, _claude
-
-    try:
-        from fake_anthropic import FakeAnthropic, tool_result_text
-    except ImportError:  # tests/ turned into a package
-        from tests.fake_anthropic import FakeAnthropic, tool_result_text  # type: ignore[no-redef]
-
-    claude = _claude()
-    scene = Scene(str(tmp_path / "scene"))
-    proc = run_pyz(pyz, "setup", "--project", scene.project, cwd=scene.project, env=scene.env())
-    assert proc.returncode == 0, proc.stderr
-    script = [{"bash": "printenv TOOLSCRIPT_GATEWAY_URL PATH", "description": "Show the gateway URL"}, {"text": "Done."}]
-    api = FakeAnthropic(script, log_path=scene.request_log, on_message=lambda entry: scene.state_files())
-    run = None
-    with api:
-        run = subprocess.run(
-            [claude, "-p", "hello", "--model", "haiku", "--output-format", "json", "--debug-file", scene.debug_log,
-             "--allowedTools", "Bash(printenv *)"],
-            env=scene.env(api.url), cwd=scene.project, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-            timeout=CLAUDE_TIMEOUT,
-        )
-    explain = scene.diagnostics(api, run)
-    assert run.returncode == 0, explain
-    result = json.loads(run.stdout)
-    assert result.get("is_error") is False, explain
-    observed = [r.get("observed") for r in api.message_requests()]
-    states = [v for snapshot in observed if isinstance(snapshot, dict) for v in snapshot.values() if isinstance(v, dict)]
-    assert states, "no gateway state file while the model was asked: SessionStart did not run\n" + explain
-    session_id = result.get("session_id")
-    assert any(session_id in name for snapshot in observed if isinstance(snapshot, dict) for name in snapshot), explain
-    results = api.tool_results()
-    assert results, explain
-    lines = tool_result_text(results[0]).strip().splitlines()
-    assert len(lines) == 2 and lines[0] == states[0]["url"], explain
-    assert lines[1].split(os.pathsep)[0] == os.path.join(scene.project, ".claude", "toolscript"), explain
-    deadline = time.monotonic() + GONE_TIMEOUT
-    while scene.state_files() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not scene.state_files(), "SessionEnd did not stop the gateway\n" + explain
 
 
 def test_warns_when_the_plugin_is_enabled_too(tmp_path):

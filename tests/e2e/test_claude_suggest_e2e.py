@@ -15,13 +15,9 @@ import os
 
 import pytest
 
-from test_claude_e2e import Scene, _claude, PLUGIN_DIR, CLAUDE_TIMEOUT  # the same scratch world and CLI
+from claude_scene import CLAUDE_TIMEOUT, PLUGIN_DIR, Scene, claude_binary  # the same scratch world and CLI
+from fake_anthropic import FakeAnthropic
 from toolscript.claude_code import suggest
-
-try:
-    from fake_anthropic import FakeAnthropic
-except ImportError:  # tests/ turned into a package
-    from tests.fake_anthropic import FakeAnthropic  # type: ignore[no-redef]
 
 PROMPT = "turn these meeting notes into a pptx slide deck, and tell me the current time in utc"
 SKILL = "---\nname: pptx\ndescription: Use when creating or editing PowerPoint presentations (.pptx slide decks).\n---\n# pptx\n"
@@ -36,7 +32,7 @@ def run_claude(scene, api, backend):
         f.write(SKILL)
     env = scene.env(api.url)
     env["TOOLSCRIPT_SUGGEST_BACKEND"] = backend
-    argv = [_claude(), "-p", PROMPT, "--model", "haiku", "--output-format", "json", "--plugin-dir", PLUGIN_DIR,
+    argv = [claude_binary(), "-p", PROMPT, "--model", "haiku", "--output-format", "json", "--plugin-dir", PLUGIN_DIR,
             "--debug-file", scene.debug_log]
     return subprocess.run(argv, env=env, cwd=scene.project, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                           timeout=CLAUDE_TIMEOUT)

@@ -1,8 +1,8 @@
-"""End to end: the real ``claude`` CLI, two sessions, one memory (issue 11).
+"""End to end: the real ``claude`` CLI, two Claude Code sessions, one memory.
 
-Session 1 (``claude -p`` with the plugin, against the fake Messages API) runs one
-Bash command whose output carries a marker; the PostToolUse hook records it.
-Session 2, in the same project, asks about it: the request body the fake
+The first session (``claude -p`` with the plugin, against the fake Messages API)
+runs one Bash command whose output carries a marker; the PostToolUse hook records
+it.  The second, in the same project, asks about it: the request body the fake
 receives carries the marker (the SessionStart and UserPromptSubmit hooks
 injected it), and the fake's model then calls ``memory.search`` through
 ``toolscript exec``, whose tool result carries the marker too.
@@ -15,16 +15,12 @@ import uuid
 
 import pytest
 
-from test_claude_e2e import CLAUDE_TIMEOUT, PLUGIN_DIR, Scene, _claude
-
-try:
-    from fake_anthropic import FakeAnthropic
-except ImportError:  # tests/ turned into a package
-    from tests.fake_anthropic import FakeAnthropic  # type: ignore[no-redef]
+from claude_scene import CLAUDE_TIMEOUT, PLUGIN_DIR, Scene, claude_binary
+from fake_anthropic import FakeAnthropic
 
 
 def run(scene, api, prompt, allowed):
-    argv = [_claude(), "-p", prompt, "--model", "haiku", "--output-format", "json", "--plugin-dir", PLUGIN_DIR,
+    argv = [claude_binary(), "-p", prompt, "--model", "haiku", "--output-format", "json", "--plugin-dir", PLUGIN_DIR,
             "--debug-file", scene.debug_log, "--allowedTools", allowed]
     return subprocess.run(argv, env=scene.env(api.url), cwd=scene.project, stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, timeout=CLAUDE_TIMEOUT)

@@ -1,4 +1,4 @@
-"""The per-prompt suggestion pipeline (``toolscript/claude_code/suggest.py``), its command and its hook (issue 10).
+"""The per-prompt suggestion pipeline (``toolscript/claude_code/suggest.py``), its command and its hook.
 
 Model backends run against ``fake_anthropic.FakeAnthropic`` over real HTTP; tool
 search runs against a real gateway (built-in tools) served from this process;
