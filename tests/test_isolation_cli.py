@@ -1,11 +1,10 @@
-"""Issue 9's periphery: ``exec --require-isolation`` / ``requireIsolation``, ``exec --workspace``,
-``exec -v``'s isolation lines, doctor's ``exec`` check, and the macOS ``sandbox-exec`` profile.
+"""``exec --require-isolation`` / ``requireIsolation``, ``exec --workspace``, ``exec -v``'s isolation lines,
+and doctor's ``exec`` check.
 """
 
 import json
 import logging
 import os
-import sys
 
 import pytest
 
@@ -13,7 +12,7 @@ from conftest import run_cli, trust_project_file
 from toolscript.cli import frame as cli
 from toolscript.config import load as configuration
 from toolscript.cli import doctor
-from toolscript.codemode import macos, sandbox
+from toolscript.codemode import sandbox
 from toolscript.cli.commands import exec as exec_command
 
 LANDLOCK_REPORT = {
@@ -302,89 +301,3 @@ def test_doctor_json_carries_the_isolation_report(tmp_path, env):
     expected = sandbox.isolation_report(gateway=True)
     assert line["isolation"]["layer"] == expected["layer"] and line["isolation"]["mode"] == expected["mode"]
     assert line["status"] == ("ok" if expected["layer"] == "landlock" else "warn")
-
-
-# -- macOS: the sandbox-exec profile (text only: no Mac here) ---------------------------------
-
-
-def sbpl_forms(text):
-    """A minimal SBPL reader: nested lists of symbols and ("str", value) strings; raises on bad syntax."""
-    stack, i = [[]], 0
-    while i < len(text):
-        ch = text[i]
-        if ch == ";":
-            i = text.index("\n", i)
-        elif ch == "(":
-            stack.append([])
-        elif ch == ")":
-            done = stack.pop()
-            stack[-1].append(done)
-        elif ch == '"':
-            value, i = "", i + 1
-            while text[i] != '"':
-                if text[i] == "\\":
-                    i += 1
-                    assert text[i] in '\\"', f"unexpected escape \\{text[i]}"
-                value += text[i]
-                i += 1
-            stack[-1].append(("str", value))
-        elif not ch.isspace():
-            start = i
-            while i < len(text) and not text[i].isspace() and text[i] not in '()";':
-                i += 1
-            stack[-1].append(text[start:i])
-            continue
-        i += 1
-    assert len(stack) == 1, "unbalanced parentheses"
-    return stack[0]
-
-
-def rules(text):
-    return [form for form in sbpl_forms(text) if isinstance(form, list)]
-
-
-def test_macos_profile_denies_by_default_and_allows_only_the_gateway_port(tmp_path):
-    text = macos.profile([sys.executable], [str(tmp_path)], 40123)
-    forms = rules(text)
-    assert forms[0] == ["version", "1"] and forms[1] == ["deny", "default"]
-    network = [form for form in forms if form[1].startswith("network")]
-    assert network == [["allow", "network-outbound", ["remote", "tcp", ("str", "localhost:40123")]]]
-    assert ["allow", "default"] not in forms and not any(form[1] == "process-fork" for form in forms)
-    assert ["allow", "signal", ["target", "self"]] in forms
-    (exec_rule,) = [form for form in forms if form[1] == "process-exec"]
-    assert exec_rule == ["allow", "process-exec", ["literal", ("str", os.path.realpath(sys.executable))]]
-    (rw,) = [form for form in forms if form[1:3] == ["file-read*", "file-write*"]]
-    assert rw[3:] == [["subpath", ("str", os.path.realpath(str(tmp_path)))]]
-    assert not rules(macos.profile([sys.executable], [str(tmp_path)], None))[-1][1].startswith("network")
-    assert "network" not in " ".join(str(form) for form in rules(macos.profile([sys.executable], [str(tmp_path)], None)))
-
-
-def test_macos_profile_escapes_quotes_and_backslashes_in_paths(tmp_path):
-    odd = tmp_path / 'we"ird\\dir) (allow default'
-    odd.mkdir()
-    text = macos.profile([sys.executable], [str(odd)], 1)
-    (rw,) = [form for form in rules(text) if form[1:3] == ["file-read*", "file-write*"]]
-    assert rw[3] == ["subpath", ("str", os.path.realpath(str(odd)))]  # one string, read back unchanged
-    assert ["allow", "default"] not in rules(text)
-    assert macos.quote('a"b\\c') == '"a\\"b\\\\c"'
-
-
-@pytest.mark.parametrize("bad", ["relative/dir", "/tmp/new\nline", "/tmp/nul\x00", "/tmp/tab\there"])
-def test_macos_profile_refuses_paths_it_cannot_write_safely(bad):
-    with pytest.raises(ValueError):
-        macos.profile([sys.executable], [bad], 1)
-
-
-@pytest.mark.parametrize("port", [0, 65536, -1, "80", True, 80.0])
-def test_macos_profile_refuses_a_port_that_is_not_one(port):
-    with pytest.raises(ValueError):
-        macos.profile([sys.executable], [], port)
-
-
-def test_macos_argv_and_default_read_only():
-    assert macos.argv("/tmp/p.sb", ["/usr/bin/python3", "-I", "x.py"]) == ["/usr/bin/sandbox-exec", "-f", "/tmp/p.sb", "/usr/bin/python3", "-I", "x.py"]
-    with pytest.raises(ValueError):
-        macos.argv("/tmp/p.sb", [])
-    paths = macos.default_read_only()
-    assert paths[0] == os.path.realpath(sys.executable) and os.path.realpath(sys.base_prefix) in paths
-    assert macos.available() is (sys.platform == "darwin" and os.access("/usr/bin/sandbox-exec", os.X_OK))

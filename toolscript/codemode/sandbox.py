@@ -333,7 +333,7 @@ GAPS = {
 def isolation_fix(bubblewrap: bool = True) -> str:
     """What gives exec a (stronger) kernel-enforced layer on this system (for errors and doctor)."""
     if sys.platform == "darwin":
-        return "run it on Linux with Landlock; macOS sandbox-exec is not wired in yet"
+        return "run it on Linux with Landlock (on macOS exec has only the in-process guard)"
     fix = 'use a Linux kernel with Landlock (5.13+, "landlock" in the lsm= list)'
     return fix + (", or install bubblewrap (apt install bubblewrap)" if bubblewrap else "")
 
