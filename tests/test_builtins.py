@@ -14,7 +14,7 @@ import pytest
 
 from toolscript.tools import builtin as builtins
 from toolscript.tools import schema as jsonschema
-from toolscript.system import safe_open
+from safe_open_mechanisms import mechanism  # noqa: F401  # a fixture
 from toolscript.tools.builtin import builtin_specs, resolve_path, select_builtins
 from toolscript.errors import UserError
 from toolscript.tools.spec import (
@@ -763,23 +763,6 @@ while not os.path.exists(stop):
 CANARY = "CANARY-from-outside-the-workspace"
 # Without the descriptor-relative open, each of these races leaked within a few hundred calls.
 RACE_CALLS = 5000
-
-
-@pytest.fixture(params=["openat2", "walk"])
-def mechanism(request, monkeypatch):
-    """Run the test once with openat2 and once with the component walk (each made the only way)."""
-
-    def must_not_run(*args, **kwargs):
-        raise AssertionError(f"the {request.param} test reached the other mechanism")
-
-    if request.param == "openat2":
-        if not safe_open.openat2_works():
-            pytest.skip("this kernel (or its seccomp filter) has no openat2")
-        monkeypatch.setattr(safe_open, "_walk", must_not_run)
-    else:
-        monkeypatch.setattr(safe_open, "use_openat2", False)
-        monkeypatch.setattr(safe_open, "_openat2", must_not_run)
-    return request.param
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ import time
 import pytest
 
 from conftest import REPO_ROOT, missing_prerequisite
+from toolscript.codemode import process
 
 CODEMODE = os.path.join(REPO_ROOT, "toolscript", "codemode")
 sys.path.insert(0, CODEMODE)
@@ -37,7 +38,7 @@ CHILD = (
 
 
 def kernel():
-    probe = confine.probe()
+    probe = process.kernel_probe()
     if not probe["landlockAbi"]:
         missing_prerequisite(f"Landlock is not available in this kernel ({os.uname().release}); the kernel layer cannot be tested")
     if not probe["seccomp"]:
@@ -103,7 +104,7 @@ def outcomes(out):
 
 
 def test_probe_tells_what_the_kernel_offers():
-    probe = confine.probe()
+    probe = process.kernel_probe()
     assert set(probe) == {"landlockAbi", "seccomp", "arch"}
     assert isinstance(probe["landlockAbi"], int) and probe["landlockAbi"] >= 0
     assert isinstance(probe["seccomp"], bool) and probe["arch"] == os.uname().machine
@@ -619,7 +620,7 @@ def test_deno_runs_confined_even_with_every_deno_permission(deno_path, tmp_path,
 def test_without_landlock_the_ladder_falls_back_and_keeps_seccomp(monkeypatch):
     """Landlock missing (simulated): bubblewrap when it works here, else namespaces, each with seccomp."""
     kernel()
-    monkeypatch.setattr(sandbox, "kernel_probe", lambda: {"landlockAbi": 0, "seccomp": True, "arch": os.uname().machine})
+    monkeypatch.setattr(process, "kernel_probe", lambda: {"landlockAbi": 0, "seccomp": True, "arch": os.uname().machine})
     report = sandbox.isolation_report(gateway=False)
     result, out, err = sandbox_run("import os\nos.fork()\n")
     assert result.mode == report["mode"] and "landlock" not in result.mode

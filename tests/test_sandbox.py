@@ -19,13 +19,13 @@ import pytest
 
 from conftest import FAKE_TOOL_RESULTS, Output, fake_gateway_api, running_gateway
 from mcp_servers.launch import FIXTURE, start_fixture
-from toolscript.codemode import runtime, sandbox
+from toolscript.codemode import process, runtime, sandbox
 from toolscript.config.load import ServerConfig
 
 NAMESPACES = sandbox.namespace_prefix(net=True) is not None
-_ABI = sandbox.kernel_probe()["landlockAbi"]
+_ABI = process.kernel_probe()["landlockAbi"]
 # The kernel layer (issue 9) comes first in the mode string when this kernel has Landlock and seccomp.
-KERNEL = f"landlock(abi {_ABI})+seccomp+" + ("cgroup(pids)+" if sandbox.task_limit()["by"] == "cgroup" else "") if _ABI and sandbox.kernel_probe()["seccomp"] else ""
+KERNEL = f"landlock(abi {_ABI})+seccomp+" + ("cgroup(pids)+" if sandbox.task_limit()["by"] == "cgroup" else "") if _ABI and process.kernel_probe()["seccomp"] else ""
 SCOPED = bool(KERNEL) and _ABI >= sandbox.SCOPE_ABI  # then the default plan runs no namespaces
 MODES = [pytest.param(None, id="auto")] + ([pytest.param(False, id="guard-only")] if NAMESPACES else [])
 SANDBOX_ERROR = "toolscript sandbox:"

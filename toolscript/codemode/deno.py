@@ -69,9 +69,7 @@ from toolscript.errors import UserError
 logger = log.get("codemode.deno")
 
 MODE = "deno-permissions"
-CONFINE_NAME = "_toolscript_confine.py"
 POLICY_NAME = "_toolscript_policy.json"
-LAYER_ENV = "TOOLSCRIPT_EXEC_LAYER"
 KERNEL_DEADLINE = 1.5  # seconds after the timeout: the kernel's kill timer, which holds when exec is gone
 RUNTIME_PATH = "/runtime/tools.ts"  # under the gateway URL; the module strips it from import.meta.url
 SOURCE = "exec-ts"  # the ``source`` of calls made from TypeScript, in the gateway's call records
@@ -217,21 +215,15 @@ def kernel_layer() -> Optional[str]:
     """
     import sys
 
-    forced = os.environ.get(LAYER_ENV, "").strip().lower()
+    forced = os.environ.get(process.LAYER_ENV, "").strip().lower()
     if forced and forced != "landlock":
         return None
-    probe = confine.probe()
+    probe = process.kernel_probe()
     if not probe["landlockAbi"] or not probe["seccomp"] or not sys.executable:
         if forced:
-            raise UserError(f"{LAYER_ENV}=landlock, but this kernel offers no Landlock or no seccomp; unset {LAYER_ENV} to fall back")
+            raise UserError(f"{process.LAYER_ENV}=landlock, but this kernel offers no Landlock or no seccomp; unset {process.LAYER_ENV} to fall back")
         return None
     return f"landlock(abi {probe['landlockAbi']})+seccomp"
-
-
-def mode() -> str:
-    """The ``ExecResult.mode`` a run would report now: ``landlock(abi 7)+seccomp+deno-permissions`` or ``deno-permissions``."""
-    kernel = kernel_layer()
-    return f"{kernel}+{MODE}" if kernel else MODE
 
 
 def _confined_argv(argv: list, root: str, work: str, cache: str, gateway_url: Optional[str], timeout: float) -> list:
@@ -257,14 +249,9 @@ def _confined_argv(argv: list, root: str, work: str, cache: str, gateway_url: Op
         "landlock": True,
         "seccomp": True,
     }
-    launcher, policy_file = os.path.join(root, CONFINE_NAME), os.path.join(root, POLICY_NAME)
-    import pkgutil
-
-    source = pkgutil.get_data("toolscript.codemode", "confine.py")
-    if source is None:
-        raise UserError("toolscript is incomplete: toolscript/codemode/confine.py is missing; reinstall it")
+    launcher, policy_file = os.path.join(root, process.CONFINE_NAME), os.path.join(root, POLICY_NAME)
     with open(launcher, "wb") as f:
-        f.write(source)
+        f.write(process.package_source("confine.py"))
     with open(policy_file, "w", encoding="utf-8") as f:
         json.dump(policy, f)
     return [sys.executable, "-I", "-S", "-B", launcher, policy_file, "--", binary] + list(argv[1:])

@@ -84,11 +84,10 @@ GUARD_NAME = "_toolscript_guard.py"
 RUNTIME_NAME = "toolscript.py"
 NAMES_NAME = "_toolscript_names.json"
 CODE_NAME = "_toolscript_script"
-CONFINE_NAME = "_toolscript_confine.py"
 POLICY_NAME = "_toolscript_policy"
 SIGNAL_NAME = "init_signal"  # in the temp root, outside the script's reach
 NAMESPACES_ENV = "TOOLSCRIPT_EXEC_NAMESPACES"  # "0" turns the namespace layer off
-LAYER_ENV = "TOOLSCRIPT_EXEC_LAYER"  # landlock | bubblewrap | namespaces | guard: force a rung of the ladder
+LAYER_ENV = process.LAYER_ENV
 GUARD_ENV = "TOOLSCRIPT_EXEC_GUARD"  # "off": TEST-ONLY, no audit-hook guard (proves the OS layer alone holds)
 BWRAP_ENV = "TOOLSCRIPT_BWRAP"  # the bubblewrap executable to use (default: bwrap on PATH)
 LAYERS = ("landlock", "bubblewrap", "namespaces", "guard")
@@ -179,26 +178,17 @@ def _choose_prefix(net: bool, namespaces: Optional[bool]) -> Optional[Tuple[str,
     return prefix
 
 
-_PROBES: Dict[str, object] = {}
-_PROBE_LOCK = threading.Lock()
-
-
-def kernel_probe() -> Dict[str, object]:
-    """``confine.probe()`` (as ``process.kernel_probe``), once per process: Landlock ABI, seccomp, architecture."""
-    with _PROBE_LOCK:
-        if "kernel" not in _PROBES:
-            _PROBES["kernel"] = process.kernel_probe()
-        return dict(_PROBES["kernel"])  # type: ignore[call-overload]  # a dict, set just above
+_BWRAPS: Dict[str, Optional[str]] = {}
+_BWRAP_LOCK = threading.Lock()
 
 
 def find_bwrap() -> Optional[str]:
     """A bubblewrap that works here (``TOOLSCRIPT_BWRAP``, else ``bwrap`` on PATH), probed once; or None."""
     wanted = os.environ.get(BWRAP_ENV, "").strip()
-    with _PROBE_LOCK:
-        key = "bwrap:" + wanted
-        if key not in _PROBES:
-            _PROBES[key] = _probe_bwrap(wanted)
-        return _PROBES[key]  # type: ignore[return-value]  # str or None
+    with _BWRAP_LOCK:
+        if wanted not in _BWRAPS:
+            _BWRAPS[wanted] = _probe_bwrap(wanted)
+        return _BWRAPS[wanted]
 
 
 def _probe_bwrap(wanted: str) -> Optional[str]:
@@ -243,8 +233,8 @@ def _plan(gateway: bool, namespaces: Optional[bool], guard_on: bool) -> _Plan:
     forced = os.environ.get(LAYER_ENV, "").strip().lower()
     if forced and forced not in LAYERS:
         raise UserError(f"{LAYER_ENV}={forced!r} is not a layer; use one of {', '.join(LAYERS)} or unset it")
-    probe = kernel_probe()
-    abi = int(probe.get("landlockAbi") or 0)  # type: ignore[call-overload]  # an int from confine.probe
+    probe = process.kernel_probe()
+    abi = int(probe.get("landlockAbi") or 0)
     seccomp = bool(probe.get("seccomp"))
     landlock_ok = abi > 0 and seccomp
     # From ABI 6 Landlock scopes signals and abstract unix sockets to the sandbox, and it already denies /proc and
@@ -344,7 +334,7 @@ def isolation_report(gateway: bool = True) -> Dict[str, object]:
     A ``TOOLSCRIPT_EXEC_LAYER`` that ``exec`` would refuse adds ``"error"``
     (the message ``exec`` would give) and reports the ladder's own choice.
     """
-    probe = kernel_probe()
+    probe = process.kernel_probe()
     guard_on = os.environ.get(GUARD_ENV, "").strip().lower() != "off"
     problem = None
     try:
@@ -366,7 +356,7 @@ def isolation_report(gateway: bool = True) -> Dict[str, object]:
     return {
         "layer": plan.layer,
         "mode": plan.mode,
-        "landlockAbi": int(probe.get("landlockAbi") or 0),  # type: ignore[call-overload]  # an int from confine.probe
+        "landlockAbi": int(probe.get("landlockAbi") or 0),
         "seccomp": bool(probe.get("seccomp")),
         "namespaces": plan.namespaces,
         "bwrap": find_bwrap(),
@@ -433,24 +423,6 @@ def _bwrap_argv(bwrap: str, python: str, lib: str, work: str, workspace: Optiona
 
 # -- the child's files, environment and limits -------------------------------------------------
 
-_SOURCES: Dict[str, bytes] = {}
-
-
-def _source(name: str) -> bytes:
-    """guard.py / runtime.py, from the package (works from the zipapp too)."""
-    if name not in _SOURCES:
-        # What pkgutil.get_data does, without importing pkgutil (and importlib.util, ~6 ms).
-        from toolscript import codemode
-
-        loader = getattr(codemode.__spec__, "loader", None)
-        try:
-            data = loader.get_data(os.path.join(os.path.dirname(codemode.__file__), name))  # type: ignore[union-attr]
-        except (AttributeError, OSError) as exc:
-            raise UserError(f"toolscript is incomplete: toolscript/codemode/{name} is missing; reinstall it") from exc
-        _SOURCES[name] = data
-    return _SOURCES[name]
-
-
 _PYCS: Dict[str, Optional[bytes]] = {}
 PYC_DIR = "pyc"  # under the state dir: compiled copies of confine.py and runtime.py, per interpreter
 
@@ -481,7 +453,7 @@ def _pyc(name: str) -> Optional[bytes]:
     data: Optional[bytes] = None
     try:
         magic, source_hash = _pyc_helpers()
-        source = _source(name)
+        source = process.package_source(name)
         tag = sys.implementation.cache_tag
         if tag:
             key = (source_hash(source + tag.encode() + magic) + len(source).to_bytes(8, "little")).hex()
@@ -512,7 +484,7 @@ def _precompiled(python: str) -> Dict[str, bytes]:
     if os.path.realpath(python) != os.path.realpath(sys.executable or "") or not sys.implementation.cache_tag:
         return {}
     entries = {}
-    for source_name, module in (("confine.py", CONFINE_NAME[:-3]), ("runtime.py", RUNTIME_NAME[:-3])):
+    for source_name, module in (("confine.py", process.CONFINE_NAME[:-3]), ("runtime.py", RUNTIME_NAME[:-3])):
         data = _pyc(source_name)
         if data:
             entries[os.path.join("__pycache__", f"{module}.{sys.implementation.cache_tag}.pyc")] = data
@@ -808,10 +780,10 @@ def run(
                     mover = None if group.fast_self_join else _Mover(group)
         policy = {"confine": kernel, "guard": guard_on, "workspace": workspace}
         files = {
-            GUARD_NAME: _source("guard.py"),
-            CONFINE_NAME: _source("confine.py"),
+            GUARD_NAME: process.package_source("guard.py"),
+            process.CONFINE_NAME: process.package_source("confine.py"),
             POLICY_NAME: marshal.dumps(policy, 4),  # read by the guard without importing json
-            RUNTIME_NAME: _source("runtime.py"),
+            RUNTIME_NAME: process.package_source("runtime.py"),
             NAMES_NAME: json.dumps(names if isinstance(names, dict) else {"servers": {}}).encode("utf-8"),
             CODE_NAME: code.encode("utf-8", "surrogateescape"),
         }
