@@ -31,6 +31,7 @@ from typing import BinaryIO, Callable, Dict, Iterator, List, NamedTuple, Optiona
 
 from toolscript import log
 from toolscript.errors import UserError
+from toolscript.system import cgroups
 
 logger = log.get("codemode.process")
 
@@ -124,7 +125,7 @@ def sweep_temp_dirs(directory: Optional[str] = None) -> List[str]:
         return removed
     for entry in entries:
         match = _OWNED_TEMP_DIR.match(entry.name)
-        if not match or _alive(int(match.group(1))):
+        if not match or cgroups.alive(int(match.group(1))):
             continue
         try:
             info = entry.stat(follow_symlinks=False)
@@ -136,18 +137,6 @@ def sweep_temp_dirs(directory: Optional[str] = None) -> List[str]:
         remove_tree(entry.path, quiet=True)  # another run's leftover (a mount inside, say) is no concern of this one
         removed.append(entry.path)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, ValueError):
-        return pid > 0  # someone else's process: alive
-    return True
 
 
 def remove_tree(path: str, quiet: bool = False) -> None:

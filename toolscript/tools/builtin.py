@@ -43,7 +43,7 @@ MAX_DEPTH_LIMIT = 32
 # fs.list_dir returns at most this many entries; read at call time so tests can lower it.
 MAX_LIST_ENTRIES = 5000
 
-_log = log.get("builtins")
+_log = log.get("tools.builtin")
 
 
 def builtin_specs() -> Dict[str, ToolSpec]:
