@@ -15,7 +15,8 @@ import pytest
 from toolscript.tools import builtin as builtins
 from toolscript.tools import schema as jsonschema
 from safe_open_mechanisms import mechanism  # noqa: F401  # a fixture
-from toolscript.tools.builtin import builtin_specs, resolve_path, select_builtins
+from toolscript.gateway.catalog import builtin_tools
+from toolscript.tools.builtin import builtin_specs, resolve_path
 from toolscript.errors import UserError
 from toolscript.tools.spec import (
     DEFAULT_TIMEOUT,
@@ -310,7 +311,8 @@ def test_to_mcp():
 
 
 def test_builtin_specs_order_and_timeouts():
-    specs = builtin_specs()
+    assert list(builtin_specs()) == ["time.now", "tools.echo", "shell.pwd", "fs.list_dir", "fs.read_file"]
+    specs = builtin_tools(True)  # and memory's, which the gateway adds after them
     assert list(specs) == ["time.now", "tools.echo", "shell.pwd", "fs.list_dir", "fs.read_file", "memory.search", "memory.timeline", "memory.get"]
     assert DEFAULT_TIMEOUT == 8.0
     assert all(s.timeout == 8.0 and s.name == name for name, s in specs.items())
@@ -714,33 +716,33 @@ def test_outputs_match_output_schemas(root, ctx):
 
 
 def test_select_all_and_none():
-    assert list(select_builtins(True)) == list(builtin_specs())
-    assert select_builtins(False) == {}
+    assert list(builtin_tools(True)) == list(builtin_specs()) + ["memory.search", "memory.timeline", "memory.get"]
+    assert builtin_tools(False) == {}
 
 
 def test_select_list_keeps_builtin_order():
-    chosen = select_builtins(["fs.read_file", "time.now"])
+    chosen = builtin_tools(["fs.read_file", "time.now"])
     assert list(chosen) == ["time.now", "fs.read_file"]
     assert all(isinstance(s, ToolSpec) for s in chosen.values())
-    assert select_builtins([]) == {}
+    assert builtin_tools([]) == {}
 
 
 def test_select_unknown_name():
     with pytest.raises(UserError) as info:
-        select_builtins(["time.now", "fs.write_file"])
+        builtin_tools(["time.now", "fs.write_file"])
     assert str(info.value) == (
         'unknown built-in tool "fs.write_file"; known built-in tools: '
         "time.now, tools.echo, shell.pwd, fs.list_dir, fs.read_file, memory.search, memory.timeline, memory.get"
     )
     with pytest.raises(UserError) as info:
-        select_builtins(["a", "b"])
+        builtin_tools(["a", "b"])
     assert str(info.value).startswith('unknown built-in tools "a", "b"; known built-in tools: time.now, ')
 
 
 @pytest.mark.parametrize("setting", ["time.now", 1, None, [1]])
 def test_select_bad_setting(setting):
     with pytest.raises(UserError) as info:
-        select_builtins(setting)
+        builtin_tools(setting)
     assert str(info.value) == "the built-in tools setting must be true, false or a list of tool names"
 
 

@@ -71,10 +71,10 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
 
 def _local_builtins(args):
     from toolscript.config import load as configuration
-    from toolscript.tools.builtin import select_builtins
+    from toolscript.gateway.catalog import builtin_tools
 
     config = configuration.load_config(args.config_paths)
-    return config, select_builtins(config.builtin_tools)
+    return config, builtin_tools(config.builtin_tools)
 
 
 def _canonical(name: str) -> str:
