@@ -1,4 +1,4 @@
-"""The tool executor (toolscript.tools.spec) and the five built-in tools (toolscript.tools.builtin)."""
+"""The tool contract's executor (toolscript.tools.contract) and the five general built-in tools (toolscript.tools.builtin)."""
 
 import base64
 import datetime
@@ -18,7 +18,7 @@ from safe_open_mechanisms import mechanism  # noqa: F401  # a fixture
 from toolscript.gateway.catalog import builtin_tools
 from toolscript.tools.builtin import builtin_specs, resolve_path
 from toolscript.errors import UserError
-from toolscript.tools.spec import (
+from toolscript.tools.contract import (
     DEFAULT_TIMEOUT,
     ERROR_EXECUTION,
     ERROR_INVALID_ARGS,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Un
 from toolscript import log
 
 if TYPE_CHECKING:
-    from toolscript.tools.spec import ToolSpec
+    from toolscript.tools.contract import ToolSpec
 
 logger = log.get("gateway.catalog")
 

@@ -24,7 +24,7 @@ from toolscript.gateway.state import DEFAULT_SESSION, text_session
 from toolscript.gateway.upstream import Upstream, UpstreamUnavailable, wait_settled
 from toolscript.mcp.cancel import Cancel
 from toolscript.mcp.errors import McpError, RequestCancelled, RequestTimeout
-from toolscript.tools.spec import (
+from toolscript.tools.contract import (
     ERROR_EXECUTION,
     ERROR_INVALID_ARGS,
     ERROR_TOOL_NOT_FOUND,

@@ -37,7 +37,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 from toolscript import log
 from toolscript.system import safe_open
 from toolscript.errors import UserError
-from toolscript.tools.spec import ToolContext, ToolFailure, ToolSpec
+from toolscript.tools.contract import ToolContext, ToolFailure, ToolSpec
 
 DEFAULT_MAX_BYTES = 204800  # fs.read_file: 200 KiB
 DEFAULT_MAX_DEPTH = 4  # fs.list_dir with recursive
