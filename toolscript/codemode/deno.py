@@ -5,7 +5,7 @@ Two parts:
 * the runtime module a script gets with ``import { tools, ToolError } from
   "toolscript"`` is served by the gateway (``gateway/tsruntime.py``) at
   ``GET <gateway>/runtime/tools.ts``.  Each tool function takes ONE object of
-  arguments, as in the Deno original: ``await tools.fixture.add({ a: 2, b: 3 })``.
+  arguments: ``await tools.fixture.add({ a: 2, b: 3 })``.
 * :func:`run` -- runs a script: ``deno run --quiet --no-prompt --no-check``
   in a fresh temp dir with a fresh ``DENO_DIR``, an import map that points
   ``toolscript`` at the gateway, an empty environment, and permissions for
@@ -22,12 +22,11 @@ Two parts:
   timeout; so a hole in Deno's permission checks is not a way out.  The mode
   then reads ``landlock(abi N)+seccomp+deno-permissions``.
 
-Against the Deno-only code mode this design started from, this runner changes:
+Why the flags and steps are what they are:
 
-* ``--no-check`` instead of ``--check``: type-checking on a fresh cache cost
-  about 1.2 s per run, and results typed ``unknown`` made ``result.url`` fail
-  it.  Types are for the model to read (``get-types --lang ts``); results here
-  are ``any``.
+* ``--no-check``: type-checking on a fresh cache costs about 1.2 s per run,
+  and results typed ``unknown`` would make ``result.url`` fail it.  Types are
+  for the model to read (``get-types --lang ts``); results here are ``any``.
 * ``--no-npm`` and ``--no-config`` always, and ``--no-remote`` without a
   gateway: with no ``--allow-import`` flag Deno still imports from its default
   hosts (deno.land, jsr.io, esm.sh, ...), and ``npm:`` specifiers download
@@ -35,14 +34,15 @@ Against the Deno-only code mode this design started from, this runner changes:
   the network the permission flags do not close.
 * no local file can be imported: Deno checks ``--allow-read`` for dynamic
   imports only, so a static ``import t from "/etc/passwd" with { type:
-  "text" }`` (or a JSON import of any config file) read anything the user
-  can read; the import map now sends every ``file:`` URL but the script's
+  "text" }`` (or a JSON import of any config file) would read anything the
+  user can read; the import map sends every ``file:`` URL but the script's
   own to a directory that does not exist (see :func:`import_map_for`).
 * the gateway's token is replaced by ``<token>`` in the output: stack traces
   through the runtime module show its URL, which carries the token.
 * a timeout, an output cap, streamed output, the script's own exit status,
-  the V8 heap capped like the Python runner's memory (1 GiB), and the runtime
-  module's text escaped (the original pasted descriptions into ``/** */``).
+  and the V8 heap capped like the Python runner's memory (1 GiB); the runtime
+  module carries the gateway's names as one JSON string literal, so no tool
+  name or description can change its code.
 
 What the script can still do: call every tool and endpoint of the gateway,
 read its own working directory's path (``Deno.cwd()`` needs no permission),

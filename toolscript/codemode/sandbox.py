@@ -35,7 +35,7 @@ exec stops the script when its files pass ``WORK_DIR_LIMIT``.
 
 The audit-hook guard runs on every rung, first, for its clear messages.
 ``TOOLSCRIPT_EXEC_LAYER`` forces a rung (``namespaces`` and ``guard`` forced
-are exactly the layers before the kernel layer existed); the test-only
+run without any kernel layer, not even seccomp); the test-only
 ``TOOLSCRIPT_EXEC_GUARD=off`` drops the guard, and the mode says
 ``guard-off``.  How the child is started, timed out and killed with us is
 ``process.py``.
@@ -262,7 +262,7 @@ def _plan(gateway: bool, namespaces: Optional[bool], guard_on: bool) -> _Plan:
     if layer == "bubblewrap":
         kinds = ["user", "mount", "pid", "ipc", "uts", "cgroup"] + ([] if gateway else ["net"])
         return _Plan(layer, (), {"landlock": False, "seccomp": seccomp}, "bubblewrap+" + ("seccomp+" if seccomp else "") + tasks + guard, kinds, bwrap)
-    if forced:  # namespaces or guard, forced: today's isolation exactly, the baseline the others are measured against
+    if forced:  # namespaces or guard, forced: no kernel layer at all, the baseline the others are measured against
         prefix = prefix if layer == "namespaces" else None
         kinds = _namespace_kinds(prefix)
         return _Plan(layer, prefix or (), None, tasks + (f"namespace({','.join(kinds)})+" if kinds else "") + guard, kinds, None)
