@@ -1,8 +1,8 @@
 """``toolscript exec``'s sandbox: the runner, the runtime guard, and the in-script tools API.
 
 Tool tests run a real gateway in this process with the stdlib fixture server
-as three upstreams (stdio, Streamable HTTP, legacy SSE); the name map the lead
-builds from ``typegen`` is written by hand here.  Escape attempts run in every
+as three upstreams (stdio, Streamable HTTP, legacy SSE); the name map the gateway
+builds from the stubs is written by hand here.  Escape attempts run in every
 isolation mode this machine offers (namespaces + guard, and guard only), and
 each must be refused with a clear message and leave no process behind.
 """
