@@ -7,6 +7,9 @@ sandbox's lib dir does, applies a policy whose only writable dir is its
 working dir, prints the report as its first line, then runs the test's code.
 Where the kernel lacks Landlock or seccomp the tests say so by name
 (``missing_prerequisite``: a failure under ``TOOLSCRIPT_REQUIRE_PEERS=1``).
+
+The last part runs it as exec does: the sandbox's isolation ladder (which rung
+runs, what its report says, each rung forced) and Deno under the launcher.
 """
 
 import json
@@ -19,8 +22,9 @@ import time
 
 import pytest
 
-from conftest import REPO_ROOT, missing_prerequisite
-from toolscript.codemode import process
+from conftest import REPO_ROOT, Output, missing_prerequisite
+from toolscript.codemode import deno, process, sandbox
+from toolscript.errors import UserError
 
 CODEMODE = os.path.join(REPO_ROOT, "toolscript", "codemode")
 sys.path.insert(0, CODEMODE)
@@ -450,10 +454,6 @@ def test_the_launcher_confines_the_program_it_starts(tmp_path):
 
 
 # -- the sandbox's ladder -------------------------------------------------------------------------
-
-from conftest import Output  # noqa: E402
-from toolscript.codemode import deno, sandbox  # noqa: E402
-from toolscript.errors import UserError  # noqa: E402
 
 BWRAP = os.path.join(REPO_ROOT, ".venv", "peers", "bwrap", "usr", "bin", "bwrap")
 # The task cap's cgroup, in every rung's mode where this system lets exec make one.

@@ -1,4 +1,4 @@
-"""What ``exec`` skips to start fast, and that skipping it loses nothing (issue 9's latency work).
+"""What ``exec`` skips to start fast, and that skipping it loses nothing.
 
 - the kernel probe is kept per boot in the state dir (no ctypes in exec's own process);
 - under Landlock ABI >= 6 no namespaces are probed or created (Landlock scopes signals itself);

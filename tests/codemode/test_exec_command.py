@@ -1,14 +1,23 @@
-"""``exec --require-isolation`` / ``requireIsolation``, ``exec --workspace``, ``exec -v``'s isolation lines,
-and doctor's ``exec`` check.
+"""``toolscript exec`` as a command: ``--require-isolation`` / ``requireIsolation``, ``--workspace``,
+what ``-v`` says, doctor's ``exec`` check, and that the script ends with exec.
+
+The kill tests run ``python -m toolscript exec`` as a real process, find the
+script among exec's descendants in ``/proc`` (inside a PID namespace the
+script itself sees pid 1, so it cannot say), kill exec, and check
+that nothing of the script is left and that its temp dir goes.  They run in
+every isolation mode this machine offers.
 """
 
 import json
 import logging
 import os
+import signal
+import subprocess
+import sys
 
 import pytest
 
-from conftest import run_cli, trust_project_file
+from conftest import REPO_ROOT, run_cli, trust_project_file, wait_for
 from toolscript.cli import frame as cli
 from toolscript.config import load as configuration
 from toolscript.cli import doctor
@@ -301,3 +310,118 @@ def test_doctor_json_carries_the_isolation_report(tmp_path, env):
     expected = sandbox.isolation_report(gateway=True)
     assert line["isolation"]["layer"] == expected["layer"] and line["isolation"]["mode"] == expected["mode"]
     assert line["status"] == ("ok" if expected["layer"] == "landlock" else "warn")
+
+
+# -- the script ends with exec ----------------------------------------------------------------
+
+NAMESPACES = sandbox.namespace_prefix(net=True) is not None
+MODES = [pytest.param("1", id="auto")] + ([pytest.param("0", id="guard-only")] if NAMESPACES else [])
+SLEEPER = "import time\nprint('started', flush=True)\ntime.sleep(60)\n"
+# Dying with exec is Linux-only (PR_SET_PDEATHSIG).
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="dying with the parent is Linux-only (PR_SET_PDEATHSIG)")
+
+
+def start_exec(tmp_path, namespaces, code=SLEEPER, *args):
+    """``python -m toolscript exec CODE`` with its own temp dir (TMPDIR); returns once the script printed."""
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT, TMPDIR=str(tmp_path), TOOLSCRIPT_EXEC_NAMESPACES=namespaces)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolscript", "exec", *args, code],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    assert proc.stdout.readline() == b"started\n"
+    return proc, env
+
+
+def _process_table():
+    """{pid: (parent pid, state)} of every process now."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        table[int(entry)] = (int(fields[1]), fields[0])
+    return table
+
+
+def script_processes(exec_pid):
+    """exec's descendants now: ``unshare`` (namespace mode) and the script's interpreter."""
+    table = _process_table()
+    found, frontier = [], [exec_pid]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, (ppid, _) in table.items() if ppid == parent]
+        found += children
+        frontier += children
+    return found
+
+
+def alive(pids):
+    """Those of ``pids`` still running (zombies count as gone: they run nothing)."""
+    table = _process_table()
+    return [pid for pid in pids if pid in table and table[pid][1] != b"Z"]
+
+
+def temp_dirs(tmp_path):
+    return sorted(name for name in os.listdir(tmp_path) if name.startswith("toolscript-"))
+
+
+@linux_only
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("namespaces", MODES)
+def test_sigkilled_exec_takes_its_script_along_and_the_next_exec_sweeps_its_temp_dir(tmp_path, namespaces):
+    proc, env = start_exec(tmp_path, namespaces)
+    script = script_processes(proc.pid)
+    assert script, "the script should be running"
+    (left,) = temp_dirs(tmp_path)
+    proc.kill()
+    proc.wait()
+    assert wait_for(lambda: not alive(script), timeout=15), "the script outlived exec's SIGKILL"
+    assert temp_dirs(tmp_path) == [left]  # exec could not clean up after SIGKILL ...
+    assert left.startswith(f"toolscript-exec-{proc.pid}-")  # ... but named its dir after itself
+    after = subprocess.run([sys.executable, "-m", "toolscript", "exec", "print('next')"], env=env, capture_output=True, text=True, timeout=60)
+    assert (after.returncode, after.stdout) == (0, "next\n"), after.stderr
+    assert temp_dirs(tmp_path) == []  # ... the next exec did
+
+
+@linux_only
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("namespaces", MODES)
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=["TERM", "HUP", "INT"])
+def test_exec_stopped_by_a_signal_kills_its_script_and_removes_its_temp_dir(tmp_path, namespaces, signum):
+    proc, _ = start_exec(tmp_path, namespaces)
+    script = script_processes(proc.pid)
+    assert script, "the script should be running"
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=30)
+    assert wait_for(lambda: not alive(script), timeout=15), "the script outlived exec"
+    assert temp_dirs(tmp_path) == []  # at once: exec removed it itself
+    assert proc.returncode == 128 + signum, err
+    assert f"exec stopped by {signal.Signals(signum).name}" in err.decode()
+
+
+# -- -v says what exec does ------------------------------------------------------------------
+
+
+def test_verbose_exec_reports_isolation_timing_and_exit(tmp_path):
+    proc = run_cli("-v", "exec", "print('hi')", env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert (proc.returncode, proc.stdout) == (0, "hi\n"), proc.stderr
+    assert "exec: no gateway" in proc.stderr
+    assert "exec: isolation " in proc.stderr and ("guard" in proc.stderr)
+    assert "exec: exited with status 0 after " in proc.stderr
+    quiet = run_cli("exec", "print('hi')", env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert quiet.stderr == ""
+
+
+def test_verbose_exec_names_the_gateway_without_its_token(gateway, tmp_path):
+    _, url = gateway()
+    env = dict(os.environ, TMPDIR=str(tmp_path), TOOLSCRIPT_GATEWAY_URL=url)
+    token = url.rsplit("/t/", 1)[1]
+    for flag in ("-v", "-vv"):
+        proc = run_cli(flag, "exec", "from toolscript import tools\nprint(sorted(dir(tools))[:1])", env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert "exec: gateway " + url.rsplit("/t/", 1)[0] + "/t/****" in proc.stderr
+        assert token not in proc.stderr and token not in proc.stdout
