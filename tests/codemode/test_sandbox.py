@@ -709,6 +709,14 @@ def test_a_work_dir_exec_cannot_read_stops_the_script():
 # -- the code ----------------------------------------------------------------------------------------
 
 
+def test_the_child_reads_the_files_by_the_names_the_parent_writes():
+    from toolscript.codemode import guard
+
+    assert guard.POLICY_NAME == sandbox.POLICY_NAME
+    assert guard.CONFINE_MODULE + ".py" == process.CONFINE_NAME
+    assert runtime.NAMES_FILE == sandbox.NAMES_NAME
+
+
 def test_the_sandbox_names_no_flag_or_function_that_does_not_exist():
     assert not hasattr(sandbox, "isolation_mode")  # ExecResult.mode and exec -v report the mode
     for name in os.listdir(CODEMODE):

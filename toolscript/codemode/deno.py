@@ -285,8 +285,7 @@ def run(
     if os.name != "posix":
         raise UserError("toolscript exec needs a POSIX system (Linux or macOS): it relies on process groups")
     binary = deno or find_deno()
-    if not (0 < timeout < float("inf")):
-        raise UserError(f"the timeout must be a positive number of seconds, not {timeout!r}")
+    process.check_timeout(timeout)
     process.gateway_address(gateway_url)  # a UserError for a URL that is not http://host:port/...
     token = _token(gateway_url)
     kernel = kernel_layer()

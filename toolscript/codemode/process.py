@@ -77,6 +77,12 @@ def signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
+def check_timeout(timeout: float) -> None:
+    """``UserError`` unless ``timeout`` is a positive, finite number of seconds."""
+    if not (0 < timeout < float("inf")):
+        raise UserError(f"the timeout must be a positive number of seconds, not {timeout!r}")
+
+
 def gateway_address(url: Optional[str]) -> Tuple[str, str]:
     """(host, port) of ``http://host:port/t/TOKEN``; ("", "") without a URL; ``UserError`` for anything else."""
     if not url:

@@ -80,6 +80,8 @@ CGROUP_MODE = "cgroup(pids)"  # how the mode string names the task cap's cgroup
 WATCHDOG_MARGIN = 1.0
 PyCF_ALLOW_TOP_LEVEL_AWAIT = 0x2000
 
+# The files of a run's lib dir.  The guard and the runtime, which cannot import this module, read
+# them by the same names (guard.POLICY_NAME, guard.CONFINE_MODULE, runtime.NAMES_FILE).
 GUARD_NAME = "_toolscript_guard.py"
 RUNTIME_NAME = "toolscript.py"
 NAMES_NAME = "_toolscript_names.json"
@@ -732,8 +734,7 @@ def run(
     resolved = python if os.sep in python else shutil.which(python)
     if not resolved or not os.access(resolved, os.X_OK):
         raise UserError(f"cannot run the script with {python!r}: no such executable")
-    if not (0 < timeout < float("inf")):
-        raise UserError(f"the timeout must be a positive number of seconds, not {timeout!r}")
+    process.check_timeout(timeout)
     gw_host, gw_port = process.gateway_address(gateway_url)
     if workspace is not None:
         if not os.path.isdir(workspace):
