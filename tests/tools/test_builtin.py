@@ -432,7 +432,7 @@ def test_outputs_match_output_schemas(root, ctx):
     assert jsonschema.validate(bad, specs["fs.list_dir"].output_schema) != []
 
 
-# --- select_builtins --------------------------------------------------------------------
+# --- choosing built-ins: select_builtins, as the gateway's builtin_tools calls it ---------
 
 
 def test_select_all_and_none():
