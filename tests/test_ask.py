@@ -22,7 +22,7 @@ from mcp_servers.launch import FIXTURE
 from toolscript.models import ask
 from toolscript.tools.builtin import builtin_specs
 from toolscript.config.load import ServerConfig
-from toolscript.tools.spec import ToolSpec
+from toolscript.tools.contract import ToolSpec
 
 JSON_KEYS = {"answer", "toolCalls", "toolResults", "sessionContextUpdated", "usage", "steps", "stopped"}
 

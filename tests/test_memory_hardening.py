@@ -27,7 +27,7 @@ from toolscript.memory import session_key
 from toolscript.claude_code import memory_hooks as hooks
 from toolscript.memory.store import StoreError, open_store
 from toolscript.memory.tools import memory_specs
-from toolscript.tools.spec import ToolContext, ToolFailure
+from toolscript.tools.contract import ToolContext, ToolFailure
 
 
 @pytest.fixture

@@ -1,11 +1,11 @@
 """The patterns that read prompts, memories and queries stay linear on long runs of one kind of character.
 
-Each of these was quadratic: a run with no match was tried from each of its
-characters to its end (4,000 spaces in a prompt took 0.35 s in the
+Written the plain way, each of these is quadratic: a run with no match is tried from each of its
+characters to its end (4,000 spaces in a prompt take 0.35 s in the
 suggestion hook, 4,000 digits in a memory 1 s, 100,000 spaces in an answer
 10 s of the Stop hook, 4,000 characters of blank lines in a prompt 0.2 s, 20,000 letters in a search query 2.6 s).  The timeouts below are many times what the linear patterns
 take (milliseconds) and far below what the quadratic ones would (hours).
-The matches themselves are the old patterns' (the cases below, and the
+The linear patterns match what the plain ones do (the cases below, and the
 suggestion and memory tests that use them).  Search's identifier pattern is
 tested through search itself, in tests/search/test_signals.py.
 """

@@ -58,7 +58,7 @@ is skipped and the report says so (``{"landlockAbi": 0, ...}``).
 import os
 import sys
 
-__all__ = ["apply", "probe", "ConfineError", "python_read_paths", "elf_interpreters", "seccomp_program", "SYSTEM_READ_PATHS", "DEVICE_READ", "DEVICE_WRITE"]
+__all__ = ["apply", "ConfineError", "python_read_paths", "elf_interpreters", "seccomp_program", "SYSTEM_READ_PATHS", "DEVICE_READ", "DEVICE_WRITE"]
 
 
 class ConfineError(OSError):
@@ -149,7 +149,7 @@ DEVICE_READ = ("/dev/zero", "/dev/urandom", "/dev/random")
 DEVICE_WRITE = ("/dev/null",)
 
 
-# -- probing -----------------------------------------------------------------------------------------
+# -- libc through ctypes -----------------------------------------------------------------------------
 
 _LIBC: list = []  # [(the ctypes module, libc)], loaded once
 
@@ -175,22 +175,6 @@ def _column():
 def _nr(name, table=SYS):
     column = _column()
     return None if column is None else table[name][column]
-
-
-def probe() -> dict:
-    """What this kernel offers: ``{"landlockAbi": int (0 = none), "seccomp": bool, "arch": str}``."""
-    machine = os.uname().machine if hasattr(os, "uname") else sys.platform
-    result = {"landlockAbi": 0, "seccomp": False, "arch": machine}
-    if not sys.platform.startswith("linux") or machine not in ARCHES:
-        return result
-    try:
-        ctypes, libc = _libc()
-    except (ImportError, OSError):
-        return result
-    abi = libc.syscall(ctypes.c_long(_nr("landlock_create_ruleset")), None, ctypes.c_size_t(0), ctypes.c_uint32(CREATE_RULESET_VERSION))
-    result["landlockAbi"] = max(0, int(abi))
-    result["seccomp"] = libc.prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0
-    return result
 
 
 # -- the read-only set of the running interpreter -----------------------------------------------------

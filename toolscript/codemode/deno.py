@@ -5,7 +5,7 @@ Two parts:
 * the runtime module a script gets with ``import { tools, ToolError } from
   "toolscript"`` is served by the gateway (``gateway/tsruntime.py``) at
   ``GET <gateway>/runtime/tools.ts``.  Each tool function takes ONE object of
-  arguments, as in the Deno original: ``await tools.fixture.add({ a: 2, b: 3 })``.
+  arguments: ``await tools.fixture.add({ a: 2, b: 3 })``.
 * :func:`run` -- runs a script: ``deno run --quiet --no-prompt --no-check``
   in a fresh temp dir with a fresh ``DENO_DIR``, an import map that points
   ``toolscript`` at the gateway, an empty environment, and permissions for
@@ -22,12 +22,11 @@ Two parts:
   timeout; so a hole in Deno's permission checks is not a way out.  The mode
   then reads ``landlock(abi N)+seccomp+deno-permissions``.
 
-Against the Deno-only code mode this design started from, this runner changes:
+Why the flags and steps are what they are:
 
-* ``--no-check`` instead of ``--check``: type-checking on a fresh cache cost
-  about 1.2 s per run, and results typed ``unknown`` made ``result.url`` fail
-  it.  Types are for the model to read (``get-types --lang ts``); results here
-  are ``any``.
+* ``--no-check``: type-checking on a fresh cache costs about 1.2 s per run,
+  and results typed ``unknown`` would make ``result.url`` fail it.  Types are
+  for the model to read (``get-types --lang ts``); results here are ``any``.
 * ``--no-npm`` and ``--no-config`` always, and ``--no-remote`` without a
   gateway: with no ``--allow-import`` flag Deno still imports from its default
   hosts (deno.land, jsr.io, esm.sh, ...), and ``npm:`` specifiers download
@@ -35,14 +34,15 @@ Against the Deno-only code mode this design started from, this runner changes:
   the network the permission flags do not close.
 * no local file can be imported: Deno checks ``--allow-read`` for dynamic
   imports only, so a static ``import t from "/etc/passwd" with { type:
-  "text" }`` (or a JSON import of any config file) read anything the user
-  can read; the import map now sends every ``file:`` URL but the script's
+  "text" }`` (or a JSON import of any config file) would read anything the
+  user can read; the import map sends every ``file:`` URL but the script's
   own to a directory that does not exist (see :func:`import_map_for`).
 * the gateway's token is replaced by ``<token>`` in the output: stack traces
   through the runtime module show its URL, which carries the token.
 * a timeout, an output cap, streamed output, the script's own exit status,
-  the V8 heap capped like the Python runner's memory (1 GiB), and the runtime
-  module's text escaped (the original pasted descriptions into ``/** */``).
+  and the V8 heap capped like the Python runner's memory (1 GiB); the runtime
+  module carries the gateway's names as one JSON string literal, so no tool
+  name or description can change its code.
 
 What the script can still do: call every tool and endpoint of the gateway,
 read its own working directory's path (``Deno.cwd()`` needs no permission),
@@ -69,9 +69,7 @@ from toolscript.errors import UserError
 logger = log.get("codemode.deno")
 
 MODE = "deno-permissions"
-CONFINE_NAME = "_toolscript_confine.py"
 POLICY_NAME = "_toolscript_policy.json"
-LAYER_ENV = "TOOLSCRIPT_EXEC_LAYER"
 KERNEL_DEADLINE = 1.5  # seconds after the timeout: the kernel's kill timer, which holds when exec is gone
 RUNTIME_PATH = "/runtime/tools.ts"  # under the gateway URL; the module strips it from import.meta.url
 SOURCE = "exec-ts"  # the ``source`` of calls made from TypeScript, in the gateway's call records
@@ -217,21 +215,15 @@ def kernel_layer() -> Optional[str]:
     """
     import sys
 
-    forced = os.environ.get(LAYER_ENV, "").strip().lower()
+    forced = os.environ.get(process.LAYER_ENV, "").strip().lower()
     if forced and forced != "landlock":
         return None
-    probe = confine.probe()
+    probe = process.kernel_probe()
     if not probe["landlockAbi"] or not probe["seccomp"] or not sys.executable:
         if forced:
-            raise UserError(f"{LAYER_ENV}=landlock, but this kernel offers no Landlock or no seccomp; unset {LAYER_ENV} to fall back")
+            raise UserError(f"{process.LAYER_ENV}=landlock, but this kernel offers no Landlock or no seccomp; unset {process.LAYER_ENV} to fall back")
         return None
     return f"landlock(abi {probe['landlockAbi']})+seccomp"
-
-
-def mode() -> str:
-    """The ``ExecResult.mode`` a run would report now: ``landlock(abi 7)+seccomp+deno-permissions`` or ``deno-permissions``."""
-    kernel = kernel_layer()
-    return f"{kernel}+{MODE}" if kernel else MODE
 
 
 def _confined_argv(argv: list, root: str, work: str, cache: str, gateway_url: Optional[str], timeout: float) -> list:
@@ -257,14 +249,9 @@ def _confined_argv(argv: list, root: str, work: str, cache: str, gateway_url: Op
         "landlock": True,
         "seccomp": True,
     }
-    launcher, policy_file = os.path.join(root, CONFINE_NAME), os.path.join(root, POLICY_NAME)
-    import pkgutil
-
-    source = pkgutil.get_data("toolscript.codemode", "confine.py")
-    if source is None:
-        raise UserError("toolscript is incomplete: toolscript/codemode/confine.py is missing; reinstall it")
+    launcher, policy_file = os.path.join(root, process.CONFINE_NAME), os.path.join(root, POLICY_NAME)
     with open(launcher, "wb") as f:
-        f.write(source)
+        f.write(process.package_source("confine.py"))
     with open(policy_file, "w", encoding="utf-8") as f:
         json.dump(policy, f)
     return [sys.executable, "-I", "-S", "-B", launcher, policy_file, "--", binary] + list(argv[1:])
@@ -298,8 +285,7 @@ def run(
     if os.name != "posix":
         raise UserError("toolscript exec needs a POSIX system (Linux or macOS): it relies on process groups")
     binary = deno or find_deno()
-    if not (0 < timeout < float("inf")):
-        raise UserError(f"the timeout must be a positive number of seconds, not {timeout!r}")
+    process.check_timeout(timeout)
     process.gateway_address(gateway_url)  # a UserError for a URL that is not http://host:port/...
     token = _token(gateway_url)
     kernel = kernel_layer()

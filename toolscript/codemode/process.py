@@ -27,10 +27,11 @@ import sys
 import tempfile
 import threading
 import time
-from typing import BinaryIO, Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import BinaryIO, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from toolscript import log
 from toolscript.errors import UserError
+from toolscript.system import cgroups
 
 logger = log.get("codemode.process")
 
@@ -45,6 +46,7 @@ EXIT_LIMIT = 1  # a limit the parent checks (the work dir's size, say) stopped t
 WATCH_INTERVAL = 0.1  # seconds between two looks of a ``watch`` (see supervise)
 TERMINATING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, name))
 TEMP_KINDS = ("exec", "deno")
+LAYER_ENV = "TOOLSCRIPT_EXEC_LAYER"  # landlock | bubblewrap | namespaces | guard: force a rung of the isolation ladder
 _OWNED_TEMP_DIR = re.compile(r"toolscript-(?:%s)-(\d+)-[a-z0-9_]+\Z" % "|".join(TEMP_KINDS))
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _SIGKILL = getattr(signal, "SIGKILL", signal.SIGTERM)
@@ -73,6 +75,12 @@ def signal_name(signum: int) -> str:
         return signal.Signals(signum).name
     except ValueError:
         return f"signal {signum}"
+
+
+def check_timeout(timeout: float) -> None:
+    """``UserError`` unless ``timeout`` is a positive, finite number of seconds."""
+    if not (0 < timeout < float("inf")):
+        raise UserError(f"the timeout must be a positive number of seconds, not {timeout!r}")
 
 
 def gateway_address(url: Optional[str]) -> Tuple[str, str]:
@@ -123,7 +131,7 @@ def sweep_temp_dirs(directory: Optional[str] = None) -> List[str]:
         return removed
     for entry in entries:
         match = _OWNED_TEMP_DIR.match(entry.name)
-        if not match or _alive(int(match.group(1))):
+        if not match or cgroups.alive(int(match.group(1))):
             continue
         try:
             info = entry.stat(follow_symlinks=False)
@@ -135,18 +143,6 @@ def sweep_temp_dirs(directory: Optional[str] = None) -> List[str]:
         remove_tree(entry.path, quiet=True)  # another run's leftover (a mount inside, say) is no concern of this one
         removed.append(entry.path)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, ValueError):
-        return pid > 0  # someone else's process: alive
-    return True
 
 
 def remove_tree(path: str, quiet: bool = False) -> None:
@@ -167,6 +163,27 @@ def remove_tree(path: str, quiet: bool = False) -> None:
         (logger.debug if quiet else logger.warning)("could not remove the sandbox's temp dir %s", path)
 
 
+# -- the files a run copies into its temp dir -----------------------------------------------------
+
+CONFINE_NAME = "_toolscript_confine.py"  # confine.py's name in a run's temp dir (the guard imports it by that name)
+_SOURCES: Dict[str, bytes] = {}
+
+
+def package_source(name: str) -> bytes:
+    """The bytes of ``toolscript/codemode/<name>`` (guard.py, confine.py, runtime.py), from the zipapp too; kept once read."""
+    if name not in _SOURCES:
+        # What pkgutil.get_data does, without importing pkgutil (and importlib.util, ~6 ms).
+        from toolscript import codemode
+
+        loader = getattr(codemode.__spec__, "loader", None)
+        try:
+            data = loader.get_data(os.path.join(os.path.dirname(codemode.__file__), name))  # type: ignore[union-attr]
+        except (AttributeError, OSError) as exc:
+            raise UserError(f"toolscript is incomplete: toolscript/codemode/{name} is missing; reinstall it") from exc
+        _SOURCES[name] = data
+    return _SOURCES[name]
+
+
 # -- what the kernel offers -------------------------------------------------------------------------
 
 _LANDLOCK_CREATE_RULESET = {"x86_64": 444, "aarch64": 444}  # the syscall number; LANDLOCK_CREATE_RULESET_VERSION = 1
@@ -176,15 +193,31 @@ _PR_GET_SECCOMP = 21
 PROBE_CACHE = "kernel-probe"  # under the state dir: what this boot's kernel offers
 
 
-def kernel_probe() -> dict:
-    """``{"landlockAbi": int (0 = none), "seccomp": bool, "arch": str}``, like ``confine.probe()``.
+_KERNEL: List[dict] = []  # [what kernel_probe found], once per process
+_KERNEL_LOCK = threading.Lock()
 
-    Here so that ``exec`` need not compile ``confine.py`` (about 6 ms) in its
-    own process just to ask; the child runs the real thing.  The answer is
-    kept in the state dir for the rest of this boot (Landlock and seccomp
-    cannot change without a reboot; ``/proc/sys/kernel/random/boot_id`` does),
-    which spares each run loading ctypes: a few ms.  A wrong cache could only
-    make the child's own ``confine.apply`` fail loudly, never weaken it.
+
+def kernel_probe() -> dict:
+    """What this kernel offers: ``{"landlockAbi": int (0 = none), "seccomp": bool, "arch": str}``; asked once per process.
+
+    Both runners ask it here, in ``exec``'s own process, without compiling
+    ``confine.py`` (about 6 ms): the child's ``confine.apply`` is what
+    applies the layers.  The answer is also kept in the state dir for the
+    rest of this boot (:func:`_probe_this_boot`).
+    """
+    with _KERNEL_LOCK:
+        if not _KERNEL:
+            _KERNEL.append(_probe_this_boot())
+        return dict(_KERNEL[0])
+
+
+def _probe_this_boot() -> dict:
+    """The probe, kept in the state dir for the rest of this boot.
+
+    Landlock and seccomp cannot change without a reboot
+    (``/proc/sys/kernel/random/boot_id`` does), so the cache spares each run
+    loading ctypes: a few ms.  A wrong cache could only make the child's own
+    ``confine.apply`` fail loudly, never weaken it.
     """
     key = _boot_key()
     cached = _read_probe_cache(key) if key else None

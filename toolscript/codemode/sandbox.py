@@ -35,7 +35,7 @@ exec stops the script when its files pass ``WORK_DIR_LIMIT``.
 
 The audit-hook guard runs on every rung, first, for its clear messages.
 ``TOOLSCRIPT_EXEC_LAYER`` forces a rung (``namespaces`` and ``guard`` forced
-are exactly the layers before the kernel layer existed); the test-only
+run without any kernel layer, not even seccomp); the test-only
 ``TOOLSCRIPT_EXEC_GUARD=off`` drops the guard, and the mode says
 ``guard-off``.  How the child is started, timed out and killed with us is
 ``process.py``.
@@ -80,15 +80,16 @@ CGROUP_MODE = "cgroup(pids)"  # how the mode string names the task cap's cgroup
 WATCHDOG_MARGIN = 1.0
 PyCF_ALLOW_TOP_LEVEL_AWAIT = 0x2000
 
+# The files of a run's lib dir.  The guard and the runtime, which cannot import this module, read
+# them by the same names (guard.POLICY_NAME, guard.CONFINE_MODULE, runtime.NAMES_FILE).
 GUARD_NAME = "_toolscript_guard.py"
 RUNTIME_NAME = "toolscript.py"
 NAMES_NAME = "_toolscript_names.json"
 CODE_NAME = "_toolscript_script"
-CONFINE_NAME = "_toolscript_confine.py"
 POLICY_NAME = "_toolscript_policy"
 SIGNAL_NAME = "init_signal"  # in the temp root, outside the script's reach
 NAMESPACES_ENV = "TOOLSCRIPT_EXEC_NAMESPACES"  # "0" turns the namespace layer off
-LAYER_ENV = "TOOLSCRIPT_EXEC_LAYER"  # landlock | bubblewrap | namespaces | guard: force a rung of the ladder
+LAYER_ENV = process.LAYER_ENV
 GUARD_ENV = "TOOLSCRIPT_EXEC_GUARD"  # "off": TEST-ONLY, no audit-hook guard (proves the OS layer alone holds)
 BWRAP_ENV = "TOOLSCRIPT_BWRAP"  # the bubblewrap executable to use (default: bwrap on PATH)
 LAYERS = ("landlock", "bubblewrap", "namespaces", "guard")
@@ -179,26 +180,17 @@ def _choose_prefix(net: bool, namespaces: Optional[bool]) -> Optional[Tuple[str,
     return prefix
 
 
-_PROBES: Dict[str, object] = {}
-_PROBE_LOCK = threading.Lock()
-
-
-def kernel_probe() -> Dict[str, object]:
-    """``confine.probe()`` (as ``process.kernel_probe``), once per process: Landlock ABI, seccomp, architecture."""
-    with _PROBE_LOCK:
-        if "kernel" not in _PROBES:
-            _PROBES["kernel"] = process.kernel_probe()
-        return dict(_PROBES["kernel"])  # type: ignore[call-overload]  # a dict, set just above
+_BWRAPS: Dict[str, Optional[str]] = {}
+_BWRAP_LOCK = threading.Lock()
 
 
 def find_bwrap() -> Optional[str]:
     """A bubblewrap that works here (``TOOLSCRIPT_BWRAP``, else ``bwrap`` on PATH), probed once; or None."""
     wanted = os.environ.get(BWRAP_ENV, "").strip()
-    with _PROBE_LOCK:
-        key = "bwrap:" + wanted
-        if key not in _PROBES:
-            _PROBES[key] = _probe_bwrap(wanted)
-        return _PROBES[key]  # type: ignore[return-value]  # str or None
+    with _BWRAP_LOCK:
+        if wanted not in _BWRAPS:
+            _BWRAPS[wanted] = _probe_bwrap(wanted)
+        return _BWRAPS[wanted]
 
 
 def _probe_bwrap(wanted: str) -> Optional[str]:
@@ -243,8 +235,8 @@ def _plan(gateway: bool, namespaces: Optional[bool], guard_on: bool) -> _Plan:
     forced = os.environ.get(LAYER_ENV, "").strip().lower()
     if forced and forced not in LAYERS:
         raise UserError(f"{LAYER_ENV}={forced!r} is not a layer; use one of {', '.join(LAYERS)} or unset it")
-    probe = kernel_probe()
-    abi = int(probe.get("landlockAbi") or 0)  # type: ignore[call-overload]  # an int from confine.probe
+    probe = process.kernel_probe()
+    abi = int(probe.get("landlockAbi") or 0)
     seccomp = bool(probe.get("seccomp"))
     landlock_ok = abi > 0 and seccomp
     # From ABI 6 Landlock scopes signals and abstract unix sockets to the sandbox, and it already denies /proc and
@@ -272,7 +264,7 @@ def _plan(gateway: bool, namespaces: Optional[bool], guard_on: bool) -> _Plan:
     if layer == "bubblewrap":
         kinds = ["user", "mount", "pid", "ipc", "uts", "cgroup"] + ([] if gateway else ["net"])
         return _Plan(layer, (), {"landlock": False, "seccomp": seccomp}, "bubblewrap+" + ("seccomp+" if seccomp else "") + tasks + guard, kinds, bwrap)
-    if forced:  # namespaces or guard, forced: today's isolation exactly, the baseline the others are measured against
+    if forced:  # namespaces or guard, forced: no kernel layer at all, the baseline the others are measured against
         prefix = prefix if layer == "namespaces" else None
         kinds = _namespace_kinds(prefix)
         return _Plan(layer, prefix or (), None, tasks + (f"namespace({','.join(kinds)})+" if kinds else "") + guard, kinds, None)
@@ -333,7 +325,7 @@ GAPS = {
 def isolation_fix(bubblewrap: bool = True) -> str:
     """What gives exec a (stronger) kernel-enforced layer on this system (for errors and doctor)."""
     if sys.platform == "darwin":
-        return "run it on Linux with Landlock; macOS sandbox-exec is not wired in yet"
+        return "run it on Linux with Landlock (on macOS exec has only the in-process guard)"
     fix = 'use a Linux kernel with Landlock (5.13+, "landlock" in the lsm= list)'
     return fix + (", or install bubblewrap (apt install bubblewrap)" if bubblewrap else "")
 
@@ -344,7 +336,7 @@ def isolation_report(gateway: bool = True) -> Dict[str, object]:
     A ``TOOLSCRIPT_EXEC_LAYER`` that ``exec`` would refuse adds ``"error"``
     (the message ``exec`` would give) and reports the ladder's own choice.
     """
-    probe = kernel_probe()
+    probe = process.kernel_probe()
     guard_on = os.environ.get(GUARD_ENV, "").strip().lower() != "off"
     problem = None
     try:
@@ -366,7 +358,7 @@ def isolation_report(gateway: bool = True) -> Dict[str, object]:
     return {
         "layer": plan.layer,
         "mode": plan.mode,
-        "landlockAbi": int(probe.get("landlockAbi") or 0),  # type: ignore[call-overload]  # an int from confine.probe
+        "landlockAbi": int(probe.get("landlockAbi") or 0),
         "seccomp": bool(probe.get("seccomp")),
         "namespaces": plan.namespaces,
         "bwrap": find_bwrap(),
@@ -433,24 +425,6 @@ def _bwrap_argv(bwrap: str, python: str, lib: str, work: str, workspace: Optiona
 
 # -- the child's files, environment and limits -------------------------------------------------
 
-_SOURCES: Dict[str, bytes] = {}
-
-
-def _source(name: str) -> bytes:
-    """guard.py / runtime.py, from the package (works from the zipapp too)."""
-    if name not in _SOURCES:
-        # What pkgutil.get_data does, without importing pkgutil (and importlib.util, ~6 ms).
-        from toolscript import codemode
-
-        loader = getattr(codemode.__spec__, "loader", None)
-        try:
-            data = loader.get_data(os.path.join(os.path.dirname(codemode.__file__), name))  # type: ignore[union-attr]
-        except (AttributeError, OSError) as exc:
-            raise UserError(f"toolscript is incomplete: toolscript/codemode/{name} is missing; reinstall it") from exc
-        _SOURCES[name] = data
-    return _SOURCES[name]
-
-
 _PYCS: Dict[str, Optional[bytes]] = {}
 PYC_DIR = "pyc"  # under the state dir: compiled copies of confine.py and runtime.py, per interpreter
 
@@ -481,7 +455,7 @@ def _pyc(name: str) -> Optional[bytes]:
     data: Optional[bytes] = None
     try:
         magic, source_hash = _pyc_helpers()
-        source = _source(name)
+        source = process.package_source(name)
         tag = sys.implementation.cache_tag
         if tag:
             key = (source_hash(source + tag.encode() + magic) + len(source).to_bytes(8, "little")).hex()
@@ -512,7 +486,7 @@ def _precompiled(python: str) -> Dict[str, bytes]:
     if os.path.realpath(python) != os.path.realpath(sys.executable or "") or not sys.implementation.cache_tag:
         return {}
     entries = {}
-    for source_name, module in (("confine.py", CONFINE_NAME[:-3]), ("runtime.py", RUNTIME_NAME[:-3])):
+    for source_name, module in (("confine.py", process.CONFINE_NAME[:-3]), ("runtime.py", RUNTIME_NAME[:-3])):
         data = _pyc(source_name)
         if data:
             entries[os.path.join("__pycache__", f"{module}.{sys.implementation.cache_tag}.pyc")] = data
@@ -760,8 +734,7 @@ def run(
     resolved = python if os.sep in python else shutil.which(python)
     if not resolved or not os.access(resolved, os.X_OK):
         raise UserError(f"cannot run the script with {python!r}: no such executable")
-    if not (0 < timeout < float("inf")):
-        raise UserError(f"the timeout must be a positive number of seconds, not {timeout!r}")
+    process.check_timeout(timeout)
     gw_host, gw_port = process.gateway_address(gateway_url)
     if workspace is not None:
         if not os.path.isdir(workspace):
@@ -808,10 +781,10 @@ def run(
                     mover = None if group.fast_self_join else _Mover(group)
         policy = {"confine": kernel, "guard": guard_on, "workspace": workspace}
         files = {
-            GUARD_NAME: _source("guard.py"),
-            CONFINE_NAME: _source("confine.py"),
+            GUARD_NAME: process.package_source("guard.py"),
+            process.CONFINE_NAME: process.package_source("confine.py"),
             POLICY_NAME: marshal.dumps(policy, 4),  # read by the guard without importing json
-            RUNTIME_NAME: _source("runtime.py"),
+            RUNTIME_NAME: process.package_source("runtime.py"),
             NAMES_NAME: json.dumps(names if isinstance(names, dict) else {"servers": {}}).encode("utf-8"),
             CODE_NAME: code.encode("utf-8", "surrogateescape"),
         }

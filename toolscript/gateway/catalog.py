@@ -12,9 +12,12 @@ fails fast with the reason instead of the tool vanishing and reappearing.
 import json
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Union
 
 from toolscript import log
+
+if TYPE_CHECKING:
+    from toolscript.tools.contract import ToolSpec
 
 logger = log.get("gateway.catalog")
 
@@ -30,6 +33,16 @@ def split_id(identifier: str) -> Tuple[str, str]:
     """``("server", "tool")`` from ``"server__tool"``; the server is ``""`` if there is no separator."""
     server, sep, name = identifier.partition(SEPARATOR)
     return (server, name) if sep else ("", identifier)
+
+
+def builtin_tools(setting: Union[bool, List[str]]) -> Dict[str, "ToolSpec"]:
+    """The built-in tools (server ``builtin``) the ``builtinTools`` setting enables: the general ones, then memory's."""
+    from toolscript.memory.tools import memory_specs
+    from toolscript.tools.builtin import builtin_specs, select_builtins
+
+    specs = builtin_specs()
+    specs.update((spec.name, spec) for spec in memory_specs())
+    return select_builtins(setting, specs)
 
 
 @dataclass

@@ -17,15 +17,14 @@ from typing import Any, Callable, Dict, List, Optional
 
 from toolscript import __version__, log
 from toolscript.tools import schema as jsonschema
-from toolscript.tools.builtin import select_builtins
 from toolscript.config.load import Config
-from toolscript.gateway.catalog import BUILTIN_SERVER, Catalog, split_id
+from toolscript.gateway.catalog import BUILTIN_SERVER, Catalog, builtin_tools, split_id
 from toolscript.gateway.derived import Derived
 from toolscript.gateway.state import DEFAULT_SESSION, text_session
 from toolscript.gateway.upstream import Upstream, UpstreamUnavailable, wait_settled
 from toolscript.mcp.cancel import Cancel
 from toolscript.mcp.errors import McpError, RequestCancelled, RequestTimeout
-from toolscript.tools.spec import (
+from toolscript.tools.contract import (
     ERROR_EXECUTION,
     ERROR_INVALID_ARGS,
     ERROR_TOOL_NOT_FOUND,
@@ -57,7 +56,7 @@ class Gateway:
         self.started = time.time()
         root = os.path.realpath(workspace)
         self.context = ToolContext(workspace_roots=[root] + [os.path.realpath(r) for r in config.workspace_roots])
-        self.builtins = select_builtins(config.builtin_tools)
+        self.builtins = builtin_tools(config.builtin_tools)
         self.upstreams: Dict[str, Upstream] = {s.name: Upstream(s, self._upstream_changed) for s in config.enabled_servers()}
         self.catalog = Catalog(self._sources)
         self.derived = Derived(self.catalog, self._unavailable)

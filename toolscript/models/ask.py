@@ -150,7 +150,7 @@ class LocalTools:
     def call(self, tool_id: str, args: Any, timeout: float) -> Dict[str, Any]:
         import dataclasses
 
-        from toolscript.tools.spec import ToolCall, ToolContext, execute
+        from toolscript.tools.contract import ToolCall, ToolContext, execute
 
         name = tool_id[len(BUILTIN_PREFIX):] if tool_id.startswith(BUILTIN_PREFIX) else tool_id
         registry = {n: dataclasses.replace(s, timeout=min(s.timeout, timeout)) for n, s in self.builtins.items()}

@@ -41,7 +41,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Set
 from toolscript.models.ask import AskResult, allowed, refusal_message
 from toolscript.gateway.client import GatewayClient, redact_text
 from toolscript.models.backends import kill_group, start_group
-from toolscript.tools.spec import ERROR_EXECUTION, ERROR_TOOL_NOT_FOUND
+from toolscript.tools.contract import ERROR_EXECUTION, ERROR_TOOL_NOT_FOUND
 
 
 DEFAULT_MODEL = "haiku"  # the CLI's alias for its current Haiku

@@ -33,7 +33,7 @@ from typing import Callable, List, Optional, Tuple
 
 from toolscript import log
 
-logger = log.get("codemode.cgroups")
+logger = log.get("system.cgroups")
 
 V2_ROOT = "/sys/fs/cgroup"
 V1_PIDS_ROOT = "/sys/fs/cgroup/pids"
@@ -221,7 +221,7 @@ def sweep(root: str) -> List[str]:
         return removed
     for entry in entries:
         owner = _owner(entry.name)
-        if owner is None or _alive(owner):
+        if owner is None or alive(owner):
             continue
         try:
             os.rmdir(entry.path)  # fails (EBUSY) while anything is still in it
@@ -244,7 +244,8 @@ def _owner(name: str) -> Optional[int]:
     return int(parts[2])
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (another user's included): what tells a leftover's owner is gone."""
     if pid == os.getpid():
         return True
     try:

@@ -30,11 +30,9 @@ import sys
 from typing import Any, List, Optional
 
 # openat2(2)'s resolve flags (linux/openat2.h).
-RESOLVE_NO_XDEV = 0x01
 RESOLVE_NO_MAGICLINKS = 0x02
 RESOLVE_NO_SYMLINKS = 0x04
 RESOLVE_BENEATH = 0x08
-RESOLVE_IN_ROOT = 0x10
 # The syscall number is 437 on x86_64 and aarch64 (newer syscalls share one number across most
 # architectures, but only these two are relied on here; others use the walk).
 _OPENAT2_SYSCALL = {"x86_64": 437, "amd64": 437, "aarch64": 437, "arm64": 437}
@@ -79,19 +77,6 @@ def open_beneath(dir_fd: int, rel: str, flags: int) -> int:
         if fd is not None:
             return fd
     return _walk(dir_fd, parts, flags)
-
-
-def openat2_works() -> bool:
-    """True when this kernel and process let :func:`open_beneath` use openat2 (not the walk)."""
-    here = os.open("/", READ_DIRECTORY | _O_CLOEXEC)
-    try:
-        opened = _openat2(here, ".", READ_DIRECTORY | _O_CLOEXEC)
-    finally:
-        os.close(here)
-    if opened is None:
-        return False
-    os.close(opened)
-    return True
 
 
 def _components(rel: str) -> List[str]:

@@ -1,1 +1,1 @@
-"""Tools as toolscript runs them: the tool contract (spec, call, result), the built-in tools, the argument check."""
+"""Tools as toolscript runs them: the tool contract (``contract``: spec, call, result, error codes, execute), the built-in tools, the argument check (``schema``)."""

@@ -1,7 +1,9 @@
-"""The built-in tools: time.now, tools.echo, shell.pwd, fs.list_dir, fs.read_file, and memory's three.
+"""The general built-in tools: time.now, tools.echo, shell.pwd, fs.list_dir, fs.read_file.
 
-``memory.search``, ``memory.timeline`` and ``memory.get`` live in
-``toolscript/memory/tools.py`` (they read the memory database, read-only).
+Memory's three built-ins (``memory.search``, ``memory.timeline``,
+``memory.get``) live with memory, in ``toolscript/memory/tools.py``: memory
+builds on this layer, not the other way round.  ``gateway.catalog.builtin_tools``
+puts the two together for the ``builtinTools`` setting.
 
 They need no server and exist so the tool path (CLI, gateway, MCP endpoint)
 can be exercised and so a model can look at the workspace.  The file tools are
@@ -35,7 +37,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 from toolscript import log
 from toolscript.system import safe_open
 from toolscript.errors import UserError
-from toolscript.tools.spec import ToolContext, ToolFailure, ToolSpec
+from toolscript.tools.contract import ToolContext, ToolFailure, ToolSpec
 
 DEFAULT_MAX_BYTES = 204800  # fs.read_file: 200 KiB
 DEFAULT_MAX_DEPTH = 4  # fs.list_dir with recursive
@@ -43,11 +45,11 @@ MAX_DEPTH_LIMIT = 32
 # fs.list_dir returns at most this many entries; read at call time so tests can lower it.
 MAX_LIST_ENTRIES = 5000
 
-_log = log.get("builtins")
+_log = log.get("tools.builtin")
 
 
 def builtin_specs() -> Dict[str, ToolSpec]:
-    """All built-in tools by name, in a fixed order; fresh objects on every call."""
+    """The general built-in tools by name, in a fixed order; fresh objects on every call."""
     specs = [
         ToolSpec(
             name="time.now",
@@ -176,15 +178,11 @@ def builtin_specs() -> Dict[str, ToolSpec]:
             ),
         ),
     ]
-    from toolscript.memory.tools import memory_specs  # here: builtins loads for every gateway; memory's code only runs on a call
-
-    specs += memory_specs()
     return {spec.name: spec for spec in specs}
 
 
-def select_builtins(setting: Union[bool, List[str]]) -> Dict[str, ToolSpec]:
-    """The built-ins a setting enables: True all, False none, a list only those names (in built-in order)."""
-    specs = builtin_specs()
+def select_builtins(setting: Union[bool, List[str]], specs: Dict[str, ToolSpec]) -> Dict[str, ToolSpec]:
+    """The tools of ``specs`` (every built-in) a setting enables: True all, False none, a list only those names (in ``specs``' order)."""
     if setting is True:
         return specs
     if setting is False:

@@ -45,7 +45,7 @@ from toolscript.tools import ecmaregex
 
 __all__ = ["validate"]
 
-logger = log.get("jsonschema")
+logger = log.get("tools.schema")
 
 _MAX_DEPTH = 100  # instance levels below the root that are still checked
 # Nested subschema applications; two Python frames each, so this stays inside

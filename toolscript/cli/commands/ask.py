@@ -145,7 +145,7 @@ def _tools(args: argparse.Namespace) -> Any:
     """The gateway's tools when one answers, else the built-ins in this process."""
     from toolscript.models import ask
     from toolscript.config import load as configuration
-    from toolscript.tools.builtin import select_builtins
+    from toolscript.gateway.catalog import builtin_tools
     from toolscript.gateway.client import GatewayUnavailable, connect
 
     try:
@@ -156,7 +156,7 @@ def _tools(args: argparse.Namespace) -> Any:
         logger.info("no gateway (%s): built-in tools only, in this process", exc)
     config = configuration.load_config(args.config_paths)
     roots = [os.path.realpath(os.getcwd())] + [os.path.realpath(r) for r in config.workspace_roots]
-    return ask.LocalTools(select_builtins(config.builtin_tools), roots)
+    return ask.LocalTools(builtin_tools(config.builtin_tools), roots)
 
 
 def _run_api(args: argparse.Namespace, question: str, allow: List[str], session_name: Optional[str], trace: Any) -> Any:

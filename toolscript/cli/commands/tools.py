@@ -71,10 +71,10 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
 
 def _local_builtins(args):
     from toolscript.config import load as configuration
-    from toolscript.tools.builtin import select_builtins
+    from toolscript.gateway.catalog import builtin_tools
 
     config = configuration.load_config(args.config_paths)
-    return config, select_builtins(config.builtin_tools)
+    return config, builtin_tools(config.builtin_tools)
 
 
 def _canonical(name: str) -> str:
@@ -142,7 +142,7 @@ def _unknown_tool(name: str, tools, client) -> UserError:
 def run_invoke(args: argparse.Namespace) -> int:
     from toolscript.models.ask import allowed, parse_allow, refusal_message
     from toolscript.gateway.client import GatewayUnavailable, connect, redact
-    from toolscript.tools.spec import ERROR_TOOL_NOT_FOUND
+    from toolscript.tools.contract import ERROR_TOOL_NOT_FOUND
 
     arguments = _parse_arguments(args.args)
     payload = {"tool": _canonical(args.name), "arguments": arguments, "source": "cli"}
@@ -173,7 +173,7 @@ def run_invoke(args: argparse.Namespace) -> int:
 
 
 def _invoke_locally(args, arguments):
-    from toolscript.tools.spec import ToolCall, ToolContext, execute
+    from toolscript.tools.contract import ToolCall, ToolContext, execute
 
     config, builtins = _local_builtins(args)
     name = args.name[len(BUILTIN_PREFIX):] if args.name.startswith(BUILTIN_PREFIX) else args.name

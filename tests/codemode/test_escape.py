@@ -1,6 +1,6 @@
-"""The escape suite of ``toolscript exec`` (issue 9): every way out, tried for real, must fail.
+"""The escape suite of ``toolscript exec``: every way out, tried for real, must fail.
 
-Each probe is a small Python script in ``tests/escape_probes/`` run through the
+Each probe is a small Python script in ``tests/codemode/escape_probes/`` run through the
 real ``exec`` path (``sandbox.run`` in this process, or ``python -m toolscript
 exec --json``).  The test prepends ``CONFIG = {...}`` (paths and ports of what
 the test planted outside the sandbox) and ``_prelude.py``, whose
@@ -33,7 +33,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys

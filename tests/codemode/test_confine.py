@@ -7,6 +7,9 @@ sandbox's lib dir does, applies a policy whose only writable dir is its
 working dir, prints the report as its first line, then runs the test's code.
 Where the kernel lacks Landlock or seccomp the tests say so by name
 (``missing_prerequisite``: a failure under ``TOOLSCRIPT_REQUIRE_PEERS=1``).
+
+The last part runs it as exec does: the sandbox's isolation ladder (which rung
+runs, what its report says, each rung forced) and Deno under the launcher.
 """
 
 import json
@@ -19,7 +22,9 @@ import time
 
 import pytest
 
-from conftest import REPO_ROOT, missing_prerequisite
+from conftest import REPO_ROOT, Output, missing_prerequisite
+from toolscript.codemode import deno, process, sandbox
+from toolscript.errors import UserError
 
 CODEMODE = os.path.join(REPO_ROOT, "toolscript", "codemode")
 sys.path.insert(0, CODEMODE)
@@ -37,7 +42,7 @@ CHILD = (
 
 
 def kernel():
-    probe = confine.probe()
+    probe = process.kernel_probe()
     if not probe["landlockAbi"]:
         missing_prerequisite(f"Landlock is not available in this kernel ({os.uname().release}); the kernel layer cannot be tested")
     if not probe["seccomp"]:
@@ -103,7 +108,7 @@ def outcomes(out):
 
 
 def test_probe_tells_what_the_kernel_offers():
-    probe = confine.probe()
+    probe = process.kernel_probe()
     assert set(probe) == {"landlockAbi", "seccomp", "arch"}
     assert isinstance(probe["landlockAbi"], int) and probe["landlockAbi"] >= 0
     assert isinstance(probe["seccomp"], bool) and probe["arch"] == os.uname().machine
@@ -450,10 +455,6 @@ def test_the_launcher_confines_the_program_it_starts(tmp_path):
 
 # -- the sandbox's ladder -------------------------------------------------------------------------
 
-from conftest import Output  # noqa: E402
-from toolscript.codemode import deno, sandbox  # noqa: E402
-from toolscript.errors import UserError  # noqa: E402
-
 BWRAP = os.path.join(REPO_ROOT, ".venv", "peers", "bwrap", "usr", "bin", "bwrap")
 # The task cap's cgroup, in every rung's mode where this system lets exec make one.
 TASKS = sandbox.CGROUP_MODE + "+" if sandbox.task_limit()["by"] == "cgroup" else ""
@@ -619,7 +620,7 @@ def test_deno_runs_confined_even_with_every_deno_permission(deno_path, tmp_path,
 def test_without_landlock_the_ladder_falls_back_and_keeps_seccomp(monkeypatch):
     """Landlock missing (simulated): bubblewrap when it works here, else namespaces, each with seccomp."""
     kernel()
-    monkeypatch.setattr(sandbox, "kernel_probe", lambda: {"landlockAbi": 0, "seccomp": True, "arch": os.uname().machine})
+    monkeypatch.setattr(process, "kernel_probe", lambda: {"landlockAbi": 0, "seccomp": True, "arch": os.uname().machine})
     report = sandbox.isolation_report(gateway=False)
     result, out, err = sandbox_run("import os\nos.fork()\n")
     assert result.mode == report["mode"] and "landlock" not in result.mode

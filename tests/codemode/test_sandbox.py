@@ -1,8 +1,8 @@
 """``toolscript exec``'s sandbox: the runner, the runtime guard, and the in-script tools API.
 
 Tool tests run a real gateway in this process with the stdlib fixture server
-as three upstreams (stdio, Streamable HTTP, legacy SSE); the name map the lead
-builds from ``typegen`` is written by hand here.  Escape attempts run in every
+as three upstreams (stdio, Streamable HTTP, legacy SSE); the name map the gateway
+builds from the stubs is written by hand here.  Escape attempts run in every
 isolation mode this machine offers (namespaces + guard, and guard only), and
 each must be refused with a clear message and leave no process behind.
 """
@@ -17,18 +17,19 @@ import time
 
 import pytest
 
-from conftest import FAKE_TOOL_RESULTS, Output, fake_gateway_api, running_gateway
+from conftest import FAKE_TOOL_RESULTS, REPO_ROOT, Output, fake_gateway_api, running_gateway
 from mcp_servers.launch import FIXTURE, start_fixture
-from toolscript.codemode import runtime, sandbox
+from toolscript.codemode import process, runtime, sandbox
 from toolscript.config.load import ServerConfig
 
 NAMESPACES = sandbox.namespace_prefix(net=True) is not None
-_ABI = sandbox.kernel_probe()["landlockAbi"]
-# The kernel layer (issue 9) comes first in the mode string when this kernel has Landlock and seccomp.
-KERNEL = f"landlock(abi {_ABI})+seccomp+" + ("cgroup(pids)+" if sandbox.task_limit()["by"] == "cgroup" else "") if _ABI and sandbox.kernel_probe()["seccomp"] else ""
+_ABI = process.kernel_probe()["landlockAbi"]
+# The kernel layer comes first in the mode string when this kernel has Landlock and seccomp.
+KERNEL = f"landlock(abi {_ABI})+seccomp+" + ("cgroup(pids)+" if sandbox.task_limit()["by"] == "cgroup" else "") if _ABI and process.kernel_probe()["seccomp"] else ""
 SCOPED = bool(KERNEL) and _ABI >= sandbox.SCOPE_ABI  # then the default plan runs no namespaces
 MODES = [pytest.param(None, id="auto")] + ([pytest.param(False, id="guard-only")] if NAMESPACES else [])
 SANDBOX_ERROR = "toolscript sandbox:"
+CODEMODE = os.path.join(REPO_ROOT, "toolscript", "codemode")
 
 
 def run(code, **kwargs):
@@ -545,6 +546,45 @@ def test_the_gateway_is_the_only_reachable_port(gateway_url, listener):
     assert f"connecting to 127.0.0.1:{port} is not allowed (only the toolscript gateway can be reached)" in err
 
 
+# -- a configured server that failed says why ------------------------------------------------
+
+UNAVAILABLE_NAMES = {
+    "servers": {"fixture": {"add": {"id": "fixture__add", "args": {"a": "a", "b": "b"}}}},
+    "unavailable": {"crashy": "exited with status 3 during the handshake: boom"},
+}
+
+
+def test_a_failed_server_says_why_in_python():
+    code = (
+        "from toolscript import tools, ToolError\n"
+        "print(hasattr(tools, 'crashy'))\n"
+        "try:\n"
+        "    tools.crashy.anything\n"
+        "except ToolError as err:\n"
+        "    print(err.code)\n"
+        "try:\n"
+        "    tools.fixtur\n"
+        "except AttributeError as err:\n"
+        "    print(err)\n"
+        "tools.crashy.x()\n"
+    )
+    out, err = Output(), Output()
+    result = sandbox.run(code, names=UNAVAILABLE_NAMES, stdout=out, stderr=err)
+    lines = out.text.splitlines()
+    assert lines[0] == "False" and lines[1] == "server_unavailable"
+    assert "tools has no server 'fixtur'; did you mean fixture?" in lines[2]
+    assert result.exit_code == 1
+    last = err.text.strip().splitlines()[-1]
+    assert last == "toolscript.ServerUnavailable: tools.crashy: the server 'crashy' is configured but not available: exited with status 3 during the handshake: boom"
+
+
+def test_the_runtime_tolerates_a_names_map_without_unavailable():
+    out, err = Output(), Output()
+    names = {"servers": UNAVAILABLE_NAMES["servers"]}
+    result = sandbox.run("from toolscript import tools\ntools.crashy", names=names, stdout=out, stderr=err)
+    assert result.exit_code == 1 and "AttributeError: tools has no server 'crashy'" in err.text
+
+
 # -- other interpreters and the zipapp ---------------------------------------------------------------
 
 
@@ -566,3 +606,123 @@ def test_works_from_the_zipapp(pyz, tmp_path):
     )
     proc = subprocess.run([sys.executable, "-I", "-c", driver, pyz], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60, cwd=str(tmp_path))
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"42\n", b"")
+
+
+# -- the work dir's size ------------------------------------------------------------------------------
+
+# 1 MiB at a time, 200 times: past an 8 MiB limit long before the end.  The pause keeps the writes slower
+# than exec's look every 0.1 s, so what is left on disk stays small.
+WRITERS = {
+    "files": "for i in range(200):\n    with open(f'part{i}', 'wb') as f:\n        f.write(CHUNK)\n    time.sleep(0.01)\n",
+    # No name, so no directory listing shows it: exec counts the script's open files too.
+    "unlinked": "f = open('hidden', 'wb')\nos.unlink('hidden')\nfor i in range(60):\n    f.write(CHUNK)\n    f.flush()\n    time.sleep(0.02)\n",
+}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("how", list(WRITERS))
+def test_a_script_writing_past_the_work_dir_limit_is_stopped(how):
+    code = "import os, time\nCHUNK = b'x' * (1 << 20)\n" + WRITERS[how] + "print('wrote it all')\n"
+    out, err = Output(), Output()
+    result = sandbox.run(code, stdout=out, stderr=err, timeout=30, work_dir_limit=8 << 20)
+    assert "wrote it all" not in out.text and not result.timed_out
+    assert result.exit_code == 1, err.text
+    assert "the script was stopped: its files passed the sandbox's disk limit (8 MiB in its work dir)" in err.text
+
+
+@pytest.mark.timeout(60)
+def test_a_script_making_too_many_files_is_stopped(monkeypatch):
+    monkeypatch.setattr(sandbox, "WORK_DIR_ENTRIES_LIMIT", 100)
+    code = "import time\nfor i in range(2000):\n    open(f'f{i}', 'w').close()\n    time.sleep(0.001)\nprint('made them all')\n"
+    out, err = Output(), Output()
+    result = sandbox.run(code, stdout=out, stderr=err, timeout=30)
+    assert "made them all" not in out.text and result.exit_code == 1, err.text
+    assert "its work dir passed 100 files and directories" in err.text
+
+
+# -- the task cap's cgroup ----------------------------------------------------------------------------
+
+THREAD_BOMB = (
+    "import threading\nthreading.stack_size(64 * 1024)\nstop, started = threading.Event(), 0\n"
+    "try:\n    for _ in range(500):\n        threading.Thread(target=stop.wait, daemon=True).start()\n        started += 1\n"
+    "except RuntimeError:\n    pass\nstop.set()\nprint(started)\n"
+)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("join", ["itself", "moved-by-exec"])
+def test_the_script_runs_in_a_cgroup_that_caps_its_threads(monkeypatch, join):
+    """Root is exempt from RLIMIT_NPROC: the cap is the cgroup's pids.max (joined by the child, or, as on cgroup v2
+    where joining is slow, exec moves it in while it starts); the cgroup goes with the run."""
+    from toolscript.system import cgroups
+
+    if cgroups.hierarchy() is None:
+        pytest.skip("no writable pids cgroup here: the cap is RLIMIT_NPROC (non-root) or a count every 0.1 s (root)")
+    made = []
+    create = cgroups.create
+
+    def recording_create(kind, pids_max=0):
+        group = create(kind, pids_max)
+        if group is not None and join == "moved-by-exec":
+            group.fast_self_join = False
+        made.append(group)
+        return group
+
+    monkeypatch.setattr(cgroups, "create", recording_create)
+    out, err = Output(), Output()
+    result = sandbox.run(THREAD_BOMB, stdout=out, stderr=err, timeout=30)
+    assert result.exit_code == 0, err.text
+    assert sandbox.CGROUP_MODE in result.mode
+    assert int(out.text) < sandbox.TASK_LIMIT
+    (group,) = made
+    assert group is not None and not os.path.exists(group.path)
+
+
+@pytest.mark.timeout(60)
+def test_as_root_without_a_cgroup_exec_counts_the_threads(monkeypatch):
+    """The fallback for root where no pids cgroup is writable: a look every 0.1 s, which stops a steady climb."""
+    from toolscript.system import cgroups
+
+    if os.getuid() != 0:
+        pytest.skip("not root: RLIMIT_NPROC caps the threads")
+    monkeypatch.setattr(cgroups, "hierarchy", lambda: None)
+    assert sandbox.task_limit()["by"] == "count"
+    code = THREAD_BOMB.replace("        started += 1\n", "        started += 1\n        __import__('time').sleep(0.01)\n")
+    out, err = Output(), Output()
+    result = sandbox.run(code, stdout=out, stderr=err, timeout=30)
+    assert result.exit_code == 1 and out.text == "" and sandbox.CGROUP_MODE not in result.mode, err.text
+    assert f"it ran more than {sandbox.TASK_LIMIT} threads at once" in err.text
+    assert any("between two counts" in gap for gap in sandbox.isolation_report()["gaps"])
+
+
+def test_a_work_dir_exec_cannot_read_stops_the_script():
+    """Its size could not be checked (a user who is not root cannot list a directory made without read permission)."""
+    code = "import os, time\nos.mkdir('blind', 0o300)\nif os.getuid() == 0:\n    os.rmdir('blind')\ntime.sleep(1)\nprint('done')\n"
+    out, err = Output(), Output()
+    result = sandbox.run(code, stdout=out, stderr=err, timeout=30)
+    if os.getuid() == 0:
+        assert (result.exit_code, out.text) == (0, "done\n"), err.text  # root reads any directory: nothing to stop
+    else:
+        assert result.exit_code == 1 and "cannot read" in err.text, err.text
+
+
+# -- the code ----------------------------------------------------------------------------------------
+
+
+def test_the_child_reads_the_files_by_the_names_the_parent_writes():
+    from toolscript.codemode import guard
+
+    assert guard.POLICY_NAME == sandbox.POLICY_NAME
+    assert guard.CONFINE_MODULE + ".py" == process.CONFINE_NAME
+    assert runtime.NAMES_FILE == sandbox.NAMES_NAME
+
+
+def test_the_sandbox_names_no_flag_or_function_that_does_not_exist():
+    assert not hasattr(sandbox, "isolation_mode")  # ExecResult.mode and exec -v report the mode
+    for name in os.listdir(CODEMODE):
+        if not name.endswith((".py", ".ts")):
+            continue
+        with open(os.path.join(CODEMODE, name), encoding="utf-8") as f:
+            text = f.read()
+        assert "--namespaces" not in text, f"{name} mentions a --namespaces flag that does not exist"
+    assert "README section" not in (sandbox.__doc__ or "")  # the module explains itself

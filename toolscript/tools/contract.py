@@ -1,10 +1,12 @@
-"""The tool model and the executor every tool source goes through.
+"""The tool contract: what a tool is, how it is called, what a call returns, and the executor.
 
-A tool is a ``ToolSpec``: a name, a description, a JSON Schema for its input
-and a handler.  A request to run one is a ``ToolCall``; the outcome is always a
-``ToolResult``, never an exception, so the CLI, the gateway and the MCP
-server all report failures the same way.  A failed result carries one of three
-fixed error codes:
+Every tool source (the built-ins, memory's tools, the gateway's upstream
+servers) and every caller (the CLI, the gateway, the MCP endpoint, ``ask``)
+speak these terms.  A tool is a ``ToolSpec``: a name, a description, a JSON
+Schema for its input and a handler.  A request to run one is a ``ToolCall``;
+the outcome is always a ``ToolResult``, never an exception, so every surface
+reports failures the same way.  A failed result carries one of three fixed
+error codes, defined here (use the ``ERROR_*`` names, not the strings):
 
 * ``tool_not_found``: no tool of that name is registered;
 * ``invalid_args``: the arguments are not an object or do not match the schema;

@@ -3,7 +3,7 @@
 The catastrophic patterns run in a child process with a deadline: Python's
 ``re`` cannot be interrupted, so a regression would otherwise hang the test
 run instead of failing it.  The official JSON-Schema-Test-Suite's pattern
-cases are in tests/jsonschema_suite (see its LICENSE).
+cases are in tests/tools/jsonschema_suite (see its LICENSE).
 """
 
 import json
@@ -15,12 +15,12 @@ import sys
 
 import pytest
 
-from conftest import REPO_ROOT, TESTS_DIR
+from conftest import REPO_ROOT
 from toolscript.tools import ecmaregex
 from toolscript.tools.ecmaregex import Budget, RegexError, compile_pattern
 from toolscript.tools.schema import validate
 
-SUITE_DIR = os.path.join(TESTS_DIR, "jsonschema_suite")
+SUITE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jsonschema_suite")
 
 
 # --- patterns that take Python's re exponential time ----------------------------------

@@ -36,6 +36,12 @@ def run_ts(deno_path, code, **kwargs):
     return result, out.text, err.text
 
 
+def expected_mode():
+    """The ``ExecResult.mode`` a run reports here: ``landlock(abi 7)+seccomp+deno-permissions`` or ``deno-permissions``."""
+    kernel = deno.kernel_layer()
+    return f"{kernel}+{deno.MODE}" if kernel else deno.MODE
+
+
 def assert_group_gone(result):
     assert result.pid > 0
     with pytest.raises(ProcessLookupError):
@@ -77,7 +83,7 @@ console.log(JSON.stringify({ first, second, echoed, dynamic, iso: typeof now.iso
     result, out, err = run_ts(deno_path, code, gateway_url=gateway_url)
     assert result.exit_code == 0, err
     assert json.loads(out) == {"first": {"sum": 5}, "second": {"sum": 15}, "echoed": "Echo: sum is 15", "dynamic": {"sum": 2}, "iso": "string"}
-    assert result.mode == deno.mode() and not result.timed_out and not result.truncated
+    assert result.mode == expected_mode() and not result.timed_out and not result.truncated
     assert_group_gone(result)
 
 
@@ -258,7 +264,7 @@ console.log(JSON.stringify(out));
 
 
 def test_runtime_module_type_checks(deno_path, tmp_path):
-    """Under --check (what the Deno original paid for), results are `any`: `result.url` compiles."""
+    """Under --check (which exec skips: it costs about a second a run), results are `any`: `result.url` compiles."""
     main_ts = (
         'import { tools, ToolError } from "./tools.ts";\n'
         "const r = await tools.x.plain_text();\n"
@@ -436,10 +442,60 @@ def test_exec_lang_ts_from_the_command_line(deno_path, gateway_url, tmp_path):
     assert (proc.returncode, proc.stdout) == (5, "42\n"), proc.stderr
     as_json = cli("exec", "--lang", "ts", "--json", 'console.log("captured")', url=None, cwd=tmp_path, path=path)
     report = json.loads(as_json.stdout)
-    assert report["exitCode"] == 0 and report["stdout"] == "captured\n" and report["mode"] == deno.mode()
+    assert report["exitCode"] == 0 and report["stdout"] == "captured\n" and report["mode"] == expected_mode()
     script = tmp_path / "script.ts"
     script.write_text('import { tools } from "toolscript";\nconsole.log((await tools.fixture.echo({ message: "from a file" })));\n')
     from_file = cli("exec", "--lang", "ts", "-f", str(script), url=gateway_url, cwd=tmp_path, path=path)
     assert (from_file.returncode, from_file.stdout) == (0, "Echo: from a file\n"), from_file.stderr
     no_deno = cli("exec", "--lang", "ts", "console.log(1)", url=None, cwd=tmp_path, path="/nonexistent")
     assert no_deno.returncode == 1 and "TypeScript needs Deno: install it (https://deno.com) or use Python" in no_deno.stderr
+
+
+# -- a configured server that failed says why, and where the runtime module comes from ------------
+
+UNAVAILABLE_NAMES = {
+    "servers": {"fixture": {"add": {"id": "fixture__add", "args": {"a": "a", "b": "b"}}}},
+    "unavailable": {"crashy": "exited with status 3 during the handshake: boom"},
+}
+
+
+@pytest.mark.timeout(120)
+def test_a_failed_server_says_why_in_typescript(deno_path, tmp_path):
+    main_ts = (
+        'import { tools, ToolError } from "./tools.ts";\n'
+        'console.log(typeof tools.fixture.add);\n'
+        'try { tools.crashy.x; } catch (e) { console.log(e instanceof ToolError, e.code, e.message); }\n'
+        'try { tools.fixtur; } catch (e) { console.log(e.message); }\n'
+    )
+    proc = deno_on_runtime(deno_path, tmp_path, UNAVAILABLE_NAMES, main_ts, "run", "--no-config", "main.ts")
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0, proc.stderr
+    assert lines[0] == "function"
+    assert lines[1] == 'true server_unavailable tools.crashy: the server "crashy" is configured but not available: exited with status 3 during the handshake: boom'
+    assert 'tools has no server "fixtur"; did you mean fixture?' in lines[2]
+
+
+def test_the_typescript_runtime_is_package_data():
+    with open(os.path.join(REPO_ROOT, "toolscript", "gateway", "runtime.ts"), encoding="utf-8") as f:
+        source = f.read()
+    assert source.count(tsruntime.NAMES_LINE) == 1
+    served = tsruntime.typescript_runtime(UNAVAILABLE_NAMES)
+    (line,) = [l for l in served.splitlines() if l.startswith("const NAMES: any = JSON.parse(")]
+    assert served.replace(line, tsruntime.NAMES_LINE) == source
+    assert json.loads(json.loads(line[len("const NAMES: any = JSON.parse("):-len(");")])) == UNAVAILABLE_NAMES
+
+
+def test_the_typescript_runtime_loads_from_the_zipapp(pyz):
+    code = "from toolscript.gateway import tsruntime; print(tsruntime.typescript_runtime({'servers': {'s': {}}})[-60:])"
+    proc = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {pyz!r}); {code}"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "export default tools;" in proc.stdout, proc.stderr
+
+
+def test_deno_heap_cap_and_kill_grace_are_parameters(deno_path):
+    argv = deno.deno_argv("deno", "main.ts", "map.json", None, heap_mib=48)
+    assert "--v8-flags=--max-old-space-size=48" in argv
+    out, err = Output(), Output()
+    code = "const keep: string[] = [];\nwhile (true) keep.push(\"x\".repeat(1 << 16) + keep.length);\n"
+    result = deno.run(code, stdout=out, stderr=err, deno=deno_path, timeout=60, heap_mib=48, kill_grace=0.05)
+    assert result.exit_code >= 128 and not result.timed_out
+    assert "out of memory" in err.text.lower() and "48 MiB heap" in err.text

@@ -1,4 +1,4 @@
-"""What ``exec`` skips to start fast, and that skipping it loses nothing (issue 9's latency work).
+"""What ``exec`` skips to start fast, and that skipping it loses nothing.
 
 - the kernel probe is kept per boot in the state dir (no ctypes in exec's own process);
 - under Landlock ABI >= 6 no namespaces are probed or created (Landlock scopes signals itself);
@@ -31,13 +31,13 @@ def state_dir(tmp_path, monkeypatch):
 
 @pytest.mark.skipif(not LINUX, reason="the probe cache is keyed by Linux's boot id")
 def test_the_kernel_probe_is_kept_for_this_boot_and_read_back(state_dir):
-    first = process.kernel_probe()
+    first = process._probe_this_boot()
     cache = state_dir / process.PROBE_CACHE
     key, abi, seccomp = cache.read_text().splitlines()
     assert key == process._boot_key() and int(abi) == first["landlockAbi"] and seccomp == str(int(first["seccomp"]))
     # What is read back is the cache (a value no kernel reports proves it), not a new probe.
     cache.write_text(f"{key}\n99\n1\n")
-    assert process.kernel_probe() == {"landlockAbi": 99, "seccomp": True, "arch": os.uname().machine}
+    assert process._probe_this_boot() == {"landlockAbi": 99, "seccomp": True, "arch": os.uname().machine}
 
 
 @pytest.mark.skipif(not LINUX, reason="the probe cache is keyed by Linux's boot id")
@@ -45,13 +45,13 @@ def test_the_kernel_probe_is_kept_for_this_boot_and_read_back(state_dir):
 def test_a_cache_from_another_boot_or_a_broken_one_is_probed_again(state_dir, content):
     real = process._probe_kernel()
     (state_dir / process.PROBE_CACHE).write_bytes(content.encode("utf-8", "surrogateescape"))
-    assert process.kernel_probe() == real
+    assert process._probe_this_boot() == real
     assert (state_dir / process.PROBE_CACHE).read_text().splitlines()[0] == process._boot_key()
 
 
 def test_the_probe_does_not_create_the_state_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("TOOLSCRIPT_STATE_DIR", str(tmp_path / "absent"))
-    assert process.kernel_probe() == process._probe_kernel()
+    assert process._probe_this_boot() == process._probe_kernel()
     assert not (tmp_path / "absent").exists()  # doctor probes too, and doctor only looks
 
 
@@ -59,11 +59,11 @@ def test_an_unwritable_state_dir_still_probes(tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("not a dir")
     monkeypatch.setenv("TOOLSCRIPT_STATE_DIR", str(blocker / "state"))
-    assert process.kernel_probe() == process._probe_kernel()
+    assert process._probe_this_boot() == process._probe_kernel()
 
 
 def scoped() -> bool:
-    probe = sandbox.kernel_probe()
+    probe = process.kernel_probe()
     return bool(probe["seccomp"]) and int(probe["landlockAbi"]) >= sandbox.SCOPE_ABI
 
 
@@ -125,7 +125,7 @@ def test_a_child_whose_parent_is_already_gone_kills_itself():
 
 @pytest.mark.skipif(not LINUX, reason="the vfork start is Linux's kernel layer")
 def test_exec_starts_a_kernel_confined_child_without_a_preexec_fn(monkeypatch):
-    if not (sandbox.kernel_probe()["landlockAbi"] and sandbox.kernel_probe()["seccomp"]):
+    if not (process.kernel_probe()["landlockAbi"] and process.kernel_probe()["seccomp"]):
         pytest.skip("no kernel layer here: the child cannot set its own parent-death signal")
     monkeypatch.delenv(sandbox.LAYER_ENV, raising=False)
     seen = []

@@ -1,19 +1,27 @@
-"""Issue 9's periphery: ``exec --require-isolation`` / ``requireIsolation``, ``exec --workspace``,
-``exec -v``'s isolation lines, doctor's ``exec`` check, and the macOS ``sandbox-exec`` profile.
+"""``toolscript exec`` as a command: ``--require-isolation`` / ``requireIsolation``, ``--workspace``,
+what ``-v`` says, doctor's ``exec`` check, and that the script ends with exec.
+
+The kill tests run ``python -m toolscript exec`` as a real process, find the
+script among exec's descendants in ``/proc`` (inside a PID namespace the
+script itself sees pid 1, so it cannot say), kill exec, and check
+that nothing of the script is left and that its temp dir goes.  They run in
+every isolation mode this machine offers.
 """
 
 import json
 import logging
 import os
+import signal
+import subprocess
 import sys
 
 import pytest
 
-from conftest import run_cli, trust_project_file
+from conftest import REPO_ROOT, run_cli, trust_project_file, wait_for
 from toolscript.cli import frame as cli
 from toolscript.config import load as configuration
 from toolscript.cli import doctor
-from toolscript.codemode import macos, sandbox
+from toolscript.codemode import sandbox
 from toolscript.cli.commands import exec as exec_command
 
 LANDLOCK_REPORT = {
@@ -304,87 +312,116 @@ def test_doctor_json_carries_the_isolation_report(tmp_path, env):
     assert line["status"] == ("ok" if expected["layer"] == "landlock" else "warn")
 
 
-# -- macOS: the sandbox-exec profile (text only: no Mac here) ---------------------------------
+# -- the script ends with exec ----------------------------------------------------------------
+
+NAMESPACES = sandbox.namespace_prefix(net=True) is not None
+MODES = [pytest.param("1", id="auto")] + ([pytest.param("0", id="guard-only")] if NAMESPACES else [])
+SLEEPER = "import time\nprint('started', flush=True)\ntime.sleep(60)\n"
+# Dying with exec is Linux-only (PR_SET_PDEATHSIG).
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="dying with the parent is Linux-only (PR_SET_PDEATHSIG)")
 
 
-def sbpl_forms(text):
-    """A minimal SBPL reader: nested lists of symbols and ("str", value) strings; raises on bad syntax."""
-    stack, i = [[]], 0
-    while i < len(text):
-        ch = text[i]
-        if ch == ";":
-            i = text.index("\n", i)
-        elif ch == "(":
-            stack.append([])
-        elif ch == ")":
-            done = stack.pop()
-            stack[-1].append(done)
-        elif ch == '"':
-            value, i = "", i + 1
-            while text[i] != '"':
-                if text[i] == "\\":
-                    i += 1
-                    assert text[i] in '\\"', f"unexpected escape \\{text[i]}"
-                value += text[i]
-                i += 1
-            stack[-1].append(("str", value))
-        elif not ch.isspace():
-            start = i
-            while i < len(text) and not text[i].isspace() and text[i] not in '()";':
-                i += 1
-            stack[-1].append(text[start:i])
+def start_exec(tmp_path, namespaces, code=SLEEPER, *args):
+    """``python -m toolscript exec CODE`` with its own temp dir (TMPDIR); returns once the script printed."""
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT, TMPDIR=str(tmp_path), TOOLSCRIPT_EXEC_NAMESPACES=namespaces)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolscript", "exec", *args, code],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    assert proc.stdout.readline() == b"started\n"
+    return proc, env
+
+
+def _process_table():
+    """{pid: (parent pid, state)} of every process now."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
             continue
-        i += 1
-    assert len(stack) == 1, "unbalanced parentheses"
-    return stack[0]
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        table[int(entry)] = (int(fields[1]), fields[0])
+    return table
 
 
-def rules(text):
-    return [form for form in sbpl_forms(text) if isinstance(form, list)]
+def script_processes(exec_pid):
+    """exec's descendants now: ``unshare`` (namespace mode) and the script's interpreter."""
+    table = _process_table()
+    found, frontier = [], [exec_pid]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, (ppid, _) in table.items() if ppid == parent]
+        found += children
+        frontier += children
+    return found
 
 
-def test_macos_profile_denies_by_default_and_allows_only_the_gateway_port(tmp_path):
-    text = macos.profile([sys.executable], [str(tmp_path)], 40123)
-    forms = rules(text)
-    assert forms[0] == ["version", "1"] and forms[1] == ["deny", "default"]
-    network = [form for form in forms if form[1].startswith("network")]
-    assert network == [["allow", "network-outbound", ["remote", "tcp", ("str", "localhost:40123")]]]
-    assert ["allow", "default"] not in forms and not any(form[1] == "process-fork" for form in forms)
-    assert ["allow", "signal", ["target", "self"]] in forms
-    (exec_rule,) = [form for form in forms if form[1] == "process-exec"]
-    assert exec_rule == ["allow", "process-exec", ["literal", ("str", os.path.realpath(sys.executable))]]
-    (rw,) = [form for form in forms if form[1:3] == ["file-read*", "file-write*"]]
-    assert rw[3:] == [["subpath", ("str", os.path.realpath(str(tmp_path)))]]
-    assert not rules(macos.profile([sys.executable], [str(tmp_path)], None))[-1][1].startswith("network")
-    assert "network" not in " ".join(str(form) for form in rules(macos.profile([sys.executable], [str(tmp_path)], None)))
+def alive(pids):
+    """Those of ``pids`` still running (zombies count as gone: they run nothing)."""
+    table = _process_table()
+    return [pid for pid in pids if pid in table and table[pid][1] != b"Z"]
 
 
-def test_macos_profile_escapes_quotes_and_backslashes_in_paths(tmp_path):
-    odd = tmp_path / 'we"ird\\dir) (allow default'
-    odd.mkdir()
-    text = macos.profile([sys.executable], [str(odd)], 1)
-    (rw,) = [form for form in rules(text) if form[1:3] == ["file-read*", "file-write*"]]
-    assert rw[3] == ["subpath", ("str", os.path.realpath(str(odd)))]  # one string, read back unchanged
-    assert ["allow", "default"] not in rules(text)
-    assert macos.quote('a"b\\c') == '"a\\"b\\\\c"'
+def temp_dirs(tmp_path):
+    return sorted(name for name in os.listdir(tmp_path) if name.startswith("toolscript-"))
 
 
-@pytest.mark.parametrize("bad", ["relative/dir", "/tmp/new\nline", "/tmp/nul\x00", "/tmp/tab\there"])
-def test_macos_profile_refuses_paths_it_cannot_write_safely(bad):
-    with pytest.raises(ValueError):
-        macos.profile([sys.executable], [bad], 1)
+@linux_only
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("namespaces", MODES)
+def test_sigkilled_exec_takes_its_script_along_and_the_next_exec_sweeps_its_temp_dir(tmp_path, namespaces):
+    proc, env = start_exec(tmp_path, namespaces)
+    script = script_processes(proc.pid)
+    assert script, "the script should be running"
+    (left,) = temp_dirs(tmp_path)
+    proc.kill()
+    proc.wait()
+    assert wait_for(lambda: not alive(script), timeout=15), "the script outlived exec's SIGKILL"
+    assert temp_dirs(tmp_path) == [left]  # exec could not clean up after SIGKILL ...
+    assert left.startswith(f"toolscript-exec-{proc.pid}-")  # ... but named its dir after itself
+    after = subprocess.run([sys.executable, "-m", "toolscript", "exec", "print('next')"], env=env, capture_output=True, text=True, timeout=60)
+    assert (after.returncode, after.stdout) == (0, "next\n"), after.stderr
+    assert temp_dirs(tmp_path) == []  # ... the next exec did
 
 
-@pytest.mark.parametrize("port", [0, 65536, -1, "80", True, 80.0])
-def test_macos_profile_refuses_a_port_that_is_not_one(port):
-    with pytest.raises(ValueError):
-        macos.profile([sys.executable], [], port)
+@linux_only
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("namespaces", MODES)
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=["TERM", "HUP", "INT"])
+def test_exec_stopped_by_a_signal_kills_its_script_and_removes_its_temp_dir(tmp_path, namespaces, signum):
+    proc, _ = start_exec(tmp_path, namespaces)
+    script = script_processes(proc.pid)
+    assert script, "the script should be running"
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=30)
+    assert wait_for(lambda: not alive(script), timeout=15), "the script outlived exec"
+    assert temp_dirs(tmp_path) == []  # at once: exec removed it itself
+    assert proc.returncode == 128 + signum, err
+    assert f"exec stopped by {signal.Signals(signum).name}" in err.decode()
 
 
-def test_macos_argv_and_default_read_only():
-    assert macos.argv("/tmp/p.sb", ["/usr/bin/python3", "-I", "x.py"]) == ["/usr/bin/sandbox-exec", "-f", "/tmp/p.sb", "/usr/bin/python3", "-I", "x.py"]
-    with pytest.raises(ValueError):
-        macos.argv("/tmp/p.sb", [])
-    paths = macos.default_read_only()
-    assert paths[0] == os.path.realpath(sys.executable) and os.path.realpath(sys.base_prefix) in paths
-    assert macos.available() is (sys.platform == "darwin" and os.access("/usr/bin/sandbox-exec", os.X_OK))
+# -- -v says what exec does ------------------------------------------------------------------
+
+
+def test_verbose_exec_reports_isolation_timing_and_exit(tmp_path):
+    proc = run_cli("-v", "exec", "print('hi')", env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert (proc.returncode, proc.stdout) == (0, "hi\n"), proc.stderr
+    assert "exec: no gateway" in proc.stderr
+    assert "exec: isolation " in proc.stderr and ("guard" in proc.stderr)
+    assert "exec: exited with status 0 after " in proc.stderr
+    quiet = run_cli("exec", "print('hi')", env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert quiet.stderr == ""
+
+
+def test_verbose_exec_names_the_gateway_without_its_token(gateway, tmp_path):
+    _, url = gateway()
+    env = dict(os.environ, TMPDIR=str(tmp_path), TOOLSCRIPT_GATEWAY_URL=url)
+    token = url.rsplit("/t/", 1)[1]
+    for flag in ("-v", "-vv"):
+        proc = run_cli(flag, "exec", "from toolscript import tools\nprint(sorted(dir(tools))[:1])", env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert "exec: gateway " + url.rsplit("/t/", 1)[0] + "/t/****" in proc.stderr
+        assert token not in proc.stderr and token not in proc.stdout

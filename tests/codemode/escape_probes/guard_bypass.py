@@ -1,4 +1,4 @@
-# Switch the sandbox's audit-hook guard off from inside the script (issue 9's "about fifteen lines").
+# Switch the sandbox's audit-hook guard off from inside the script (the "about fifteen lines" the guard's gaps name).
 # Provoke one refusal, walk its traceback's frames to the hook's helpers, rewrite the closure cell
 # the hook reads first (type_) so it returns at once, clear its event table, and undo its patches
 # of _imp and _posixsubprocess.  Prepended to a probe: what still stops the probe is the OS.

@@ -13,22 +13,8 @@ import stat
 
 import pytest
 
+from safe_open_mechanisms import mechanism, openat2_works  # noqa: F401  # mechanism: a fixture
 from toolscript.system import safe_open
-
-
-@pytest.fixture(params=["openat2", "walk"])
-def mechanism(request, monkeypatch):
-    def must_not_run(*args, **kwargs):
-        raise AssertionError(f"the {request.param} test reached the other mechanism")
-
-    if request.param == "openat2":
-        if not safe_open.openat2_works():
-            pytest.skip("this kernel (or its seccomp filter) has no openat2")
-        monkeypatch.setattr(safe_open, "_walk", must_not_run)
-    else:
-        monkeypatch.setattr(safe_open, "use_openat2", False)
-        monkeypatch.setattr(safe_open, "_openat2", must_not_run)
-    return request.param
 
 
 @pytest.fixture
@@ -152,7 +138,7 @@ def test_enosys_falls_back_to_the_walk_for_good(tree, monkeypatch):
     assert _errno(tree, "out/f.txt") == errno.ELOOP
     assert len(calls) == 1  # an old kernel does not grow the call later: asked once
     assert safe_open._syscall is False
-    assert not safe_open.openat2_works()
+    assert not openat2_works()
 
 
 def test_eperm_from_a_seccomp_filter_falls_back_to_the_walk(tree, monkeypatch):
