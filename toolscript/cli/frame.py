@@ -182,9 +182,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         # ``toolscript --help | true``: before 3.11 argparse lets this escape.
         _silence_stdout()
         return 0
-    from toolscript.cli.output import terminal_text  # log lines quote servers' words: cleaned like all text for people
-
-    log.setup(args.verbose, clean=terminal_text)
+    log.setup(args.verbose)
     # ``--config a,b`` replaces the default file list (None: the defaults, or TOOLSCRIPT_CONFIG).
     args.config_paths = [p.strip() for p in args.config.split(",") if p.strip()] if args.config else None
     handler = getattr(args, "handler", None)

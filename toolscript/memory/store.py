@@ -477,7 +477,7 @@ def _row_session(row: Sequence[Any]) -> Session:
 
 def _printable(text: str) -> str:
     """``text`` without terminal escapes and control characters (newlines and tabs kept): it is printed and injected."""
-    from toolscript.cli.output import terminal_text
+    from toolscript.log import terminal_text
 
     return terminal_text(text)
 

@@ -44,11 +44,11 @@ import unicodedata
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 from urllib.parse import unquote
 
-from toolscript.cli.output import terminal_text
+from toolscript.log import terminal_text
 
 __all__ = ["python_names", "python_arg_names", "python_stubs", "typescript_declarations", "usage_example"]
 
-# As in toolscript.gateway.catalog (not imported: this module depends on nothing of the gateway's; only on output.terminal_text).
+# As in toolscript.gateway.catalog (not imported: this module depends on nothing of the gateway's; only on log.terminal_text).
 _SEPARATOR = "__"
 
 # Compact mode keeps each piece of text to about this many characters.
@@ -590,7 +590,7 @@ class _Builder:
 def _clean(text: Any, one_line: bool) -> str:
     """Server-provided text without escape sequences, control characters, lone surrogates or bidi controls.
 
-    ``output.terminal_text`` does the cleaning (the stubs are printed to terminals
+    ``log.terminal_text`` does the cleaning (the stubs are printed to terminals
     and read by models); a tab becomes a space, and every line break Python's
     ``str.splitlines`` knows becomes a newline first.
     """

@@ -4,7 +4,8 @@ import argparse
 import sys
 
 from toolscript.cli.args import unknown_name
-from toolscript.cli.output import format_table, one_line, print_json
+from toolscript.cli.output import format_table, print_json
+from toolscript.log import one_line
 
 SUMMARY = "one server's tools, via the gateway"
 DESCRIPTION = """\

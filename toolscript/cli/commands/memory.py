@@ -8,8 +8,9 @@ from typing import Any, Dict, List, Optional
 
 from toolscript import log
 from toolscript.cli.args import add_action
+from toolscript.cli.output import echo, format_table, print_json
 from toolscript.errors import UserError
-from toolscript.cli.output import echo, format_table, one_line, print_json
+from toolscript.log import one_line
 
 logger = log.get("memory")
 

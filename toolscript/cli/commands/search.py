@@ -6,7 +6,8 @@ from typing import Any, Dict, List
 
 from toolscript import log
 from toolscript.cli.args import unknown_name
-from toolscript.cli.output import echo, format_table, one_line, print_json
+from toolscript.cli.output import echo, format_table, print_json
+from toolscript.log import one_line
 
 logger = log.get("search")
 

@@ -13,8 +13,9 @@ import time
 
 from toolscript import log
 from toolscript.cli.args import add_action, unknown_name
+from toolscript.cli.output import format_table, print_json
 from toolscript.errors import UserError
-from toolscript.cli.output import format_table, one_line, print_json
+from toolscript.log import one_line
 
 logger = log.get("tools")
 
