@@ -129,9 +129,9 @@ def data_dir(env: Optional[Mapping[str, str]] = None) -> str:
     configured = environ.get("TOOLSCRIPT_DATA_DIR", "")
     if configured:
         return os.path.abspath(os.path.expanduser(configured))
-    from toolscript.paths import _home
+    from toolscript import paths
 
-    return os.path.join(_home(environ), ".toolscript")
+    return os.path.join(paths.home(environ), ".toolscript")
 
 
 def default_path(env: Optional[Mapping[str, str]] = None) -> str:
