@@ -3,9 +3,9 @@
 Each subcommand lives in its own module under ``toolscript/cli/commands/`` and is
 imported only when it is the command being run, so a hook that runs
 ``toolscript hook ...`` does not pay for importing the gateway or the MCP
-client.  A command module provides:
+client.  Each command's one-line summary for ``toolscript --help`` is in
+``COMMANDS`` here, so listing them imports no command module.  A command module provides:
 
-    SUMMARY: str                      one line for ``toolscript --help``
     DESCRIPTION: str                  the command's own ``--help`` text, with examples
     def add_arguments(parser, common) -> None
         common is a parent parser holding the global options; pass it as

@@ -12,7 +12,6 @@ from toolscript.cli.output import echo, format_table, print_json
 
 logger = log.get("ask")
 
-SUMMARY = "ask a model a question it may answer with tools"
 DESCRIPTION = """\
 Ask a Claude model a question.  It sees the built-in tools and, when a gateway
 is reachable, the gateway's MCP tools (names made API-safe: builtin__time_now);

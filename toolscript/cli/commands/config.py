@@ -7,7 +7,6 @@ from toolscript.config import load as configuration
 from toolscript.cli.args import add_action
 from toolscript.cli.output import echo, print_json
 
-SUMMARY = "show or validate the merged configuration"
 DESCRIPTION = """\
 Configuration is Claude Code's "mcpServers" format, read from
 ~/.toolscript.json then ./.toolscript.json (later files win per server name).

@@ -14,7 +14,6 @@ from toolscript.log import one_line
 
 logger = log.get("memory")
 
-SUMMARY = "what toolscript remembers across sessions"
 DESCRIPTION = """\
 The plugin's hooks record each session's work (one line per tool action, the
 answers, a summary at the end) in a SQLite database under the data directory

@@ -11,7 +11,6 @@ from toolscript.log import one_line
 
 logger = log.get("search")
 
-SUMMARY = "find tools by what they do"
 DESCRIPTION = """\
 Rank every tool of the gateway (built-ins and MCP servers) against a query:
 names, descriptions and parameters, with stemming and typo tolerance, blended

@@ -19,7 +19,6 @@ from toolscript.log import one_line
 
 logger = log.get("tools")
 
-SUMMARY = "list, describe or invoke tools"
 DESCRIPTION = """\
 Tools are named server__tool; built-ins may also be named without the
 "builtin__" prefix.  invoke prints the ToolResult JSON
