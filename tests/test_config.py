@@ -1,4 +1,4 @@
-"""Tests for toolscript.config.load: file selection, validation, substitution, masking."""
+"""Tests for toolscript.config.load and .view: file selection, validation, substitution, masking."""
 
 import json
 import os
@@ -15,8 +15,8 @@ from toolscript.config.load import (
     ServerConfig,
     default_config_paths,
     load_config,
-    masked_view,
 )
+from toolscript.config.view import masked_view
 from toolscript.errors import UserError
 
 # One config file per test process: ``parse`` writes the text under test to it

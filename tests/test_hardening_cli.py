@@ -17,6 +17,7 @@ import toolscript.cli.frame
 from conftest import REPO_ROOT
 from mcp_servers.launch import stdio_command
 from toolscript.config import load as configuration
+from toolscript.config.view import masked_view
 from toolscript.cli import doctor
 from toolscript.tools import schema as jsonschema
 from toolscript.config.load import DEFAULT_MAX_MESSAGE_BYTES, ConfigError, ServerConfig, load_config
@@ -146,7 +147,7 @@ def test_max_message_bytes_per_server_and_as_the_top_level_default(tmp_path):
     })
     config = load_config([path], environ={})
     assert (config.servers["a"].max_message_bytes, config.servers["b"].max_message_bytes) == (1000, 2000)
-    assert configuration.masked_view(config)["maxMessageBytes"] == 1000
+    assert masked_view(config)["maxMessageBytes"] == 1000
     plain = write_config(tmp_path / "d.json", {"mcpServers": {"a": {"command": "x"}}})
     assert load_config([plain], environ={}).servers["a"].max_message_bytes == DEFAULT_MAX_MESSAGE_BYTES
 
