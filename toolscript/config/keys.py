@@ -227,10 +227,6 @@ def parse_section(key: str, value: Any, source: str) -> Tuple[Dict[str, Any], Li
     return settings, problems
 
 
-def parse_suggestions(value: Any, source: str) -> Tuple[Dict[str, Any], List[str]]:
-    return parse_section(SUGGESTIONS_KEY, value, source)
-
-
 def section_settings(key: str, named: Optional[List[str]] = None, cwd: Optional[str] = None,
                      environ: Optional[Mapping[str, str]] = None) -> Tuple[Dict[str, Any], List[str]]:
     """Section ``key``'s merged settings (defaults, then each file, later wins per key) and every problem found.

@@ -581,17 +581,6 @@ class Store:
         return _row_session(row) if row else None
 
     @_guarded
-    def sessions(self, project: Optional[str] = None, status: Optional[str] = None, limit: int = 50) -> List[Session]:
-        """Newest first."""
-        where, params = _where([("project = ?", project), ("status = ?", status)])
-        rows = self.conn.execute(
-            "SELECT id, project, started, ended, status FROM sessions"
-            + (" WHERE " + where if where else "")
-            + " ORDER BY started DESC LIMIT ?",
-            params + [int(limit)],
-        ).fetchall()
-        return [_row_session(r) for r in rows]
-
     # memories
 
     @_guarded
