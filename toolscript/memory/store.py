@@ -1,5 +1,12 @@
 """The memory database: SQLite (stdlib), one file per user, shared by every hook and session.
 
+A session here is always a Claude Code session: its id is the hook event's
+``session_id`` (``--session-id`` on the command line), the ``sessions`` table
+records when it started and ended, and each memory names the session that
+captured it.  Other things toolscript calls a session are not stored here:
+the gateway the global ``--session`` option picks, an MCP connection's
+``Mcp-Session-Id``, a ``toolscript ask --session`` conversation.
+
 Why it looks like this:
 
 * Many hooks write at once (PostToolUse fires per tool call, sessions run in
@@ -218,7 +225,7 @@ def _create_file(path: str) -> None:
             "the directory is read-only: make it writable or set TOOLSCRIPT_DATA_DIR to a writable directory"
         ) from exc
     os.close(fd)
-    logger.info("initializing the memory database at %s", path)  # spec 003 EC-P6-06
+    logger.info("initializing the memory database at %s", path)  # once, when the file is first created
 
 
 def tighten_permissions(db_path: str) -> List[str]:
