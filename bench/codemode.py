@@ -16,7 +16,7 @@ everything on 127.0.0.1:
   CLI, in Python and in TypeScript, plus the Deno original's model; the
   script's own time for the loop is reported next to the wall time;
 - context: per catalog of the first search evaluation set (bench/search/sets/set00/catalogs/)
-  and for all together, the characters of ``typegen.python_stubs(tools)`` (compact, what ``get-types``
+  and for all together, the characters of ``python_stubs(tools)`` (compact, what ``get-types``
   prints) against ``json.dumps`` of the MCP ``tools/list`` result (what an
   agent is given when every tool is loaded), and the ratio.
 
@@ -54,7 +54,8 @@ import peers  # noqa: E402  (tests/peers.py: the pinned Deno)
 from gateway import GatewayProcess, fixture_servers, summary  # noqa: E402  (bench/gateway.py)
 from stats import exit_on_sigterm  # noqa: E402  (bench/stats.py)
 
-from toolscript.stubs import typegen  # noqa: E402
+from toolscript.stubs.python import python_stubs  # noqa: E402
+from toolscript.stubs.typescript import typescript_declarations  # noqa: E402
 from toolscript.codemode import deno, sandbox  # noqa: E402
 
 RUN_TIMEOUT = 60.0  # seconds for any one exec
@@ -223,22 +224,22 @@ def context_benchmark():
             catalog = json.load(f)
         raw = catalog["tools"]
         tools = [dict(t, id=f"{catalog['server']}__{t['name']}", server=catalog["server"]) for t in raw]
-        stubs = len(typegen.python_stubs(tools))
+        stubs = len(python_stubs(tools))
         listing = len(json.dumps({"tools": raw}))
         per[catalog["server"]] = {"tools": len(raw), "tools_list_json_chars": listing, "python_stubs_chars": stubs, "ratio": round(stubs / listing, 3)}
         all_tools += tools
         all_raw += raw
-    stubs = len(typegen.python_stubs(all_tools))
+    stubs = len(python_stubs(all_tools))
     listing = len(json.dumps({"tools": all_raw}))
     return {
-        "what": "len(typegen.python_stubs(tools)) (compact) vs len(json.dumps(tools/list result)); ratio = stubs / json",
+        "what": "len(python_stubs(tools)) (compact) vs len(json.dumps(tools/list result)); ratio = stubs / json",
         "per_catalog": per,
         "all_catalogs": {
             "servers": len(per),
             "tools": len(all_raw),
             "tools_list_json_chars": listing,
             "python_stubs_chars": stubs,
-            "ts_declarations_chars": len(typegen.typescript_declarations(all_tools)),
+            "ts_declarations_chars": len(typescript_declarations(all_tools)),
             "ratio": round(stubs / listing, 3),
             "sum_of_per_catalog_stubs_chars": sum(p["python_stubs_chars"] for p in per.values()),
         },

@@ -441,7 +441,7 @@ def test_mcp_layer_imports_only_downward():
     assert any(name.startswith("toolscript.mcp.") for name in imports)
     # paths is a leaf: the OAuth token store writes its private files with it. cgroups is the
     # process-containment primitive a stdio server's start-up joins (it imports nothing of ours).
-    ok = {"toolscript", "toolscript.mcp", "toolscript.errors", "toolscript.log", "toolscript.config.load", "toolscript.paths", "toolscript.system.cgroups", "toolscript.cli.output"}
+    ok = {"toolscript", "toolscript.mcp", "toolscript.errors", "toolscript.log", "toolscript.config.load", "toolscript.paths", "toolscript.system.cgroups"}
     bad = _violations(
         imports,
         lambda m: m == "toolscript.mcp" or m.startswith("toolscript.mcp."),
@@ -450,7 +450,7 @@ def test_mcp_layer_imports_only_downward():
     assert bad == [], "toolscript/mcp/ may only import toolscript.mcp.*, errors, log, config, paths:\n" + "\n".join(bad)
 
 
-LEAF_MODULES = ["toolscript.config.load", "toolscript.config.keys", "toolscript.config.trust", "toolscript.log", "toolscript.errors", "toolscript.cli.output", "toolscript.cli.args"]
+LEAF_MODULES = ["toolscript.config.load", "toolscript.config.keys", "toolscript.config.trust", "toolscript.log", "toolscript.errors", "toolscript.cli.args"]
 
 
 def test_leaf_modules_import_nothing_of_ours():
@@ -496,6 +496,9 @@ BACKWARDS_EDGES = [
     ("toolscript/mcp/server/endpoint.py imports toolscript.mcp.client.session", _is_under("toolscript.mcp.server.endpoint"), _is_under("toolscript.mcp.client.session")),
     # The gateway serves the TypeScript runtime as package data, not through the code-mode runner.
     ("toolscript/gateway/ imports toolscript.codemode", _is_under("toolscript.gateway"), _is_under("toolscript.codemode")),
+    # The command line is the top layer: text cleaning for people is toolscript.log's, not cli.output's.
+    ("code outside toolscript/cli/ imports toolscript.cli", lambda m: not _is_under("toolscript.cli")(m) and m != "toolscript.__main__",
+     _is_under("toolscript.cli")),
 ]
 
 
@@ -510,6 +513,7 @@ def test_backwards_edge_checker_bites():
         "toolscript.mcp.server.endpoint": [(7, "toolscript.mcp.client.session")],
         "toolscript.gateway.http_api": [(9, "toolscript.codemode.deno")],
         "toolscript.cli.frame": [(1, "toolscript.cli.args")],  # allowed: cli may use the helpers
+        "toolscript.memory.store": [(11, "toolscript.cli.output")],
     }
     found = [backwards_edges(planted, importers, forbidden) for _, importers, forbidden in BACKWARDS_EDGES]
     assert found == [
@@ -517,6 +521,7 @@ def test_backwards_edge_checker_bites():
         ["toolscript.mcp.client.connect line 5 imports toolscript.config.load"],
         ["toolscript.mcp.server.endpoint line 7 imports toolscript.mcp.client.session"],
         ["toolscript.gateway.http_api line 9 imports toolscript.codemode.deno"],
+        ["toolscript.memory.store line 11 imports toolscript.cli.output"],
     ]
 
 
@@ -527,6 +532,7 @@ def test_backwards_edge_checker_bites():
         pytest.param(BACKWARDS_EDGES[1], id="mcp-config"),
         pytest.param(BACKWARDS_EDGES[2], id="mcp-server-session"),
         pytest.param(BACKWARDS_EDGES[3], id="gateway-codemode"),
+        pytest.param(BACKWARDS_EDGES[4], id="nothing-imports-cli"),
     ],
 )
 def test_no_backwards_edges(edge):

@@ -1,14 +1,29 @@
-"""Diagnostics for humans: where log lines go and how loud they are.
+"""What people see on stderr, and the one filter every text for people passes.
 
-Everything goes to stderr (stdout is reserved for a command's output, which may
-be JSON another program parses).  ``DEBUG=1`` in the environment or ``-vv``
-turns on debug lines and tracebacks; ``-v`` shows info lines.
+Log lines: everything goes to stderr (stdout is reserved for a command's
+output, which may be JSON another program parses).  ``DEBUG=1`` in the
+environment or ``-vv`` turns on debug lines and tracebacks; ``-v`` shows info
+lines.
+
+Text for people passes through ``terminal_text``: the one place that keeps
+what a server, skill file, memory or model wrote from acting on the terminal.
+Such text may carry escape sequences that set the window title, clear the
+screen, draw an OSC 8 hyperlink whose target differs from its text, or bidi
+overrides that show text in another order than it reads; all of them go,
+their words stay.  Every log line goes through it, and so does every text
+printed for people (``toolscript.cli.output``), suggested to Claude Code,
+injected from memory or written into stubs.  Where the user must judge text
+exactly (what a project's config file would run), ``escape=True`` shows each
+such character as an escape (``\\x1b``) instead of removing it.  JSON is left
+as it is: JSON escapes control characters itself, and a program reading it
+wants the exact text.
 """
 
 import logging
 import os
+import re
 import sys
-from typing import Callable, Mapping, Optional
+from typing import Mapping, Optional
 
 LOGGER_NAME = "toolscript"
 _TRUE = {"1", "true", "yes", "on"}
@@ -20,11 +35,11 @@ def debug_enabled(environ: Optional[Mapping[str, str]] = None) -> bool:
     return env.get("DEBUG", "").strip().lower() in _TRUE
 
 
-def setup(verbosity: int = 0, environ: Optional[Mapping[str, str]] = None, clean: Optional[Callable[[str], str]] = None) -> int:
+def setup(verbosity: int = 0, environ: Optional[Mapping[str, str]] = None) -> int:
     """Send toolscript's log records to stderr at the level asked for; return it.
 
-    ``clean`` rewrites each formatted line (the CLI passes ``output.terminal_text``:
-    log lines quote servers' words, their stderr and log messages).
+    Every formatted line passes ``terminal_text``: log lines quote servers'
+    words, their stderr and log messages.
     """
     if debug_enabled(environ) or verbosity >= 2:
         level = logging.DEBUG
@@ -38,23 +53,72 @@ def setup(verbosity: int = 0, environ: Optional[Mapping[str, str]] = None, clean
         handler = logging.StreamHandler(sys.stderr)
         handler._toolscript = True  # type: ignore[attr-defined]  # marks our handler so setup is idempotent
         fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s" if level == logging.DEBUG else "toolscript: %(levelname)s: %(message)s"
-        handler.setFormatter(_CleanFormatter(fmt, clean) if clean else logging.Formatter(fmt))
+        handler.setFormatter(_CleanFormatter(fmt))
         logger.addHandler(handler)
         logger.propagate = False
     return level
 
 
 class _CleanFormatter(logging.Formatter):
-    """A formatter whose every line goes through ``clean``."""
-
-    def __init__(self, fmt: str, clean: Callable[[str], str]) -> None:
-        super().__init__(fmt)
-        self.clean = clean
+    """A formatter whose every line goes through ``terminal_text``."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return self.clean(super().format(record))
+        return terminal_text(super().format(record))
 
 
 def get(name: str) -> logging.Logger:
-    """A child logger, e.g. ``get("mcp.stdio")`` -> ``toolscript.mcp.client.stdio``."""
+    """A child logger, e.g. ``get("mcp.stdio")`` -> ``toolscript.mcp.stdio``."""
     return logging.getLogger(f"{LOGGER_NAME}.{name}")
+
+
+# Escape sequences, matched whole so their parameters go with them (ECMA-48):
+# strings (OSC, DCS, SOS, PM, APC, 7- or 8-bit) ended by BEL or ST; CSI with
+# its parameters; any other ESC with its intermediates and final byte.  A
+# string's body stops at the next introducer, so an unended one costs one scan
+# to there (linear on any input) and only its introducer is removed.
+_SEQUENCE = re.compile(
+    "(?:\x1b[]P^_X]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x90\x98\x9c\x9d\x9e\x9f]*(?:\x07|\x1b\\\\|\x9c)"
+    "|(?:\x1b\\[|\x9b)[0-?]*[ -/]*[@-~]"
+    "|\x1b[ -/]*[0-~]"
+)
+# Line breaks a terminal (or Python's str.splitlines) would break at: shown as a newline.
+# A lone carriage return would let a later part of a line overwrite an earlier one.
+_LINE_BREAK = re.compile("\r\n?|[\x0b\x0c\x85\u2028\u2029]")
+# What is left to remove: C0 controls but tab and newline, DEL, C1 controls, the bidi
+# embeddings, overrides, isolates and marks; lone surrogates cannot be printed at all.
+_UNSAFE = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_SEQUENCE_START = re.compile("[\x1b\x90\x98\x9b\x9d\x9e\x9f]")
+# What escape=True spells out: everything above, the line breaks too (the text is one line).
+_SPELLED_OUT = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2028\u2029\u2066-\u2069\ud800-\udfff]")
+
+
+def terminal_text(text: str, one_line: bool = False, escape: bool = False) -> str:
+    """``text`` with nothing a terminal would act on: escape sequences, control characters, bidi controls.
+
+    Newlines and tabs stay (``one_line``: each becomes a space); CR, CRLF,
+    VT, FF, NEL and the Unicode line separators become newlines; a lone
+    surrogate becomes U+FFFD.  Visible text is never removed.  ``escape``:
+    one line where each of those characters, newlines and tabs included, is
+    shown as ``\\xNN`` or ``\\uNNNN`` and the rest of a sequence stays as text.
+    """
+    if escape:
+        return _SPELLED_OUT.sub(_spelled_out, text)
+    if _SEQUENCE_START.search(text):
+        text = _SEQUENCE.sub("", text)
+    text = _LINE_BREAK.sub("\n", text)
+    text = _UNSAFE.sub(lambda match: "\ufffd" if match.group() >= "\ud800" else "", text)
+    return text.replace("\n", " ").replace("\t", " ") if one_line else text
+
+
+def _spelled_out(match: "re.Match[str]") -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def one_line(text: Optional[str], limit: Optional[int] = None) -> str:
+    """``text`` as one line for a table cell: cleaned, each run of whitespace one space, at most ``limit`` characters.
+
+    Cleaned before it is cut, so that a cut never leaves half an escape sequence behind as text.
+    """
+    line = " ".join(terminal_text(text or "").split())
+    return line if limit is None else line[:limit]

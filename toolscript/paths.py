@@ -35,26 +35,26 @@ def state_dir_path(environ: Optional[Mapping[str, str]] = None) -> str:
     xdg = env.get("XDG_STATE_HOME", "")
     if os.path.isabs(xdg):
         return os.path.join(xdg, "toolscript")
-    return os.path.join(_home(env), ".local", "state", "toolscript")
+    return os.path.join(home(env), ".local", "state", "toolscript")
 
 
-def _home(env: Mapping[str, str]) -> str:
-    """``$HOME`` if it is an absolute path, else the user database's home directory."""
-    home = env.get("HOME", "")
-    if os.path.isabs(home):
-        return home
+def home(env: Mapping[str, str]) -> str:
+    """``$HOME`` if it is an absolute path, else the user database's home directory (the state and memory directories' base)."""
+    found = env.get("HOME", "")
+    if os.path.isabs(found):
+        return found
     try:
         import pwd
 
-        home = pwd.getpwuid(os.getuid()).pw_dir
+        found = pwd.getpwuid(os.getuid()).pw_dir
     except (ImportError, KeyError, OSError):
-        home = ""
-    if not os.path.isabs(home):
+        found = ""
+    if not os.path.isabs(found):
         raise UserError(
             "no usable home directory for toolscript's state: HOME is empty or relative and the user database "
             "has none; set TOOLSCRIPT_STATE_DIR to a writable directory"
         )
-    return home
+    return found
 
 
 def ensure_private_dir(path: str) -> str:

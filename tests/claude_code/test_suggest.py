@@ -159,8 +159,8 @@ def test_suggestion_settings_merge_per_key_and_bad_values_are_named(tmp_path):
     settings, problems = configkeys.suggestion_settings(None, str(tmp_path / "work"), environ)
     assert settings["backend"] == "local" and settings["timeout"] == 2.5 and settings["maxTools"] == 5
     assert any("maxTools" in p and "0 to 10" in p for p in problems) and any('unknown key "colour"' in p for p in problems)
-    assert configkeys.parse_suggestions(False, "f") == ({"enabled": False}, [])
-    assert configkeys.parse_suggestions({"backend": "gpt"}, "f")[1] == ['f: suggestions.backend: expected one of auto, api, claude, local, got "gpt"']
+    assert configkeys.parse_section(configkeys.SUGGESTIONS_KEY, False, "f") == ({"enabled": False}, [])
+    assert configkeys.parse_section(configkeys.SUGGESTIONS_KEY, {"backend": "gpt"}, "f")[1] == ['f: suggestions.backend: expected one of auto, api, claude, local, got "gpt"']
 
 
 def test_config_validate_fails_on_bad_suggestions_and_show_lists_them(tmp_path, run_cli, clean_env):

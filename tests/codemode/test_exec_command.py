@@ -20,6 +20,7 @@ import pytest
 from conftest import REPO_ROOT, run_cli, trust_project_file, wait_for
 from toolscript.cli import frame as cli
 from toolscript.config import load as configuration
+from toolscript.config.view import masked_view
 from toolscript.cli import doctor
 from toolscript.codemode import sandbox
 from toolscript.cli.commands import exec as exec_command
@@ -55,7 +56,7 @@ def test_require_isolation_is_a_validated_top_level_boolean(tmp_path):
     on = write(tmp_path / "on.json", {"requireIsolation": True, "mcpServers": {}})
     config = configuration.load_config([on])
     assert config.require_isolation is True and config.warnings == []
-    assert configuration.masked_view(config)["requireIsolation"] is True
+    assert masked_view(config)["requireIsolation"] is True
     assert configuration.load_config([write(tmp_path / "none.json", {"mcpServers": {}})]).require_isolation is False
     # A later file wins, as for the other top-level keys.
     off = write(tmp_path / "off.json", {"requireIsolation": False})

@@ -38,7 +38,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from toolscript.cli.output import one_line
+from toolscript.log import one_line
 
 
 logger = logging.getLogger("toolscript.suggest")

@@ -3,9 +3,9 @@
 Each subcommand lives in its own module under ``toolscript/cli/commands/`` and is
 imported only when it is the command being run, so a hook that runs
 ``toolscript hook ...`` does not pay for importing the gateway or the MCP
-client.  A command module provides:
+client.  Each command's one-line summary for ``toolscript --help`` is in
+``COMMANDS`` here, so listing them imports no command module.  A command module provides:
 
-    SUMMARY: str                      one line for ``toolscript --help``
     DESCRIPTION: str                  the command's own ``--help`` text, with examples
     def add_arguments(parser, common) -> None
         common is a parent parser holding the global options; pass it as
@@ -182,9 +182,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         # ``toolscript --help | true``: before 3.11 argparse lets this escape.
         _silence_stdout()
         return 0
-    from toolscript.cli.output import terminal_text  # log lines quote servers' words: cleaned like all text for people
-
-    log.setup(args.verbose, clean=terminal_text)
+    log.setup(args.verbose)
     # ``--config a,b`` replaces the default file list (None: the defaults, or TOOLSCRIPT_CONFIG).
     args.config_paths = [p.strip() for p in args.config.split(",") if p.strip()] if args.config else None
     handler = getattr(args, "handler", None)

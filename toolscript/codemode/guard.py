@@ -606,7 +606,7 @@ def printable(text):
 
     The message of a failed tool call quotes the server's words; a server must not set the
     terminal's title or clear the screen through a script's traceback.  The sandbox cannot
-    import the package's own cleaner (toolscript.cli.output), so this is its small sibling.
+    import the package's own cleaner (toolscript.log.terminal_text), so this is its small sibling.
     """
     import re
 

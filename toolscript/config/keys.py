@@ -27,7 +27,7 @@ SUGGESTION_DEFAULTS: Dict[str, Any] = {
     "enabled": True,  # false: the hook adds nothing (TOOLSCRIPT_SUGGEST=0 does the same)
     "backend": "auto",  # auto | api | claude | local
     "model": None,  # None: the backend's small model ("haiku")
-    "timeout": 5.0,  # seconds for the whole suggestion, model included (spec 000: 5 s)
+    "timeout": 5.0,  # seconds for the whole suggestion, model included
     "minInterval": 5.0,  # seconds between two model calls of one session; sooner -> the local ranker answers
     "maxTools": 5,
 }
@@ -225,10 +225,6 @@ def parse_section(key: str, value: Any, source: str) -> Tuple[Dict[str, Any], Li
         else:
             problems.append(f"{where}.{name}: expected {expected}, got {_shown(item)}")
     return settings, problems
-
-
-def parse_suggestions(value: Any, source: str) -> Tuple[Dict[str, Any], List[str]]:
-    return parse_section(SUGGESTIONS_KEY, value, source)
 
 
 def section_settings(key: str, named: Optional[List[str]] = None, cwd: Optional[str] = None,

@@ -82,7 +82,7 @@ _TYPE_ALIASES = {
 _STDIO_ONLY = ["args", "env", "cwd"]
 _REMOTE_ONLY = ["headers", "oauth"]
 # The "oauth" object of an http/sse server: JSON key -> OAuthConfig attribute.
-_OAUTH_KEYS = {
+OAUTH_KEYS = {
     "clientId": "client_id",
     "clientSecret": "client_secret",
     "scope": "scope",
@@ -97,6 +97,7 @@ _VAR_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Keys printed bare in JSON paths; anything else is quoted (``mcpServers."a b"``).
 _BARE_KEY_RE = re.compile(r"[A-Za-z0-9_-]+\Z")
 
+# What a secret's name contains: masked by ``config show`` (toolscript.config.view) and in problem messages.
 _SECRET_WORDS = ("token", "key", "secret", "password", "auth")
 _SECRET_QUERY_WORDS = _SECRET_WORDS + ("sig",)
 MASK = "****"
@@ -348,62 +349,6 @@ def _untrusted(path: str, data: bytes, decision: str) -> UntrustedFile:
     return found
 
 
-def masked_view(config: Config) -> Dict[str, Any]:
-    """The configuration as a JSON-ready dict with secrets masked.
-
-    Values that came from ``${VAR}`` templates are shown as the template (it
-    holds no secret); literal ``env``/``headers`` values, URL passwords,
-    secret-looking URL query parameters and arguments are shown as ``****``.
-    """
-    servers: Dict[str, Any] = {}
-    for name, server in config.servers.items():
-        raw = server.raw if isinstance(server.raw, dict) else {}
-        view: Dict[str, Any] = {"type": server.type}
-        if server.command is not None:
-            view["command"] = server.command
-        if server.args:
-            view["args"] = _mask_args(server.args, raw.get("args"))
-        if server.env:
-            view["env"] = _mask_mapping(server.env, raw.get("env"))
-        if server.cwd is not None:
-            view["cwd"] = server.cwd
-        if server.url is not None:
-            raw_url = raw.get("url")
-            shown = raw_url if isinstance(raw_url, str) and _references_variable(raw_url) else server.url
-            view["url"] = _mask_url(shown)
-        if server.headers:
-            view["headers"] = _mask_mapping(server.headers, raw.get("headers"))
-        if server.include_tools:
-            view["includeTools"] = list(server.include_tools)
-        if server.exclude_tools:
-            view["excludeTools"] = list(server.exclude_tools)
-        if server.timeout is not None:
-            view["timeout"] = server.timeout
-        if "maxMessageBytes" in raw or server.max_message_bytes != config.max_message_bytes:
-            view["maxMessageBytes"] = server.max_message_bytes
-        if server.disabled:
-            view["disabled"] = True
-        if "oauth" in raw and server.type != "stdio":
-            view["oauth"] = _mask_oauth(server.oauth, raw.get("oauth"))
-        if server.config_error:
-            view["error"] = server.config_error
-        view["source"] = server.source
-        servers[name] = view
-    return {
-        "files": list(config.files),
-        "servers": servers,
-        "builtinTools": config.builtin_tools,
-        "workspaceRoots": list(config.workspace_roots),
-        "mcpToolNames": config.mcp_tool_names,
-        "maxMessageBytes": config.max_message_bytes,
-        "requireIsolation": config.require_isolation,
-        "suggestions": dict(config.suggestions),
-        "memory": dict(config.memory),
-        "warnings": list(config.warnings),
-        "untrusted": [file.as_dict() for file in config.untrusted],
-    }
-
-
 # --- file selection ---------------------------------------------------------
 
 
@@ -640,7 +585,7 @@ def _parse_server(
     if url:
         # Show the template when there is one, so an error never prints a substituted secret.
         raw_url = entry["url"]
-        url_problem = _check_url(url, raw_url if _references_variable(raw_url) else _mask_url(url))
+        url_problem = _check_url(url, raw_url if references_variable(raw_url) else mask_url(url))
         if url_problem:
             problem(_member(path, "url"), url_problem)
 
@@ -686,7 +631,7 @@ def _parse_oauth(
     problem: Callable[[str, str], None],
     substitute: Callable[[str, str], Optional[str]],
 ) -> OAuthConfig:
-    """A server's ``"oauth"``: ``false`` (never sign in), ``true``/absent (defaults) or an object of the keys in ``_OAUTH_KEYS``."""
+    """A server's ``"oauth"``: ``false`` (never sign in), ``true``/absent (defaults) or an object of the keys in ``OAUTH_KEYS``."""
     if "oauth" not in entry:
         return OAuthConfig()
     value = entry["oauth"]
@@ -697,9 +642,9 @@ def _parse_oauth(
         return OAuthConfig()
     settings: Dict[str, Any] = {}
     for key, item in value.items():
-        attribute = _OAUTH_KEYS.get(key)
+        attribute = OAUTH_KEYS.get(key)
         if attribute is None:
-            problem(_member(where, key), f"unknown key (known: {', '.join(_OAUTH_KEYS)}){_did_you_mean(key, list(_OAUTH_KEYS))}")
+            problem(_member(where, key), f"unknown key (known: {', '.join(OAUTH_KEYS)}){_did_you_mean(key, list(OAUTH_KEYS))}")
             continue
         if key == "redirectPort":
             if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= 65535:
@@ -721,25 +666,6 @@ def _parse_oauth(
         if parts.scheme != "https" or not parts.hostname or parts.path in ("", "/"):
             problem(_member(where, "clientMetadataUrl"), f"{_quote(url)} must be an https URL with a path (the client ID metadata document)")
     return OAuthConfig(**settings)
-
-
-def _mask_oauth(oauth: OAuthConfig, raw: Any) -> Any:
-    """The ``oauth`` setting for ``config show``: the client secret masked unless written as ``${VAR}``."""
-    if not isinstance(raw, dict):
-        return oauth.enabled
-    raw = raw if isinstance(raw, dict) else {}
-    shown: Dict[str, Any] = {}
-    for key, attribute in _OAUTH_KEYS.items():
-        value = getattr(oauth, attribute)
-        template = raw.get(key)
-        if value is None and not (isinstance(template, str) and _references_variable(template)):
-            continue
-        if key == "clientSecret":
-            value = template if isinstance(template, str) and _references_variable(template) else MASK
-        elif isinstance(template, str) and _references_variable(template):
-            value = template
-        shown[key] = value
-    return shown
 
 
 def _server_type(
@@ -869,7 +795,7 @@ def _substitute(value: str, environ: Mapping[str, str]) -> Tuple[str, List[str],
     return "".join(out), errors, missing
 
 
-def _references_variable(value: str) -> bool:
+def references_variable(value: str) -> bool:
     """Whether ``value`` contains a ``${...}`` reference (not the ``$${`` escape)."""
     return "${" in value.replace("$${", "")
 
@@ -927,43 +853,16 @@ def _json_hint(text: str, exc: json.JSONDecodeError) -> str:
     return ""
 
 
-# --- masking ----------------------------------------------------------------
+# --- masking (config show, and URLs in messages) --------------------------------
 
 
-def _is_secret_name(name: str, words: Tuple[str, ...] = _SECRET_WORDS) -> bool:
+def is_secret_name(name: str, words: Tuple[str, ...] = _SECRET_WORDS) -> bool:
+    """Whether a flag, variable or query parameter name looks like it holds a secret (``--api-key``, ``sig``)."""
     name = name.lower()
     return any(word in name for word in words)
 
 
-def _mask_mapping(values: Dict[str, str], raw: Any) -> Dict[str, str]:
-    """Templates stay visible (they hold no secret); literal values are masked."""
-    raw = raw if isinstance(raw, dict) else {}
-    shown = {}
-    for key in values:
-        template = raw.get(key)
-        shown[key] = template if isinstance(template, str) and _references_variable(template) else MASK
-    return shown
-
-
-def _mask_args(args: List[str], raw: Any) -> List[str]:
-    raw = raw if isinstance(raw, list) else []
-    shown = []
-    after_secret_flag = False
-    for i, arg in enumerate(args):
-        template = raw[i] if i < len(raw) else None
-        if isinstance(template, str) and _references_variable(template):
-            shown.append(template)
-        elif after_secret_flag:
-            shown.append(MASK)
-        elif arg.startswith("-") and "=" in arg and _is_secret_name(arg.split("=", 1)[0]):
-            shown.append(arg.split("=", 1)[0] + "=" + MASK)
-        else:
-            shown.append(arg)
-        after_secret_flag = arg.startswith("-") and "=" not in arg and _is_secret_name(arg)
-    return shown
-
-
-def _mask_url(url: str) -> str:
+def mask_url(url: str) -> str:
     """``url`` with its userinfo secret and secret-looking query values replaced by ``****``."""
     try:
         parts = urllib.parse.urlsplit(url)
@@ -980,7 +879,7 @@ def _mask_url(url: str) -> str:
         pairs = []
         for pair in query.split("&"):
             key, eq, _ = pair.partition("=")
-            if eq and _is_secret_name(urllib.parse.unquote_plus(key), _SECRET_QUERY_WORDS):
+            if eq and is_secret_name(urllib.parse.unquote_plus(key), _SECRET_QUERY_WORDS):
                 pair = f"{key}={MASK}"
             pairs.append(pair)
         query = "&".join(pairs)

@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from toolscript import log, search
-from toolscript.stubs import typegen
 from toolscript.gateway.catalog import Catalog, Snapshot
+from toolscript.stubs.names import python_arg_names, python_names
+from toolscript.stubs.python import python_stubs, usage_example
+from toolscript.stubs.typescript import typescript_declarations
 
 logger = log.get("gateway.derived")
 
@@ -39,12 +41,12 @@ class Artifacts:
 def build_artifacts(snapshot: Snapshot, previous: Optional[Artifacts] = None) -> Artifacts:
     """The artifacts of ``snapshot``; tool vectors the ``previous`` version already computed are reused."""
     tools = [entry.describe() for entry in snapshot.entries()]
-    attributes = typegen.python_names(tools)
+    attributes = python_names(tools)
     return Artifacts(
         version=snapshot.version,
         tools=tools,
         index=search.SearchIndex(tools, vector_cache=previous.index.vector_cache if previous is not None else None),
-        stubs={"python": typegen.python_stubs(tools), "ts": typegen.typescript_declarations(tools)},
+        stubs={"python": python_stubs(tools), "ts": typescript_declarations(tools)},
         attributes=attributes,
         names=name_map(tools, attributes),
     )
@@ -134,10 +136,10 @@ class Derived:
         if not selection and not full:
             code = artifacts.stubs[lang]
         elif lang == "ts":
-            code = typegen.typescript_declarations(tools, full=full, names=names)
+            code = typescript_declarations(tools, full=full, names=names)
         else:
-            code = typegen.python_stubs(tools, full=full, names=names)
-        usage = typegen.usage_example(tools, names=names) if tools and lang == "python" else ""
+            code = python_stubs(tools, full=full, names=names)
+        usage = usage_example(tools, names=names) if tools and lang == "python" else ""
         return {"lang": lang, "code": code, "usage": usage, "tools": [t["id"] for t in tools]}
 
     def names(self) -> Dict[str, Any]:
@@ -151,7 +153,7 @@ def name_map(tools: List[Dict[str, Any]], attributes: Dict[str, Any]) -> Dict[st
     servers: Dict[str, Dict[str, Any]] = {}
     for tool in tools:
         server_attr, function_attr = attributes[tool["id"]]
-        servers.setdefault(server_attr, {})[function_attr] = {"id": tool["id"], "args": typegen.python_arg_names(tool)}
+        servers.setdefault(server_attr, {})[function_attr] = {"id": tool["id"], "args": python_arg_names(tool)}
     return {"servers": servers}
 
 
@@ -162,7 +164,7 @@ def unavailable_attrs(artifacts: Artifacts, reasons: Dict[str, str]) -> Dict[str
     known = {tool["server"]: artifacts.attributes[tool["id"]][0] for tool in artifacts.tools}
     # A server with no tools listed gets the attribute it would have if it had one.
     placeholders = [{"id": f"{name}__", "server": name, "name": ""} for name in reasons if name not in known]
-    guessed = typegen.python_names(artifacts.tools + placeholders) if placeholders else {}
+    guessed = python_names(artifacts.tools + placeholders) if placeholders else {}
     taken = set(known.values())
     result: Dict[str, str] = {}
     for name, reason in reasons.items():

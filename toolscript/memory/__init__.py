@@ -1,4 +1,4 @@
-"""Memory across sessions (issue 11): the records everyone shares, and which project a cwd belongs to.
+"""Memory across sessions: the records everyone shares, and which project a cwd belongs to.
 
 Kept light on purpose: hooks import this on every event, so nothing here opens
 the database or imports more than the standard library's basics.  The store is

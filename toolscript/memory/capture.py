@@ -2,7 +2,7 @@
 
 Pure functions from the fields of a hook's stdin JSON to a ``Captured``
 (what ``Store.add`` is given); the hook handlers call them and store the
-result.  Payload shapes (Claude Code 2.x, see the project's notes §1.3):
+result.  Payload shapes (as Claude Code 2.x sends them):
 
 * PostToolUse: ``tool_name``, ``tool_input``, ``tool_response``.  Bash
   ``{command, description}`` -> ``{stdout, stderr, interrupted, ...}``; Edit
@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional, Sequenc
 
 from toolscript.memory.redact import REDACTED, clean as _without_secrets, is_placeholder, is_secret_name
 
-if TYPE_CHECKING:  # helper S's module; only needed for the hints
+if TYPE_CHECKING:  # only needed for the hints
     from toolscript.memory import Memory
 
 __all__ = ["Captured", "from_tool_use", "from_response", "session_summary", "MAX_CONTENT",

@@ -5,7 +5,7 @@ glue functions (``inject``, ``brief``) that ask a ``Store`` for the lists and
 render them.  Nothing here touches the disk or the clock except through those
 two glue functions.
 
-``render_inject`` prints spec 003's REQ-P6-03 shape::
+``render_inject`` prints this shape (what the UserPromptSubmit hook injects)::
 
     ## Relevant Context
     Quoted records of earlier sessions in this project (toolscript memory), ...
@@ -33,7 +33,7 @@ of its own or a system block.  The header says what the records are.
 
 Every line is a header, the header's one-line preamble, a bullet, or plain
 text under the Note header; a section with nothing in it is left out, and
-nothing worth saying gives "" (ERR-P6-04: empty output means no injection).  The output never exceeds its
+nothing worth saying gives "" (empty output: the hook injects nothing).  The output never exceeds its
 token budget (``estimate_tokens``): whole bullets are dropped, lowest
 priority first, never cut mid-word.  Order is stable: the same inputs give
 the same bytes.
@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence,
 
 from toolscript.search import terms, tokenize
 
-if TYPE_CHECKING:  # helper S's module; only needed for the hints
+if TYPE_CHECKING:  # only needed for the hints
     from toolscript.memory import Memory
 
 __all__ = [
@@ -378,7 +378,7 @@ def _fits(lines: List[str], budget: int) -> bool:
 
 def render_inject(query: str, related: Sequence[Tuple["Memory", float]], recent: Sequence["Memory"], *,
                   now: float, budget_tokens: int = 600) -> str:
-    """REQ-P6-03 markdown for ``query``, or "" when nothing is worth saying.
+    """The inject markdown (see the module's docstring) for ``query``, or "" when nothing is worth saying.
 
     ``related``: (memory, score 0..1) from the store's search, best first;
     memories under ``MIN_SCORE`` are ignored.  ``recent``: the session's own
@@ -440,7 +440,7 @@ def render_brief(query: str, related: Sequence[Tuple["Memory", float]], *, now: 
     """1-3 bullets of earlier related work, at most ``budget_tokens`` (never over 200), or "".
 
     For PostToolUse ``additionalContext``: Claude Code's PreToolUse cannot add
-    context, so the spec's "brief" lands after the tool ran.
+    context, so the brief about a tool lands after the tool ran.
     """
     budget = min(BRIEF_MAX_TOKENS, max(0, int(budget_tokens)))
     items = sorted(_fold((m, s) for m, s in related if _score(s) >= MIN_SCORE),

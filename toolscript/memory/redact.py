@@ -44,7 +44,7 @@ start (a trie of lower-case trigger words: ``password``, ``ghp_``, ``://``,
 ``mysql``...), and only there is a rule's pattern tried, anchored; text
 between triggers is never looked at again.  Every pattern is bounded and has
 no nested quantifiers, so a 1 MB input takes linear time
-(tests/test_regex_linear.py, tests/test_redact.py).
+(tests/test_regex_linear.py, tests/memory/test_redact.py).
 """
 
 import re

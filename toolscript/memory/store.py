@@ -1,5 +1,12 @@
 """The memory database: SQLite (stdlib), one file per user, shared by every hook and session.
 
+A session here is always a Claude Code session: its id is the hook event's
+``session_id`` (``--session-id`` on the command line), the ``sessions`` table
+records when it started and ended, and each memory names the session that
+captured it.  Other things toolscript calls a session are not stored here:
+the gateway the global ``--session`` option picks, an MCP connection's
+``Mcp-Session-Id``, a ``toolscript ask --session`` conversation.
+
 Why it looks like this:
 
 * Many hooks write at once (PostToolUse fires per tool call, sessions run in
@@ -129,9 +136,9 @@ def data_dir(env: Optional[Mapping[str, str]] = None) -> str:
     configured = environ.get("TOOLSCRIPT_DATA_DIR", "")
     if configured:
         return os.path.abspath(os.path.expanduser(configured))
-    from toolscript.paths import _home
+    from toolscript import paths
 
-    return os.path.join(_home(environ), ".toolscript")
+    return os.path.join(paths.home(environ), ".toolscript")
 
 
 def default_path(env: Optional[Mapping[str, str]] = None) -> str:
@@ -218,7 +225,7 @@ def _create_file(path: str) -> None:
             "the directory is read-only: make it writable or set TOOLSCRIPT_DATA_DIR to a writable directory"
         ) from exc
     os.close(fd)
-    logger.info("initializing the memory database at %s", path)  # spec 003 EC-P6-06
+    logger.info("initializing the memory database at %s", path)  # once, when the file is first created
 
 
 def tighten_permissions(db_path: str) -> List[str]:
@@ -477,7 +484,7 @@ def _row_session(row: Sequence[Any]) -> Session:
 
 def _printable(text: str) -> str:
     """``text`` without terminal escapes and control characters (newlines and tabs kept): it is printed and injected."""
-    from toolscript.cli.output import terminal_text
+    from toolscript.log import terminal_text
 
     return terminal_text(text)
 
@@ -581,17 +588,6 @@ class Store:
         return _row_session(row) if row else None
 
     @_guarded
-    def sessions(self, project: Optional[str] = None, status: Optional[str] = None, limit: int = 50) -> List[Session]:
-        """Newest first."""
-        where, params = _where([("project = ?", project), ("status = ?", status)])
-        rows = self.conn.execute(
-            "SELECT id, project, started, ended, status FROM sessions"
-            + (" WHERE " + where if where else "")
-            + " ORDER BY started DESC LIMIT ?",
-            params + [int(limit)],
-        ).fetchall()
-        return [_row_session(r) for r in rows]
-
     # memories
 
     @_guarded

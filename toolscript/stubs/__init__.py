@@ -1,1 +1,2 @@
-"""Typed stubs for tools: Python and TypeScript declarations, and the names tools get in them."""
+"""Typed stubs for tools: the names tools get (``names``), the type model of their schemas
+(``model``), and the Python (``python``) and TypeScript (``typescript``) written from it."""

@@ -12,7 +12,6 @@ from toolscript.cli.output import echo, format_table, print_json
 
 logger = log.get("ask")
 
-SUMMARY = "ask a model a question it may answer with tools"
 DESCRIPTION = """\
 Ask a Claude model a question.  It sees the built-in tools and, when a gateway
 is reachable, the gateway's MCP tools (names made API-safe: builtin__time_now);
@@ -189,14 +188,8 @@ def _run_api(args: argparse.Namespace, question: str, allow: List[str], session_
 
 def _run_claude(args: argparse.Namespace, question: str, allow: List[str]) -> Any:
     from toolscript.gateway.client import GatewayUnavailable, connect
+    from toolscript.models import ask_claude
 
-    import importlib
-
-    try:
-        # By name: helper B's module may be absent from a build (and then this is a clear error, not a crash).
-        ask_claude: Any = importlib.import_module("toolscript.models.ask_claude")
-    except ImportError:
-        raise UserError("the claude backend is not available in this build: use --backend api with ANTHROPIC_API_KEY") from None
     if getattr(args, "session", None):
         print("toolscript: --session keeps conversations with the api backend only; this one is not kept", file=sys.stderr)
     try:

@@ -6,7 +6,6 @@ import sys
 from toolscript.errors import UserError
 from toolscript.cli.output import echo, format_table, print_json
 
-SUMMARY = "sign in to an http/sse MCP server that needs OAuth"
 DESCRIPTION = """\
 Sign in to a remote (http or sse) MCP server that needs OAuth, so toolscript
 and its gateway can use it. toolscript finds the server's authorization

@@ -3,11 +3,11 @@
 import argparse
 import sys
 
-from toolscript.config import load as configuration
 from toolscript.cli.args import add_action
 from toolscript.cli.output import echo, print_json
+from toolscript.config import load as configuration
+from toolscript.config.view import masked_view
 
-SUMMARY = "show or validate the merged configuration"
 DESCRIPTION = """\
 Configuration is Claude Code's "mcpServers" format, read from
 ~/.toolscript.json then ./.toolscript.json (later files win per server name).
@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
 
 def run_show(args: argparse.Namespace) -> int:
     config = configuration.load_config(args.config_paths)
-    view = configuration.masked_view(config)
+    view = masked_view(config)
     if args.json:
         print_json(view)
         return 0

@@ -9,7 +9,6 @@ from toolscript.cli.output import print_json
 
 logger = log.get("context")
 
-SUMMARY = "skills and MCP tools that fit a prompt (the prompt hook)"
 DESCRIPTION = """\
 claude-usage-suggestion: pick the skills (from ~/.claude/skills, the project's
 .claude/skills and installed plugins) and the gateway's MCP tools that fit a

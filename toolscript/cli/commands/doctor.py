@@ -4,7 +4,6 @@ import argparse
 
 from toolscript.cli.output import echo, print_json
 
-SUMMARY = "check the installation, config, servers and gateway"
 DESCRIPTION = """\
 Check everything toolscript depends on and print one line per check -- ok,
 warn or FAIL -- with the command that fixes each problem:

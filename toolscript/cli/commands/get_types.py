@@ -10,7 +10,6 @@ from toolscript.cli.output import echo, print_json
 
 logger = log.get("get-types")
 
-SUMMARY = "Python stubs (or TypeScript) for the tools"
 DESCRIPTION = """\
 Print compact typed stubs: one class per server, one keyword-only function per
 tool, with docstrings from the tool's description.  Call them in a script run

@@ -5,7 +5,6 @@ import argparse
 from toolscript.cli.output import format_table, print_json
 from toolscript.gateway.servers import describe_count
 
-SUMMARY = "the gateway's servers and their state"
 DESCRIPTION = """\
 List the servers of the running gateway: the built-in tools (server "builtin")
 and every configured MCP server, with state (connecting / ready / failed and

@@ -4,9 +4,9 @@ import argparse
 import sys
 
 from toolscript.cli.args import unknown_name
-from toolscript.cli.output import format_table, one_line, print_json
+from toolscript.cli.output import format_table, print_json
+from toolscript.log import one_line
 
-SUMMARY = "one server's tools, via the gateway"
 DESCRIPTION = """\
 List one server's tools with their gateway ids (server__tool) and descriptions.
 

@@ -8,12 +8,12 @@ from typing import Any, Dict, List, Optional
 
 from toolscript import log
 from toolscript.cli.args import add_action
+from toolscript.cli.output import echo, format_table, print_json
 from toolscript.errors import UserError
-from toolscript.cli.output import echo, format_table, one_line, print_json
+from toolscript.log import one_line
 
 logger = log.get("memory")
 
-SUMMARY = "what toolscript remembers across sessions"
 DESCRIPTION = """\
 The plugin's hooks record each session's work (one line per tool action, the
 answers, a summary at the end) in a SQLite database under the data directory
@@ -135,7 +135,7 @@ examples:
   toolscript memory capture-response --content "Fixed the race in the cache"
 """
 _INJECT_HELP = """\
-Prints spec 003's markdown (## Relevant Context, Recent Related Work, Potentially
+Prints the related-work markdown (## Relevant Context, Recent Related Work, Potentially
 Related, and an Activity Shift note when the query leaves the session's recent work),
 or nothing when nothing is related (exit 0 either way).  Each memory is a quoted
 record with its age and source (- 3 days ago, Bash: "..."), under a line saying
@@ -375,7 +375,7 @@ def _brief(args: argparse.Namespace) -> int:
 
 
 def _context(args: argparse.Namespace, kind: str, variable: str, budget_key: str) -> int:
-    """``memory inject`` / ``memory brief``: the query from --query, else spec 003's environment variable."""
+    """``memory inject`` / ``memory brief``: the query from --query, else the hook's environment variable (USER_PROMPT, TOOL_DESCRIPTION)."""
     from toolscript.memory import context, project_root
 
     query = args.query if args.query is not None else os.environ.get(variable, "")

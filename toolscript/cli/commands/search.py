@@ -6,11 +6,11 @@ from typing import Any, Dict, List
 
 from toolscript import log
 from toolscript.cli.args import unknown_name
-from toolscript.cli.output import echo, format_table, one_line, print_json
+from toolscript.cli.output import echo, format_table, print_json
+from toolscript.log import one_line
 
 logger = log.get("search")
 
-SUMMARY = "find tools by what they do"
 DESCRIPTION = """\
 Rank every tool of the gateway (built-ins and MCP servers) against a query:
 names, descriptions and parameters, with stemming and typo tolerance, blended

@@ -9,7 +9,6 @@ from toolscript.errors import UserError
 from toolscript.cli.output import echo, format_table, print_json
 from toolscript.gateway.servers import HIDDEN_BY_CONFIG, describe_count
 
-SUMMARY = "check that configured MCP servers connect"
 DESCRIPTION = """\
 Connect to each configured MCP server directly (no gateway), list its tools,
 and report the transport, protocol version, server name and version, tool

@@ -4,9 +4,9 @@ import argparse
 import os
 import sys
 
-from toolscript.cli.output import echo, format_table, one_line, print_json
+from toolscript.cli.output import echo, format_table, print_json
+from toolscript.log import one_line
 
-SUMMARY = "the Claude Code skills a session here would see"
 DESCRIPTION = """\
 List the skills Claude Code would offer the model in a session started in
 this directory (or --cwd DIR): the per-prompt suggestion hook chooses from

@@ -9,7 +9,6 @@ from toolscript.cli.output import echo, print_json
 
 logger = log.get("status")
 
-SUMMARY = "memory, sessions and this session's gateway at a glance"
 DESCRIPTION = """\
 One screen: how many memories and sessions (active, completed) the memory
 database holds, where it is and how big, whether full-text search (FTS5) or

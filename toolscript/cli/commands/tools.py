@@ -13,12 +13,12 @@ import time
 
 from toolscript import log
 from toolscript.cli.args import add_action, unknown_name
+from toolscript.cli.output import format_table, print_json
 from toolscript.errors import UserError
-from toolscript.cli.output import format_table, one_line, print_json
+from toolscript.log import one_line
 
 logger = log.get("tools")
 
-SUMMARY = "list, describe or invoke tools"
 DESCRIPTION = """\
 Tools are named server__tool; built-ins may also be named without the
 "builtin__" prefix.  invoke prints the ToolResult JSON

@@ -10,7 +10,6 @@ from typing import Any, Dict, List, Tuple
 from toolscript.errors import UserError
 from toolscript.cli.output import echo, print_json
 
-SUMMARY = "review and approve a project's .toolscript.json"
 DESCRIPTION = """\
 A project's ./.toolscript.json comes with the repository: its stdio servers
 would run commands as you and its ${VAR}s would send your environment to the

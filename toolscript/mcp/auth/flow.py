@@ -123,7 +123,7 @@ class Grant:
 
 def printable(text: str, limit: int = 160) -> str:
     """Server-supplied text as it may reach a terminal: one line, shortened, no escape sequences or control characters."""
-    from toolscript.cli.output import terminal_text
+    from toolscript.log import terminal_text
 
     return terminal_text(text[:limit], one_line=True)
 

@@ -17,7 +17,9 @@ from typing import Dict, List
 import pytest
 
 import toolscript.cli.frame
+from cli_checks import GITHUB_ERROR, github_unset_config, one_error_line, stdio_fixture_entry, write_document
 from conftest import DEFAULT_TIMEOUT, REPO_ROOT, find_python39, trust_project_file
+from toolscript.cli import doctor
 
 COMMAND_NAMES = list(toolscript.cli.frame.COMMANDS)
 # A server that dies at once with a message on stderr, like one missing its API key.
@@ -400,3 +402,128 @@ def test_closed_stdout_is_quiet_on_python39(clean_env, workdir, args):
     code, stderr = run_with_closed_stdout(args, clean_env, workdir, python=find_python39())
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr and "Exception ignored" not in stderr, stderr
     assert code == 0, stderr
+
+
+# --- a server whose ${VAR} is unset fails alone -----------------------------------------
+
+
+@pytest.fixture
+def github_unset(tmp_path):
+    """A config whose "github" server needs ${GITHUB_TOKEN} (unset) next to a working server."""
+    return github_unset_config(tmp_path)
+
+
+@pytest.mark.timeout(60)
+def test_servers_check_other_works_and_github_names_the_variable(cli, github_unset):
+    other = cli("--config", github_unset, "servers", "check", "other")
+    assert other.returncode == 0, other.stdout + other.stderr
+    assert other.stdout.splitlines()[-1] == "1 of 1 servers connected"
+
+    github = cli("--config", github_unset, "servers", "check", "github", "--json")
+    assert github.returncode == 1, github.stdout + github.stderr
+    [report] = json.loads(github.stdout)
+    assert report["ok"] is False and report["error"] == GITHUB_ERROR
+
+    both = cli("--config", github_unset, "servers", "check")
+    assert both.returncode == 1
+    assert f"    {GITHUB_ERROR}" in both.stdout.splitlines()
+    assert both.stdout.splitlines()[-1] == "1 of 2 servers connected; 1 failed"
+
+
+def test_config_validate_reports_the_server_that_cannot_start(cli, github_unset):
+    proc = cli("--config", github_unset, "config", "validate")
+    assert proc.returncode == 1
+    assert f"error: {github_unset}: {GITHUB_ERROR}" in proc.stdout.splitlines()
+    as_json = json.loads(cli("--config", github_unset, "config", "validate", "--json").stdout)
+    assert as_json["ok"] is False and as_json["problems"] == [f"{github_unset}: {GITHUB_ERROR}"]
+    # Exported, the same file is fine.
+    assert cli("--config", github_unset, "config", "validate", GITHUB_TOKEN="t").returncode == 0
+
+
+def test_config_show_says_why_a_server_cannot_start(cli, github_unset):
+    proc = cli("--config", github_unset, "config", "show")
+    assert proc.returncode == 0
+    assert f"    cannot start: {GITHUB_ERROR}" in proc.stdout.splitlines()
+    view = json.loads(cli("--config", github_unset, "config", "show", "--json").stdout)
+    assert view["servers"]["github"]["error"] == GITHUB_ERROR and "error" not in view["servers"]["other"]
+
+
+def test_a_disabled_server_with_an_unset_variable_does_not_fail_validation(cli, tmp_path):
+    path = write_document(tmp_path / "c.json", {"mcpServers": {"off": {"command": "${NOPE}", "disabled": True}}})
+    assert cli("--config", path, "config", "validate").returncode == 0
+
+
+# --- mistyped commands, missing files, servers check reports --------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["serch", "x"], "toolscript: unknown command 'serch' (did you mean 'search'?); see 'toolscript --help'"),
+        (["--json", "get-type"], "toolscript: unknown command 'get-type' (did you mean 'get-types'?); see 'toolscript --help'"),
+        (["zzzzzz"], "toolscript: unknown command 'zzzzzz'; see 'toolscript --help'"),
+        (["gateway", "strat"], "toolscript: unknown action 'strat' for 'toolscript gateway' (did you mean 'start'?); see 'toolscript gateway --help'"),
+        (["config", "valdate"], "toolscript: unknown action 'valdate' for 'toolscript config' (did you mean 'validate'?); see 'toolscript config --help'"),
+    ],
+)
+def test_mistyped_command_is_one_line_with_a_suggestion(cli, args, expected):
+    proc = cli(*args)
+    assert proc.returncode == 2
+    assert one_error_line(proc) == expected
+
+
+def test_other_usage_errors_keep_the_usage(cli):
+    proc = cli("exec", "--lang", "rust", "x")
+    assert proc.returncode == 2 and "usage:" in proc.stderr and "invalid choice: 'rust'" in proc.stderr
+
+
+def test_a_named_config_file_that_does_not_exist_is_an_error(cli, tmp_path):
+    missing = tmp_path / "no" / "such.json"
+    proc = cli("--config", str(missing), "config", "validate")
+    assert proc.returncode == 1
+    assert f"error: config file not found: {missing}" in proc.stdout
+    # The same through the environment, and for commands that load the config.
+    assert cli("config", "validate", TOOLSCRIPT_CONFIG=str(missing)).returncode == 1
+    show = cli("--config", str(missing), "config", "show")
+    assert show.returncode == 1 and "config file not found" in show.stderr
+    # Default files that do not exist are still fine.
+    assert cli("config", "validate").returncode == 0
+
+
+@pytest.mark.timeout(60)
+def test_servers_check_prints_a_crashing_servers_stderr_once(cli, tmp_path):
+    dies = "import sys; sys.stderr.write('first line\\nboom: no key\\n'); sys.exit(4)"
+    path = write_document(tmp_path / "c.json", {"mcpServers": {"dies": {"command": sys.executable, "args": ["-c", dies]}}})
+    proc = cli("--config", path, "servers", "check")
+    assert proc.returncode == 1
+    assert proc.stdout.count("boom: no key") == 1, proc.stdout
+    assert "    | first line" in proc.stdout and "    | boom: no key" in proc.stdout
+    assert "exited with status 4" in proc.stdout
+
+
+@pytest.mark.timeout(60)
+def test_servers_check_and_doctor_say_how_many_tools_are_hidden(cli, tmp_path):
+    entry = dict(stdio_fixture_entry(), excludeTools=["crash", "hang"])
+    path = write_document(tmp_path / "c.json", {"mcpServers": {"f": entry}})
+    proc = cli("--config", path, "servers", "check")
+    assert proc.returncode == 0
+    assert "12 tools (2 hidden: includeTools/excludeTools)" in proc.stdout
+    results = doctor.run_checks(config_paths=[path], environ={"HOME": str(tmp_path), "PATH": "", "TOOLSCRIPT_STATE_DIR": str(tmp_path / "s")}, cwd=str(tmp_path))
+    line = [r for r in results if r.check == "server:f"][0]
+    assert "12 tools (2 hidden: includeTools/excludeTools)" in line.detail
+
+
+def test_commands_get_add_action_from_cliargs_not_cli():
+    assert not hasattr(toolscript.cli.frame, "add_action")
+    from toolscript.cli import args as cliargs
+
+    assert callable(cliargs.add_action)
+
+
+def test_the_process_ends_with_the_commands_code_and_all_its_output(tmp_path):
+    """exit_main skips interpreter teardown (~25 ms): nothing printed may be lost, the code must stay."""
+    script = "import sys; sys.stdout.write('x' * 300000); sys.stderr.write('done'); sys.exit(3)"
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
+    proc = subprocess.run([sys.executable, "-m", "toolscript", "exec", "--max-output", "1000000", script],
+                          capture_output=True, text=True, timeout=60, cwd=str(tmp_path), env=env)
+    assert proc.returncode == 3 and proc.stdout == "x" * 300000 and proc.stderr.endswith("done"), proc.stderr[-300:]

@@ -1,4 +1,4 @@
-"""Tests for toolscript.config.load: file selection, validation, substitution, masking."""
+"""Tests for toolscript.config.load and .view: file selection, validation, substitution, masking."""
 
 import json
 import os
@@ -6,17 +6,19 @@ import tempfile
 
 import pytest
 
+from cli_checks import GITHUB_ERROR, github_unset_config
 from conftest import trust_project_file
 from toolscript.config.load import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_MAX_MESSAGE_BYTES,
     Config,
     ConfigError,
     ServerConfig,
     default_config_paths,
     load_config,
-    masked_view,
 )
+from toolscript.config.view import masked_view
 from toolscript.errors import UserError
 
 # One config file per test process: ``parse`` writes the text under test to it
@@ -653,3 +655,64 @@ def test_gateway_settings_expand_variables_and_resolve_paths(tmp_path):
         load_config([str(path)], environ={})
     assert any("workspaceRoots[0]: environment variable MISSING is not set" in p for p in err.value.problems)
     assert any('mcpToolNames: expected "prefixed" or "plain", got "loud"' in p for p in err.value.problems)
+
+
+# --- a server whose ${VAR} is unset; maxMessageBytes --------------------------------
+
+
+@pytest.fixture
+def github_unset(tmp_path):
+    """A config whose "github" server needs ${GITHUB_TOKEN} (unset) next to a working server."""
+    return github_unset_config(tmp_path)
+
+
+def test_unset_variable_leaves_the_other_servers_loadable(github_unset):
+    config = load_config([github_unset], environ={})
+    assert config.servers["github"].config_error == GITHUB_ERROR
+    assert config.servers["other"].config_error is None
+    assert [s.name for s in config.enabled_servers()] == ["github", "other"]
+
+
+def test_max_message_bytes_per_server_and_as_the_top_level_default(tmp_path):
+    path = write(tmp_path / "c.json", {
+        "maxMessageBytes": 1000,
+        "mcpServers": {"a": {"command": "x"}, "b": {"command": "x", "maxMessageBytes": 2000}},
+    })
+    config = load_config([path], environ={})
+    assert (config.servers["a"].max_message_bytes, config.servers["b"].max_message_bytes) == (1000, 2000)
+    assert masked_view(config)["maxMessageBytes"] == 1000
+    plain = write(tmp_path / "d.json", {"mcpServers": {"a": {"command": "x"}}})
+    assert load_config([plain], environ={}).servers["a"].max_message_bytes == DEFAULT_MAX_MESSAGE_BYTES
+
+
+def test_the_top_level_default_applies_to_servers_of_every_file(tmp_path):
+    servers = write(tmp_path / "a.json", {"mcpServers": {"a": {"command": "x"}}})
+    settings = write(tmp_path / "b.json", {"maxMessageBytes": 4096})
+    assert load_config([servers, settings], environ={}).servers["a"].max_message_bytes == 4096
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, "8MB", True, None])
+def test_bad_max_message_bytes_is_a_clear_problem(tmp_path, value):
+    path = write(tmp_path / "c.json", {"mcpServers": {"a": {"command": "x", "maxMessageBytes": value}}})
+    with pytest.raises(ConfigError) as err:
+        load_config([path], environ={})
+    assert err.value.problems == [
+        f"{path}: mcpServers.a.maxMessageBytes: expected a positive whole number of bytes, got {json.dumps(value)} "
+        f"(the default is {DEFAULT_MAX_MESSAGE_BYTES}, 8 MiB)"
+    ]
+    top = write(tmp_path / "t.json", {"maxMessageBytes": value})
+    with pytest.raises(ConfigError) as err:
+        load_config([top], environ={})
+    assert err.value.problems[0].startswith(f"{top}: maxMessageBytes: expected a positive whole number of bytes")
+
+
+def test_max_message_bytes_is_a_known_key(tmp_path):
+    path = write(tmp_path / "c.json", {"maxMessageBytes": 10, "mcpServers": {"a": {"command": "x", "maxMessageBytes": 10}}})
+    assert load_config([path], environ={}).warnings == []
+
+
+def test_config_text_is_read_only_through_load_config():
+    """load_config reads the files and asks trust about the project's; no second entry point parses text around that."""
+    from toolscript.config import load
+
+    assert not hasattr(load, "parse_config_text")

@@ -3,7 +3,7 @@
 A server, a skill file or a stored memory may carry escape sequences: a window
 title change, a screen clear, an OSC 8 hyperlink that shows one address and
 opens another, bidi overrides that show text reversed.  Every human (non-JSON)
-output runs such text through ``toolscript.cli.output.terminal_text``; ``--json``
+output runs such text through ``toolscript.log.terminal_text``; ``--json``
 output is unchanged (JSON escapes control characters itself), and ``exec``
 passes a script's own output through untouched.
 
@@ -24,8 +24,9 @@ import pytest
 
 from conftest import REPO_ROOT, running_gateway, wait_for
 from fake_anthropic import FakeAnthropic
+from toolscript.cli.output import format_table
 from toolscript.config.load import ServerConfig
-from toolscript.cli.output import format_table, terminal_text
+from toolscript.log import terminal_text
 
 HOSTILE_SERVER = os.path.join(REPO_ROOT, "tests", "mcp_servers", "hostile_text_server.py")
 sys.path.insert(0, os.path.dirname(HOSTILE_SERVER))

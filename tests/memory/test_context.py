@@ -1,4 +1,4 @@
-"""What memory injects: relative dates, the REQ-P6-03 markdown, budgets, de-duplication, activity shift, brief."""
+"""What memory injects: relative dates, the inject markdown, budgets, de-duplication, activity shift, brief."""
 
 import random
 import re
@@ -39,7 +39,7 @@ def mem(id, content, *, ago=0.0, kind="action", tool="Bash", files=(), session="
 
 
 class FakeStore:
-    """search() and recent() per the Store contract, over a list; like helper S's store, a query word
+    """search() and recent() per the Store contract, over a list; like the real store, a query word
     of 3+ characters matches words that start with it."""
 
     def __init__(self, memories):
@@ -112,7 +112,7 @@ def test_estimate_tokens():
 # -- render_inject -----------------------------------------------------------
 
 
-def test_inject_shape_matches_req_p6_03():
+def test_inject_shape_has_its_headers_and_quoted_bullets():
     related = [
         (mem(1, "Implemented HDBSCAN clustering in multi_space.rs", ago=DAY, tool="Edit",
              files=["src/multi_space.rs"]), 0.9),

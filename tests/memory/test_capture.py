@@ -18,7 +18,7 @@ CWD = "/home/dev/proj"
 
 
 def bash_response(stdout="", stderr="", interrupted=False):
-    # PostToolUse tool_response for Bash, as Claude Code 2.1 sends it (notes §1.3).
+    # PostToolUse tool_response for Bash, as Claude Code 2.1 sends it.
     return {"stdout": stdout, "stderr": stderr, "interrupted": interrupted, "isImage": False,
             "noOutputExpected": False}
 

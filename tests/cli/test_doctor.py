@@ -12,6 +12,7 @@ import time
 import pytest
 
 import peers
+from cli_checks import GITHUB_ERROR, github_unset_config
 from conftest import as_unprivileged_user, trust_project_file, wait_for
 from mcp_servers.launch import FIXTURE
 from toolscript import __version__
@@ -525,3 +526,66 @@ def test_memory_line_names_the_database_and_its_search(tmp_path):
             pass
     broken = doctor.check_memory(None, str(tmp_path), env)
     assert broken.status == "fail" and "move" in broken.fix
+
+
+# --- a server whose ${VAR} is unset; how doctor finds and asks the gateway -------------------
+
+
+@pytest.fixture
+def github_unset(tmp_path):
+    """A config whose "github" server needs ${GITHUB_TOKEN} (unset) next to a working server."""
+    return github_unset_config(tmp_path)
+
+
+def test_doctor_fails_only_the_server_with_the_unset_variable(github_unset, tmp_path):
+    results = doctor.run_checks(config_paths=[github_unset], environ={"HOME": str(tmp_path), "PATH": "", "TOOLSCRIPT_STATE_DIR": str(tmp_path / "s")}, cwd=str(tmp_path))
+    lines = {r.check: r for r in results}
+    assert lines["config"].status == "ok"
+    assert lines["server:github"].status == "fail" and lines["server:github"].detail == f"http: {GITHUB_ERROR}"
+    assert lines["server:other"].status == "ok"
+
+
+def test_doctor_reports_the_unset_variable_without_connecting_too(github_unset, tmp_path):
+    env = {"HOME": str(tmp_path), "PATH": "", "TOOLSCRIPT_STATE_DIR": str(tmp_path / "s")}
+    results = doctor.run_checks(config_paths=[github_unset], servers=False, environ=env, cwd=str(tmp_path))
+    lines = {r.check: r for r in results}
+    assert lines["server:github"].status == "fail" and GITHUB_ERROR in lines["server:github"].detail
+    assert "export the variable named" in lines["server:github"].fix
+    assert lines["servers"].detail == "not checked (--no-servers)" and "server:other" not in lines
+
+
+def test_doctor_has_no_copies_of_the_client_helpers():
+    for name in ("redact_token", "_state_file_url"):
+        assert not hasattr(doctor, name), name
+    from toolscript import paths
+
+    assert doctor.state_dir_path is paths.state_dir_path
+
+
+def test_doctor_finds_the_gateway_as_the_other_commands_do(monkeypatch, tmp_path):
+    """doctor asks client.find_url, so a fix there (e.g. --session over the environment) holds here too."""
+    from toolscript.gateway import client
+
+    asked = []
+
+    def fake_find_url(explicit=None, session=None, environ=None):
+        asked.append((explicit, session))
+        return None
+
+    monkeypatch.setattr(client, "find_url", fake_find_url)
+    env = {"HOME": str(tmp_path), "TOOLSCRIPT_GATEWAY_URL": "http://127.0.0.1:9/t/secret"}
+    line = doctor.check_gateway(None, "s1", env)
+    assert asked == [(None, "s1")]
+    assert line.status == "warn" and "no gateway is running for session 's1'" in line.detail
+
+
+def test_doctor_catches_the_typed_token_error(monkeypatch):
+    from toolscript.gateway import client
+
+    def rejected(self, path, **params):
+        raise client.TokenRejected("some wording that does not matter")
+
+    monkeypatch.setattr(client.GatewayClient, "get", rejected)
+    line = doctor.check_gateway("http://127.0.0.1:9/t/secret-token", None, {})
+    assert line.status == "fail" and "refused the token" in line.detail
+    assert "secret-token" not in line.detail

@@ -5,7 +5,7 @@ so a failure reproduces); the secret must never survive and the surrounding
 words must.  Ordinary text that looks random (commit ids, UUIDs, base64 of
 short words, code, port flags) must come through unchanged.  The shapes are
 those of gitleaks' and detect-secrets' common rules and the password forms
-of command lines and config files; test_memory_secrets.py sends each through
+of command lines and config files; tests/memory/test_secrets.py sends each through
 every hook channel.
 """
 

@@ -1,0 +1,111 @@
+"""``toolscript config show``'s view of the configuration: JSON-ready, secrets masked.
+
+Values that came from ``${VAR}`` templates are shown as the template (it holds
+no secret); literal ``env``/``headers`` values, URL passwords, secret-looking
+URL query parameters and arguments, and an OAuth client secret are shown as
+``****``.  The masking rules for a single URL live in ``toolscript.config.load``
+(``mask_url``), which also uses them so a problem message never prints a
+substituted secret.
+"""
+
+from typing import Any, Dict, List
+
+from toolscript.config.load import MASK, OAUTH_KEYS, Config, OAuthConfig, is_secret_name, mask_url, references_variable
+
+
+def masked_view(config: Config) -> Dict[str, Any]:
+    """The configuration as a JSON-ready dict with secrets masked (see the module's docstring for what is masked)."""
+    servers: Dict[str, Any] = {}
+    for name, server in config.servers.items():
+        raw = server.raw if isinstance(server.raw, dict) else {}
+        view: Dict[str, Any] = {"type": server.type}
+        if server.command is not None:
+            view["command"] = server.command
+        if server.args:
+            view["args"] = _mask_args(server.args, raw.get("args"))
+        if server.env:
+            view["env"] = _mask_mapping(server.env, raw.get("env"))
+        if server.cwd is not None:
+            view["cwd"] = server.cwd
+        if server.url is not None:
+            raw_url = raw.get("url")
+            shown = raw_url if isinstance(raw_url, str) and references_variable(raw_url) else server.url
+            view["url"] = mask_url(shown)
+        if server.headers:
+            view["headers"] = _mask_mapping(server.headers, raw.get("headers"))
+        if server.include_tools:
+            view["includeTools"] = list(server.include_tools)
+        if server.exclude_tools:
+            view["excludeTools"] = list(server.exclude_tools)
+        if server.timeout is not None:
+            view["timeout"] = server.timeout
+        if "maxMessageBytes" in raw or server.max_message_bytes != config.max_message_bytes:
+            view["maxMessageBytes"] = server.max_message_bytes
+        if server.disabled:
+            view["disabled"] = True
+        if "oauth" in raw and server.type != "stdio":
+            view["oauth"] = _mask_oauth(server.oauth, raw.get("oauth"))
+        if server.config_error:
+            view["error"] = server.config_error
+        view["source"] = server.source
+        servers[name] = view
+    return {
+        "files": list(config.files),
+        "servers": servers,
+        "builtinTools": config.builtin_tools,
+        "workspaceRoots": list(config.workspace_roots),
+        "mcpToolNames": config.mcp_tool_names,
+        "maxMessageBytes": config.max_message_bytes,
+        "requireIsolation": config.require_isolation,
+        "suggestions": dict(config.suggestions),
+        "memory": dict(config.memory),
+        "warnings": list(config.warnings),
+        "untrusted": [file.as_dict() for file in config.untrusted],
+    }
+
+
+def _mask_oauth(oauth: OAuthConfig, raw: Any) -> Any:
+    """The ``oauth`` setting for ``config show``: the client secret masked unless written as ``${VAR}``."""
+    if not isinstance(raw, dict):
+        return oauth.enabled
+    raw = raw if isinstance(raw, dict) else {}
+    shown: Dict[str, Any] = {}
+    for key, attribute in OAUTH_KEYS.items():
+        value = getattr(oauth, attribute)
+        template = raw.get(key)
+        if value is None and not (isinstance(template, str) and references_variable(template)):
+            continue
+        if key == "clientSecret":
+            value = template if isinstance(template, str) and references_variable(template) else MASK
+        elif isinstance(template, str) and references_variable(template):
+            value = template
+        shown[key] = value
+    return shown
+
+
+def _mask_mapping(values: Dict[str, str], raw: Any) -> Dict[str, str]:
+    """Templates stay visible (they hold no secret); literal values are masked."""
+    raw = raw if isinstance(raw, dict) else {}
+    shown = {}
+    for key in values:
+        template = raw.get(key)
+        shown[key] = template if isinstance(template, str) and references_variable(template) else MASK
+    return shown
+
+
+def _mask_args(args: List[str], raw: Any) -> List[str]:
+    raw = raw if isinstance(raw, list) else []
+    shown = []
+    after_secret_flag = False
+    for i, arg in enumerate(args):
+        template = raw[i] if i < len(raw) else None
+        if isinstance(template, str) and references_variable(template):
+            shown.append(template)
+        elif after_secret_flag:
+            shown.append(MASK)
+        elif arg.startswith("-") and "=" in arg and is_secret_name(arg.split("=", 1)[0]):
+            shown.append(arg.split("=", 1)[0] + "=" + MASK)
+        else:
+            shown.append(arg)
+        after_secret_flag = arg.startswith("-") and "=" not in arg and is_secret_name(arg)
+    return shown
