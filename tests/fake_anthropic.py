@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A fake Anthropic Messages API for driving the real ``claude`` CLI offline.
 
-Stdlib only, Python 3.9 compatible, written from the notes on how the CLI talks
-to the API (``shared/notes/claude-code.md`` sections 6 and 7); no third-party code.
+Stdlib only, Python 3.9 compatible, written from how the real CLI was observed to
+talk to the API (its requests, streaming and retries); no third-party code.
 
 Routes (HTTP/1.1 on 127.0.0.1, a random port):
 
