@@ -25,8 +25,7 @@ from toolscript.config.load import Config, ServerConfig
 from toolscript.gateway.client import GatewayClient
 from toolscript.gateway.http_api import serve
 from toolscript.gateway.service import Gateway
-from toolscript.mcp.client.http_response import response_head
-from toolscript.mcp.server.endpoint import MAX_JSON_DEPTH
+from toolscript.http1 import MAX_JSON_DEPTH, response_head
 
 
 # Far beyond how long the cancellation tests wait, so only a cancellation (not a timeout) reaches the fixture.

@@ -19,7 +19,7 @@ import pytest
 
 from conftest import missing_prerequisite
 from toolscript.mcp import jsonrpc
-from toolscript.mcp.server import endpoint as server
+from toolscript.mcp.server import streams
 from toolscript.mcp.client import sse
 from toolscript.mcp.errors import RequestTimeout
 from toolscript.mcp.server.endpoint import McpHttpEndpoint, UnknownTool
@@ -571,8 +571,8 @@ def test_plain_calls_answer_json_and_reporting_calls_stream(served):
 
 
 def test_silent_slow_calls_switch_to_a_kept_alive_stream(serve, monkeypatch):
-    monkeypatch.setattr(server, "STREAM_AFTER_SECONDS", 0.1)
-    monkeypatch.setattr(server, "KEEPALIVE_SECONDS", 0.2)
+    monkeypatch.setattr(streams, "STREAM_AFTER_SECONDS", 0.1)
+    monkeypatch.setattr(streams, "KEEPALIVE_SECONDS", 0.2)
     served = serve()
     session_id, _ = initialize(served.port)
     status, resp, data = post(served.port, jsonrpc.request(1, "tools/call", {"name": "sleep", "arguments": {"seconds": 1}}), session=session_id)
@@ -596,7 +596,7 @@ def read_to_end(resp):
 
 
 def test_get_stream_carries_list_changed_and_keepalives(serve, monkeypatch):
-    monkeypatch.setattr(server, "KEEPALIVE_SECONDS", 0.2)
+    monkeypatch.setattr(streams, "KEEPALIVE_SECONDS", 0.2)
     served = serve()
     session_id, _ = initialize(served.port)
     conn, resp = open_stream(served.port, session_id)
@@ -619,7 +619,7 @@ def test_get_stream_carries_list_changed_and_keepalives(serve, monkeypatch):
 
 
 def test_a_vanished_get_client_is_noticed(serve, monkeypatch):
-    monkeypatch.setattr(server, "KEEPALIVE_SECONDS", 0.1)
+    monkeypatch.setattr(streams, "KEEPALIVE_SECONDS", 0.1)
     served = serve()
     session_id, _ = initialize(served.port)
     conn, resp = open_stream(served.port, session_id)
