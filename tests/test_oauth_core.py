@@ -22,7 +22,8 @@ from mcp_servers.oauth_fixture import OAuthFixture
 from toolscript.config.load import ServerConfig
 from toolscript.mcp.auth import flow as oauth
 from toolscript.mcp.client.connect import open_session
-from toolscript.mcp.auth.flow import AuthRequired, BearerAuth, ClientSettings, Grant, OAuthError
+from toolscript.mcp.auth.bearer import BearerAuth
+from toolscript.mcp.auth.flow import AuthRequired, ClientSettings, Grant, OAuthError
 
 REDIRECT = "http://127.0.0.1:9/callback"  # read from the Location header, never connected to
 

@@ -31,6 +31,7 @@ from oauth_signin import NEEDS_AUTH, echo, remote, sign_in, signed_in, signed_in
 from test_oauth_core import follow as _follow  # the test browser: the authorization URL's redirect, not followed
 from toolscript.mcp.auth import flow as oauth
 from toolscript.mcp.auth import login as oauth_login
+from toolscript.mcp.auth.bearer import BearerAuth
 from toolscript.mcp.auth.flow import Grant, OAuthError
 
 REDIRECT = "http://127.0.0.1:9/callback"
@@ -378,9 +379,9 @@ def hostile():
         server.close()
 
 
-def _auth_with_token(url: str) -> oauth.BearerAuth:
+def _auth_with_token(url: str) -> BearerAuth:
     grant = _grant("http://127.0.0.1:9/token", resource=url, access_token="at-secret-token", expires_at=time.time() + 3600)
-    return oauth.BearerAuth("remote", lambda: grant, lambda new: None)
+    return BearerAuth("remote", lambda: grant, lambda new: None)
 
 
 @pytest.mark.parametrize("endpoint", ["{other}/messages", "//localhost:{port}/messages", "https://127.0.0.1:{port}/messages"])

@@ -35,7 +35,8 @@ import urllib.parse
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from toolscript import log, paths
-from toolscript.mcp.auth.flow import AuthRequired, BearerAuth, ClientSettings, Grant, bearer_challenge, mask
+from toolscript.mcp.auth.bearer import BearerAuth
+from toolscript.mcp.auth.flow import AuthRequired, ClientSettings, Grant, bearer_challenge, mask
 
 logger = log.get("mcp.oauth_store")
 

@@ -25,13 +25,13 @@ app's configuration.
 from typing import Any, Callable, Dict, List, Optional, Protocol
 
 from toolscript import log
-from toolscript.mcp.errors import HttpStatusError, McpError, RequestTimeout
+from toolscript.mcp.auth.bearer import BearerAuth
 from toolscript.mcp.client.legacy_sse import LegacySseTransport
-from toolscript.mcp.auth.flow import BearerAuth
 from toolscript.mcp.client.session import ClientSession
 from toolscript.mcp.client.stdio import StdioTransport
 from toolscript.mcp.client.streamable_http import StreamableHttpTransport
 from toolscript.mcp.client.transport import Transport
+from toolscript.mcp.errors import HttpStatusError, McpError, RequestTimeout
 
 logger = log.get("mcp.connect")
 
