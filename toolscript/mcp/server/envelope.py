@@ -55,7 +55,7 @@ def accepts(handler: http.server.BaseHTTPRequestHandler, media_type: str) -> boo
 
 # -- 2026-07-28 ---------------------------------------------------------------------------
 
-# The HTTP status for a JSON-RPC error code, as the spec's table (and the SDK) map them.
+# The HTTP status for a JSON-RPC error code, as the MCP specification's table (and the SDK) map them.
 _MODERN_ERROR_STATUS = {
     jsonrpc.PARSE_ERROR: 400,
     jsonrpc.INVALID_REQUEST: 400,
@@ -124,7 +124,7 @@ _DECIMAL = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
 
 
 def param_header_mismatch(handler: http.server.BaseHTTPRequestHandler, schema: Any, arguments: Any) -> Optional[str]:
-    """Why the request's Mcp-Param-* headers disagree with its arguments (the spec's rules), or None."""
+    """Why the request's Mcp-Param-* headers disagree with its arguments (the MCP specification's rules), or None."""
     annotations = param_header_annotations(schema)  # the client side's rule: one definition
     if not annotations:
         return None
@@ -166,7 +166,7 @@ def param_header_mismatch(handler: http.server.BaseHTTPRequestHandler, schema: A
 def modern_rejection(handler: http.server.BaseHTTPRequestHandler, message: Dict[str, Any]) -> Optional[Tuple[int, str, Any]]:
     """Why a 2026-07-28 request's envelope is refused, as (code, message, data); None if it is fine.
 
-    The checks and their order are the spec's (and the SDK's): the _meta
+    The checks and their order are the MCP specification's (and the SDK's): the _meta
     envelope, then the routing headers against the body, then the version.
     """
     for name in ("MCP-Protocol-Version", "Mcp-Method", "Mcp-Name"):
