@@ -1,4 +1,4 @@
-"""The client the MCP conformance suite's client scenarios launch (tests/test_conformance_client.py).
+"""The client the MCP conformance suite's client scenarios launch (tests/e2e/test_conformance_client.py).
 
 The suite runs ``<command> <server URL>`` with ``MCP_CONFORMANCE_SCENARIO`` set
 to the scenario's name, then judges what it saw on the wire.  This script opens
