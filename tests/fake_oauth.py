@@ -58,7 +58,7 @@ def server_config(url: str, type_: str = "http") -> ServerConfig:
 
 
 class MemoryStore:
-    """An in-memory token store, as O2's file store would be used."""
+    """An in-memory token store, used the way the file store (auth/store.py) is."""
 
     def __init__(self, grant: Optional[Grant] = None) -> None:
         self.grant = grant

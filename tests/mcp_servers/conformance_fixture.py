@@ -5,7 +5,7 @@
 mode against the toolscript gateway; the gateway gets the ``test_*`` tools the
 scenarios call from this upstream server (configured with ``"mcpToolNames":
 "plain"`` so they keep their own names).  Written from the scenario requirement
-texts of conformance 0.1.16 (see ``shared/notes/mcp-protocol.md`` §6.3); it shares
+texts of conformance 0.1.16; it shares
 no code with any other MCP implementation.
 
 Tools (all take no arguments unless noted):

@@ -187,7 +187,7 @@ def test_an_oversized_event_on_the_get_stream_closes_the_transport_naming_the_li
 def test_a_100k_deep_answer_fails_its_call_and_the_reader_survives():
     session = open_session(spew_server(max_message_bytes=8 * 1024 * 1024))
     try:
-        with pytest.raises(TransportError) as err:  # today: RecursionError kills the reader; the call times out
+        with pytest.raises(TransportError) as err:  # not a RecursionError that kills the reader and leaves the call to time out
             session.call_tool("deep", {"depth": 100000}, timeout=30)
         assert "tools/call 'deep'" in str(err.value) and "nested too deeply" in str(err.value)
         assert text_of(session.call_tool("echo", {"message": "alive"}, timeout=30)) == "Echo: alive"

@@ -50,7 +50,7 @@ def test_a_failed_get_stream_attempt_closes_its_connection():
     try:
         transport.initialized()  # starts the GET stream, which fails and retries after 1 s, 2 s, ...
         assert wait_for(lambda: accepted, timeout=10)
-        # Today the failed attempt's socket stays open through the backoff (and the next attempt).
+        # The failed attempt's socket is closed at once, not held through the backoff (and the next attempt).
         assert wait_for(lambda: _socket_fds() == baseline, timeout=10)
     finally:
         transport.close()
@@ -78,10 +78,10 @@ def test_a_server_that_never_answers_the_post_leaves_no_socket_behind():
     try:
         with pytest.raises(McpError):
             open_session(server)
-        # Today the POST's worker thread waits for an answer forever, holding its socket.
+        # The POST's worker thread does not wait for an answer forever: its socket is closed.
         assert wait_for(lambda: held and _socket_fds() == baseline + len(held), timeout=10)
-        # initialize is not cancelled (the spec forbids it): a cancellation POST to this
-        # silent server used to add another whole timeout before the failure was reported.
+        # initialize is not cancelled (the MCP specification forbids it), so no cancellation POST
+        # to this silent server adds another whole timeout before the failure is reported.
         assert len(held) == 1
     finally:
         listener.close()
