@@ -6,7 +6,7 @@ Everything runs on 127.0.0.1 in one run:
 - call: round trip of tools/call ``add`` through the gateway's MCP endpoint
   (one open Streamable HTTP session of our client) to two stdio upstreams of
   the same gateway: the official Python SDK's modern server (``MCPServer``,
-  as tests/test_mcp_client_modern.py runs it; the gateway settles on
+  as tests/mcp/client/test_modern.py runs it; the gateway settles on
   2026-07-28 with ``server/discover``) and tests/mcp_servers/fixture_server.py
   (handshake era: ``initialize``).  Interleaved blocks, so noise hits both alike.
 - first_call: a fresh session, connect + first tools/call, each time:

@@ -2,7 +2,7 @@
 
 The server is ``tests/mcp_servers/oauth_server.py`` (MCP server + authorization server as a process).  A
 sign-in goes through the real ``toolscript auth`` CLI with the server's test browser, into ``state``: the
-state dir the test's gateway reads (the test sets TOOLSCRIPT_STATE_DIR to it).
+state dir the test's gateway reads (the test sets TOOLSCRIPT_STATE_DIR to it; the ``state`` fixture does).
 """
 
 import contextlib
@@ -11,12 +11,22 @@ import os
 import shlex
 from typing import Any, Dict, Iterator, Optional, Tuple
 
+import pytest
+
 from conftest import run_cli, running_gateway, wait_for
 from mcp_servers import oauth_server
 from toolscript.config.load import ServerConfig
 
 BROWSER = " ".join(shlex.quote(word) for word in oauth_server.BROWSER)
 NEEDS_AUTH = "needs auth: run toolscript auth remote"
+
+
+@pytest.fixture
+def state(tmp_path: Any, monkeypatch: Any) -> Any:
+    """The test's state dir (``tmp_path/state``), set as TOOLSCRIPT_STATE_DIR for this process."""
+    path = tmp_path / "state"
+    monkeypatch.setenv("TOOLSCRIPT_STATE_DIR", str(path))
+    return path
 
 
 def sign_in(tmp_path: Any, server: Any, state: Any, *args: str, name: str = "remote", url: Optional[str] = None,

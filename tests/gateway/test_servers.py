@@ -1,6 +1,7 @@
 """``toolscript servers check`` (``servers.probe_all``) end to end: the built pyz, run isolated (``python3 -I``),
 against server-everything on stdio, Streamable HTTP and legacy SSE, plus our fixture
-servers failing in the ways users meet (exit at start, hang, wrong credentials).
+servers failing in the ways users meet (exit at start, hang, wrong credentials); and
+``servers.probe`` of one server in process.
 """
 
 import json
@@ -12,7 +13,8 @@ import pytest
 
 import peers
 from conftest import missing_prerequisite
-from mcp_servers.launch import FIXTURE, start_fixture
+from mcp_servers.launch import FIXTURE, start_fixture, stdio_command
+from toolscript.config.load import ServerConfig
 
 @pytest.fixture(scope="module")
 def everything_peers():
@@ -96,3 +98,13 @@ def test_failures_are_reported_per_server(pyz, tmp_path):
         assert only.returncode == 0 and only.stdout.splitlines()[-1] == "1 of 1 servers connected"
     finally:
         http_peer.stop()
+
+
+def test_probe_reports_hidden_tools(tmp_path):
+    from toolscript.gateway.servers import probe
+
+    cmd = stdio_command()
+    server = ServerConfig(name="f", type="stdio", source="test", command=cmd[0], args=cmd[1:], exclude_tools=["crash", "hang"])
+    report = probe(server)
+    assert report["ok"] and report["toolsTotal"] == report["tools"] + 2
+    assert report["hidden"] == {"includeTools/excludeTools": 2}

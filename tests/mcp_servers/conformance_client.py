@@ -1,4 +1,4 @@
-"""The client the MCP conformance suite's client scenarios launch (tests/test_conformance_client.py).
+"""The client the MCP conformance suite's client scenarios launch (tests/e2e/test_conformance_client.py).
 
 The suite runs ``<command> <server URL>`` with ``MCP_CONFORMANCE_SCENARIO`` set
 to the scenario's name, then judges what it saw on the wire.  This script opens
@@ -35,7 +35,8 @@ from urllib.parse import urljoin, urlsplit  # noqa: E402
 from toolscript.config.load import ServerConfig  # noqa: E402
 from toolscript.mcp.client.connect import open_session  # noqa: E402
 from toolscript.mcp.errors import McpError  # noqa: E402
-from toolscript.mcp.auth.flow import BearerAuth, ClientSettings, Grant, authorize  # noqa: E402
+from toolscript.mcp.auth.bearer import BearerAuth  # noqa: E402
+from toolscript.mcp.auth.flow import ClientSettings, Grant, authorize  # noqa: E402
 
 TIMEOUT = 20.0  # seconds per step; the suite kills the client after its own --timeout
 REDIRECT_URI = "http://127.0.0.1:33418/callback"  # never listened on: the redirect is read, not followed

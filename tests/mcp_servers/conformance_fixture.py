@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Stdlib-only stdio MCP server with the tools the official conformance suite calls.
 
-``tests/test_conformance.py`` runs ``@modelcontextprotocol/conformance`` in server
+``tests/e2e/test_conformance.py`` runs ``@modelcontextprotocol/conformance`` in server
 mode against the toolscript gateway; the gateway gets the ``test_*`` tools the
 scenarios call from this upstream server (configured with ``"mcpToolNames":
 "plain"`` so they keep their own names).  Written from the scenario requirement

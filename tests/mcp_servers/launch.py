@@ -11,6 +11,8 @@ from typing import List
 import peers
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixture_server.py")
+# A scripted stdio server for protocol-era decisions (see its docstring): python ERA_SERVER MODE LOG.
+ERA_SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "era_server.py")
 PATHS = {"http": "/mcp", "sse": "/sse"}
 
 

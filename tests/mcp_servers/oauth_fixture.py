@@ -1,4 +1,4 @@
-"""A small OAuth-protected MCP server with its own authorization server, for tests/test_oauth_core.py.
+"""A small OAuth-protected MCP server with its own authorization server, for the OAuth tests (tests/mcp/auth/).
 
 One stdlib ``ThreadingHTTPServer`` in a background thread plays every part
 (run in-process so a test can look at what it saw and revoke tokens):

@@ -50,9 +50,9 @@ from urllib.parse import parse_qs, urlsplit
 from toolscript import __version__, log
 from toolscript.gateway.catalog import Snapshot
 from toolscript.gateway.service import Gateway, as_call_tool_result
+from toolscript.http1 import DisconnectWatcher, JsonTooDeep, decode_json, encode_json, response_head
 from toolscript.mcp.cancel import Cancel
-from toolscript.mcp.client.http_response import response_head
-from toolscript.mcp.server.endpoint import CallContext, DisconnectWatcher, JsonTooDeep, McpHttpEndpoint, UnknownTool, decode_json, encode_json
+from toolscript.mcp.server.endpoint import CallContext, McpHttpEndpoint, UnknownTool
 
 logger = log.get("gateway.http")
 

@@ -224,7 +224,7 @@ def sign_in(
     read_line: Callable[[], str] = lambda: sys.stdin.readline(),
     environ: Optional[Mapping[str, str]] = None,
 ) -> Optional[Grant]:
-    """Authorize toolscript for ``server`` (an http/sse ``config.ServerConfig``) and store the grant.
+    """Authorize toolscript for ``server`` (an http/sse ``config.load.ServerConfig``) and store the grant.
 
     Returns the stored grant, or None when the server did not ask for
     authorization and ``force`` is False.  ``scope`` (a step-up) replaces the

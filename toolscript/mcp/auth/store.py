@@ -23,7 +23,7 @@ that waited uses the grant the other just stored instead of presenting a
 refresh token that was already rotated (which an authorization server with
 reuse detection answers by revoking the whole sign-in).
 
-Nothing here logs or prints a token; ``oauth.mask`` is how to show one.
+Nothing here logs or prints a token; ``flow.mask`` is how to show one.
 """
 
 import contextlib
@@ -35,7 +35,8 @@ import urllib.parse
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from toolscript import log, paths
-from toolscript.mcp.auth.flow import AuthRequired, BearerAuth, ClientSettings, Grant, bearer_challenge, mask
+from toolscript.mcp.auth.bearer import BearerAuth
+from toolscript.mcp.auth.flow import AuthRequired, ClientSettings, Grant, bearer_challenge, mask
 
 logger = log.get("mcp.oauth_store")
 
@@ -142,7 +143,7 @@ def covers(resource: str, server_url: str) -> bool:
 
 
 def client_settings(oauth: Any, scope: Optional[str] = None) -> ClientSettings:
-    """The ``oauth.ClientSettings`` for a server's ``oauth`` config (``config.OAuthConfig``, duck-typed); ``scope`` overrides."""
+    """The ``flow.ClientSettings`` for a server's ``oauth`` config (``config.load.OAuthConfig``, duck-typed); ``scope`` overrides."""
     return ClientSettings(
         client_id=getattr(oauth, "client_id", None),
         client_secret=getattr(oauth, "client_secret", None),

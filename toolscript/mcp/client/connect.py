@@ -15,7 +15,7 @@ connect timeout on every connect) and ``"sse"`` goes straight to the legacy
 transport.  A wrong hint only fails this attempt; the caller forgets it.
 
 The server is described by ``ServerSettings``, a protocol: the app's
-``config.ServerConfig`` satisfies it, and the MCP layer does not import the
+``config.load.ServerConfig`` satisfies it, and the MCP layer does not import the
 app's configuration.
 
 ``auth`` (a ``BearerAuth``) gives http/sse servers their OAuth token; its
@@ -25,13 +25,13 @@ app's configuration.
 from typing import Any, Callable, Dict, List, Optional, Protocol
 
 from toolscript import log
-from toolscript.mcp.errors import HttpStatusError, McpError, RequestTimeout
+from toolscript.mcp.auth.bearer import BearerAuth
 from toolscript.mcp.client.legacy_sse import LegacySseTransport
-from toolscript.mcp.auth.flow import BearerAuth
 from toolscript.mcp.client.session import ClientSession
 from toolscript.mcp.client.stdio import StdioTransport
 from toolscript.mcp.client.streamable_http import StreamableHttpTransport
 from toolscript.mcp.client.transport import Transport
+from toolscript.mcp.errors import HttpStatusError, McpError, RequestTimeout
 
 logger = log.get("mcp.connect")
 
@@ -39,7 +39,7 @@ FALLBACK_STATUSES = (400, 404, 405)
 
 
 class ServerSettings(Protocol):
-    """What the MCP layer needs to know about a server (``config.ServerConfig`` has it all)."""
+    """What the MCP layer needs to know about a server (``config.load.ServerConfig`` has it all)."""
 
     name: str
     type: str  # "stdio" | "http" | "sse"

@@ -23,29 +23,10 @@ from urllib.parse import urljoin
 from toolscript import log
 from toolscript.mcp import jsonrpc
 from toolscript.mcp.client import sse
+from toolscript.mcp.client.http_transport import HttpTransport, request_headers, status_error
+from toolscript.mcp.client.transport import HEAD_TAIL_BYTES, OnClose, OnMessage, OnRequestError, PendingRequests, too_large
 from toolscript.mcp.errors import ConnectionClosed, McpError, MessageTooLarge, TransportError
-from toolscript.mcp.client.httpconn import (
-    READ_ERRORS,
-    Connection,
-    Endpoint,
-    HttpTransport,
-    Pool,
-    describe_oserror,
-    open_connection,
-    read_bounded,
-    redact_url,
-    request_headers,
-    shutdown,
-    status_error,
-)
-from toolscript.mcp.client.transport import (
-    HEAD_TAIL_BYTES,
-    OnClose,
-    OnMessage,
-    OnRequestError,
-    PendingRequests,
-    too_large,
-)
+from toolscript.mcp.httpconn import READ_ERRORS, Connection, Endpoint, Pool, describe_oserror, open_connection, read_bounded, redact_url, shutdown
 
 logger = log.get("mcp.sse")
 

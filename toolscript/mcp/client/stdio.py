@@ -13,7 +13,7 @@ SIGKILL the group, and always reap the child.  A server that never finished
 the handshake gets SIGTERM at once: it already had its whole timeout.
 
 What left the group (``setsid``) is ended too.  Where a cgroup can be made
-(``codemode.cgroups``: root, or a delegated cgroup v2) the server starts in
+(``system.cgroups``: root, or a delegated cgroup v2) the server starts in
 one of its own, which nothing it starts can leave; elsewhere its process tree
 is read from /proc before it is stopped (a daemon whose parent had already
 exited is out of reach there).  Either way what is left after the server gets

@@ -36,24 +36,13 @@ from typing import Any, Dict, Iterator, Optional
 
 from toolscript import log
 from toolscript.mcp import jsonrpc
-from toolscript.mcp.client import sse
-from toolscript.mcp.errors import ConnectionClosed, HttpStatusError, McpError, MessageTooLarge, SessionExpired, TransportError
-from toolscript.mcp.client.httpconn import (
-    READ_ERRORS,
-    Connection,
-    HttpTransport,
-    Pool,
-    describe_oserror,
-    open_connection,
-    read_bounded,
-    redact_url,
-    request_headers,
-    shutdown,
-    status_error,
-)
 from toolscript.mcp.auth.flow import OAuthError
-from toolscript.mcp.protocol import ParamHeaders, envelope_version, modern_headers, param_headers
+from toolscript.mcp.client import sse
+from toolscript.mcp.client.http_transport import HttpTransport, request_headers, status_error
 from toolscript.mcp.client.transport import OnClose, OnMessage, OnRequestError, describe_request, too_large
+from toolscript.mcp.errors import ConnectionClosed, HttpStatusError, McpError, MessageTooLarge, SessionExpired, TransportError
+from toolscript.mcp.httpconn import READ_ERRORS, Connection, Pool, describe_oserror, open_connection, read_bounded, redact_url, shutdown
+from toolscript.mcp.protocol import ParamHeaders, envelope_version, modern_headers, param_headers
 
 logger = log.get("mcp.http")
 

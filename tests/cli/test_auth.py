@@ -5,6 +5,12 @@ authorization server it trusts, in one process); the "browser" is its
 ``browse`` mode, which follows the authorization URL's redirect to the CLI's
 loopback callback (``$TOOLSCRIPT_AUTH_BROWSER``), or prints the callback URL
 for ``--paste``.
+
+
+Signing out (``--logout``) revokes the tokens at the server (RFC 7009) when it
+offers revocation, waits for a refresh under way, and still deletes the local
+grant when the server is gone.  A client ID metadata document
+(``clientMetadataUrl``) is used when the server supports one.
 """
 
 import json
@@ -15,12 +21,19 @@ import stat
 import subprocess
 import sys
 import time
+from http.server import BaseHTTPRequestHandler
+from typing import Any, Dict, List
 
 import pytest
 
-from conftest import REPO_ROOT, run_cli
+from conftest import REPO_ROOT, missing_prerequisite, run_cli
+from fake_oauth import post_initialize, send_json, serve_http
 from mcp_servers import oauth_server
 from mcp_servers.launch import start_fixture
+from oauth_signin import sign_in, signed_in, state, stored_grant  # noqa: F401  (fixtures)
+from toolscript.mcp.auth import flow as oauth
+from toolscript.mcp.auth.flow import Grant
+
 
 BROWSER = " ".join(shlex.quote(word) for word in oauth_server.BROWSER)
 
@@ -275,49 +288,6 @@ def test_a_corrupt_token_file_is_kept_aside_with_what_to_do(setup):
         assert "at-half-written" in f.read()  # kept, not lost
 
 
-# -- the store, in process --------------------------------------------------------------------------------
-
-
-def _grant(**changes):
-    from toolscript.mcp.auth.flow import Grant
-
-    values = dict(
-        resource="https://mcp.example.com/mcp", issuer="https://auth.example.com", authorization_endpoint="https://auth.example.com/a",
-        token_endpoint="https://auth.example.com/t", client_id="c1", client_secret=None, token_endpoint_auth_method="none",
-        access_token="at-0123456789abcdef", refresh_token="rt-0123456789abcdef", expires_at=time.time() + 3600, scope="read",
-        redirect_uri="http://127.0.0.1:5000/callback",
-    )
-    values.update(changes)
-    return Grant(**values)
-
-
-def test_store_writes_0600_from_creation_even_with_a_loose_umask(tmp_path, monkeypatch):
-    from toolscript.mcp.auth import store as oauth_store
-
-    monkeypatch.setenv("TOOLSCRIPT_STATE_DIR", str(tmp_path / "state"))
-    old = os.umask(0)
-    try:
-        oauth_store.save("srv", _grant())
-    finally:
-        os.umask(old)
-    assert stat.S_IMODE(os.stat(oauth_store.grant_path("srv")).st_mode) == 0o600
-    assert oauth_store.load("srv", "https://mcp.example.com/mcp").access_token == "at-0123456789abcdef"
-    assert [name for name, _ in oauth_store.list_grants()] == ["srv"]
-
-
-def test_store_does_not_hand_a_token_to_another_url(tmp_path, monkeypatch):
-    from toolscript.mcp.auth import store as oauth_store
-
-    monkeypatch.setenv("TOOLSCRIPT_STATE_DIR", str(tmp_path / "state"))
-    oauth_store.save("srv", _grant())
-    assert oauth_store.load("srv", "https://mcp.example.com/mcp/") is not None
-    assert oauth_store.load("srv", "https://MCP.example.com:443/mcp/sub") is not None
-    assert oauth_store.load("srv", "https://evil.example.com/mcp") is None
-    assert oauth_store.load("srv", "http://mcp.example.com/mcp") is None
-    assert oauth_store.load("srv", "https://mcp.example.com/mcpx") is None
-    assert oauth_store.delete("srv") is True and oauth_store.delete("srv") is False
-
-
 # -- the "oauth" config ----------------------------------------------------------------------------------
 
 
@@ -382,3 +352,206 @@ def test_configured_client_and_redirect_port_are_used(tmp_path, setup):
         assert grant["client_id"] == "handmade" and grant["redirect_uri"] == f"http://127.0.0.1:{port}/callback"
         assert server.stats()["registrations"] == 0
         assert "s3cret-value" not in proc.stdout + proc.stderr
+
+
+# -- toolscript auth --logout revokes at the server (RFC 7009) ---------------------------------------------------
+
+
+def _auth_cli(config: Any, env: Dict[str, str], *args: str) -> Any:
+    return run_cli("--config", str(config), "auth", *args, env=env)
+
+
+@pytest.mark.timeout(120)
+def test_logout_revokes_the_refresh_and_access_token_at_the_server(tmp_path: Any) -> None:
+    state = tmp_path / "state"
+    with signed_in(tmp_path, state) as (server, config, env):
+        grant = stored_grant(state)
+        assert grant["revocation_endpoint"] == server.base + "/revoke"  # kept at sign-in from the metadata
+        assert post_initialize(server.url, grant["access_token"])[0] == 200
+        proc = _auth_cli(config, env, "--logout", "remote")
+        assert proc.returncode == 0, proc.stderr
+        assert "revoked at the server" in proc.stdout and "refresh and access tokens" in proc.stdout
+        assert grant["access_token"] not in proc.stdout + proc.stderr and grant["refresh_token"] not in proc.stdout + proc.stderr
+        stats = server.stats()
+        assert (stats.get("revoked_refresh_token"), stats.get("live_access_tokens")) == (1, 0), stats
+        assert post_initialize(server.url, grant["access_token"])[0] == 401
+        assert not os.path.exists(os.path.join(str(state), "oauth", "remote.json"))
+
+
+@pytest.mark.timeout(120)
+def test_logout_json_says_revoked(tmp_path: Any) -> None:
+    state = tmp_path / "state"
+    with signed_in(tmp_path, state) as (server, config, env):
+        proc = _auth_cli(config, env, "--logout", "remote", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"server": "remote", "removed": True, "revocation": "revoked", "revoked": ["refresh_token", "access_token"]}
+
+
+@pytest.mark.timeout(120)
+def test_logout_without_a_revocation_endpoint_deletes_locally_only_and_says_so(tmp_path: Any) -> None:
+    state = tmp_path / "state"
+    with signed_in(tmp_path, state, "--no-revocation") as (server, config, env):
+        assert stored_grant(state)["revocation_endpoint"] is None
+        proc = _auth_cli(config, env, "--logout", "remote")
+        assert proc.returncode == 0, proc.stderr
+        assert "deleted the stored token of remote locally only (the server offers no revocation" in proc.stdout
+        assert not os.path.exists(os.path.join(str(state), "oauth", "remote.json"))
+        config, env = sign_in(tmp_path, server, state)
+        as_json = json.loads(_auth_cli(config, env, "--logout", "remote", "--json").stdout)
+    assert as_json == {"server": "remote", "removed": True, "revocation": "unsupported", "revoked": []}
+
+
+@pytest.mark.timeout(120)
+def test_logout_with_the_server_gone_still_deletes_and_says_revocation_failed(tmp_path: Any) -> None:
+    state = tmp_path / "state"
+    with oauth_server.start() as server:
+        config, env = sign_in(tmp_path, server, state)
+    # The server is stopped: revocation cannot reach it.
+    proc = _auth_cli(config, env, "--logout", "remote", "--json")
+    assert proc.returncode == 0, proc.stderr
+    answer = json.loads(proc.stdout)
+    assert (answer["removed"], answer["revocation"], answer["revoked"]) == (True, "failed", [])
+    assert "cannot connect" in answer["detail"]
+    assert not os.path.exists(os.path.join(str(state), "oauth", "remote.json"))
+
+
+@pytest.mark.timeout(120)
+def test_logout_of_a_grant_stored_without_the_endpoint_finds_it_in_the_metadata(tmp_path: Any) -> None:
+    # Grants stored before toolscript kept the revocation endpoint: the issuer's metadata names it.
+    state = tmp_path / "state"
+    with signed_in(tmp_path, state) as (server, config, env):
+        path = os.path.join(str(state), "oauth", "remote.json")
+        with open(path) as f:
+            document = json.load(f)
+        del document["grant"]["revocation_endpoint"]
+        with open(path, "w") as f:
+            json.dump(document, f)
+        proc = _auth_cli(config, env, "--logout", "remote")
+        assert proc.returncode == 0, proc.stderr
+        assert "revoked at the server" in proc.stdout
+        assert server.stats().get("revoked_refresh_token") == 1
+
+
+# -- a client ID metadata document (config "clientMetadataUrl") ------------------------------------------------
+
+
+@pytest.fixture
+def client_document_host(tmp_path: Any) -> Any:
+    """An https server for ``localhost`` (a fresh self-signed certificate) that serves what ``documents[path]`` holds.
+
+    Yields (base URL, documents dict, CA file, requests seen).  The authorization server under test verifies
+    the certificate against the CA file, as a real one verifies a public client's host: nothing is weakened.
+    """
+    import shutil
+    import ssl
+    import subprocess as sp
+
+    openssl = shutil.which("openssl")
+    if not openssl:
+        missing_prerequisite("openssl is not installed: cannot make a test certificate")
+    cert, key = str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")
+    sp.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+            "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"], check=True, capture_output=True, timeout=60)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    documents: Dict[str, Any] = {}
+    seen: List[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            seen.append(self.path)
+            doc = documents.get(self.path)
+            send_json(self, 200 if doc is not None else 404, json.dumps(doc).encode() if doc is not None else b"{}")
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = serve_http(Handler, tls=context)
+    try:
+        yield f"https://localhost:{httpd.server_address[1]}", documents, cert, seen
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.mark.timeout(120)
+def test_sign_in_with_a_client_id_metadata_document(tmp_path: Any, state: Any, client_document_host: Any) -> None:
+    base, documents, ca_file, seen = client_document_host
+    url = base + "/oauth/toolscript-client.json"
+    documents["/oauth/toolscript-client.json"] = {
+        "client_id": url, "client_name": "toolscript", "redirect_uris": ["http://127.0.0.1/callback"],
+        "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"], "token_endpoint_auth_method": "none",
+    }
+    with oauth_server.start("--cimd-ca", ca_file) as server:
+        config, env = sign_in(tmp_path, server, state, oauth={"clientMetadataUrl": url})
+        grant = stored_grant(state)
+        assert grant["client_id"] == url and grant["client_secret"] is None and grant["token_endpoint_auth_method"] == "none"
+        stats = server.stats()
+        assert (stats["registrations"], stats.get("cimd_fetches"), stats["authorization_code"]) == (0, 1, 1), stats
+        assert seen == ["/oauth/toolscript-client.json"]  # the authorization server fetched it; toolscript never needs to
+        assert post_initialize(server.url, grant["access_token"])[0] == 200
+        # The client ID also works for refreshing and revoking (public client: client_id in the form).
+        from toolscript.mcp.auth import store as oauth_store
+
+        oauth_store.save("remote", oauth.refresh(Grant.from_dict(grant), timeout=10))
+        assert server.stats()["refresh_token"] == 1
+        proc = _auth_cli(config, env, "--logout", "remote")
+        assert proc.returncode == 0 and "revoked at the server" in proc.stdout, proc.stdout + proc.stderr
+        assert server.stats().get("revoked_refresh_token") == 1  # the refreshed (live) refresh token
+
+
+@pytest.mark.timeout(120)
+def test_a_client_metadata_url_is_ignored_when_the_server_does_not_support_documents(tmp_path: Any) -> None:
+    state = tmp_path / "state"
+    with oauth_server.start() as server:  # no --cimd-ca: the metadata does not offer client ID metadata documents
+        sign_in(tmp_path, server, state, oauth={"clientMetadataUrl": "https://localhost:1/oauth/toolscript-client.json"})
+        assert stored_grant(state)["client_id"].startswith("client-")  # registered dynamically instead
+        assert server.stats()["registrations"] == 1
+
+
+_REFUSING_BROWSER = r"""
+import sys, urllib.parse, urllib.request, urllib.error
+query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(sys.argv[1]).query))
+answer = urllib.parse.urlencode({"error": "access_denied\x1b[31m", "error_description": "no\r\nway\x1b]0;x\x07", "state": query["state"]})
+try:
+    urllib.request.urlopen(query["redirect_uri"] + "?" + answer, timeout=10).read()
+except urllib.error.HTTPError:
+    pass
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_refusal_reaching_the_cli_callback_cannot_put_escape_sequences_on_the_terminal(tmp_path: Any) -> None:
+    state = tmp_path / "state"
+    script = tmp_path / "refusing_browser.py"
+    script.write_text(_REFUSING_BROWSER)
+    with oauth_server.start() as server:
+        config = tmp_path / "config.json"
+        config.write_text(json.dumps({"mcpServers": {"remote": {"url": server.url}}}))
+        env = dict(os.environ, TOOLSCRIPT_STATE_DIR=str(state), TOOLSCRIPT_AUTH_BROWSER=f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}")
+        proc = _auth_cli(config, env, "remote", "--timeout", "30")
+    assert proc.returncode == 1
+    assert "access_denied" in proc.stderr and "way" in proc.stderr
+    assert not any(char in proc.stderr for char in "\x1b\x07\r")
+
+
+# -- logout and a refresh at the same time ------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+def test_logout_waits_for_a_refresh_under_way_and_revokes_the_tokens_it_stored(tmp_path: Any, state: Any) -> None:
+    from toolscript.mcp.auth import store as oauth_store
+
+    with signed_in(tmp_path, state) as (server, config, env):
+        with oauth_store.refresh_lock("remote"):  # a gateway in the middle of a refresh
+            logout = subprocess.Popen([sys.executable, "-m", "toolscript", "--config", str(config), "auth", "--logout", "remote", "--json"],
+                                      env=dict(env, PYTHONPATH=REPO_ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(1.5)
+            refreshed = oauth.refresh(Grant.from_dict(stored_grant(state)), timeout=10)  # the refresh completes and is stored
+            oauth_store.save("remote", refreshed)
+            assert logout.poll() is None  # still waiting for the lock
+        out, err = logout.communicate(timeout=60)
+        assert logout.returncode == 0, err
+        assert json.loads(out)["revocation"] == "revoked"
+        assert not os.path.exists(os.path.join(str(state), "oauth", "remote.json"))
+        assert post_initialize(server.url, refreshed.access_token)[0] == 401  # the newest tokens were the ones revoked

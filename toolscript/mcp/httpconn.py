@@ -1,24 +1,20 @@
-"""HTTP plumbing shared by the two HTTP transports.
+"""HTTP client connections, shared by the HTTP transports and the OAuth flow.
 
 A small keep-alive pool over ``http.client`` (TCP_NODELAY on every socket:
-without it, small requests stall ~40 ms on Nagle + delayed ACK), the wording
-of HTTP and socket failures so every error names the URL and the fix, and
-``HttpTransport``: the settings and OAuth handling both transports share.
+without it, small requests stall ~40 ms on Nagle + delayed ACK), bounded
+reading of a response body, and the wording of socket failures, so every
+error names the URL (without its secrets) and the likely fix.
 """
 
 import http.client
 import socket
 import ssl
 import threading
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 from urllib.parse import urlsplit, urlunsplit
 
 from toolscript import __version__
-from toolscript.mcp.errors import HttpStatusError, TransportError
-from toolscript.mcp.client.transport import DEFAULT_MAX_MESSAGE_BYTES
-
-if TYPE_CHECKING:  # oauth imports this module, so only the type checker may import it back
-    from toolscript.mcp.auth.flow import BearerAuth
+from toolscript.mcp.errors import TransportError
 
 USER_AGENT = f"toolscript/{__version__}"
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
@@ -65,20 +61,6 @@ class Endpoint:
         return self.url
 
 
-def request_headers(
-    configured: Dict[str, str], accept: str, *, session_id: Optional[str] = None, protocol_version: Optional[str] = None
-) -> Dict[str, str]:
-    """Headers for one MCP HTTP request: the user's configured ones plus the protocol's."""
-    headers = {"User-Agent": USER_AGENT}
-    headers.update(configured)
-    headers["Accept"] = accept
-    if session_id:
-        headers["Mcp-Session-Id"] = session_id
-    if protocol_version:
-        headers["MCP-Protocol-Version"] = protocol_version
-    return headers
-
-
 def redact_url(url: str) -> str:
     """The URL without userinfo or query string, safe to print in errors."""
     parts = urlsplit(url)
@@ -123,25 +105,6 @@ def describe_oserror(exc: BaseException, url: str) -> str:
     return f"cannot talk to {where}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}"
 
 
-def describe_status(status: int, reason: str, body: bytes, url: str) -> str:
-    """One line for an HTTP error status, naming the URL and what to check."""
-    where = redact_url(url)
-    hint = {
-        401: "check the credentials in this server's \"headers\"",
-        403: "the server refused access; check \"headers\" and that this client is allowed",
-        404: "check the URL path: MCP endpoints are usually /mcp (Streamable HTTP) or /sse",
-        405: "the server does not accept this method at this URL",
-        406: "the server did not accept the Accept header",
-    }.get(status, "")
-    text = f"HTTP {status} {reason}".rstrip() + f" from {where}"
-    detail = body.decode("utf-8", errors="replace").strip().replace("\n", " ")[:200]
-    if detail:
-        text += f": {detail}"
-    if hint:
-        text += f" ({hint})"
-    return text
-
-
 def read_bounded(resp: http.client.HTTPResponse, max_bytes: int) -> Optional[bytes]:
     """The whole body, or None when it is over ``max_bytes`` (then the rest is left unread)."""
     declared = resp.getheader("Content-Length")
@@ -149,10 +112,6 @@ def read_bounded(resp: http.client.HTTPResponse, max_bytes: int) -> Optional[byt
         return None
     body = resp.read(max_bytes + 1)
     return None if len(body) > max_bytes else body
-
-
-def status_error(resp: http.client.HTTPResponse, body: bytes, url: str) -> HttpStatusError:
-    return HttpStatusError(describe_status(resp.status, resp.reason, body, url), resp.status, body.decode("utf-8", "replace"))
 
 
 class Pool:
@@ -230,44 +189,3 @@ def shutdown(conn: Optional[Connection]) -> None:
         except OSError:
             pass
     conn.close()
-
-
-class HttpTransport:
-    """What the Streamable HTTP and legacy SSE transports share: the URL and
-    settings they are made with, and how a request carries OAuth."""
-
-    def __init__(
-        self,
-        url: str,
-        headers: Optional[Dict[str, str]] = None,
-        *,
-        timeout: float = 30.0,
-        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-        server_name: str = "",
-        auth: Optional["BearerAuth"] = None,
-    ) -> None:
-        self.endpoint = Endpoint(url)
-        self.headers = dict(headers or {})
-        self.auth = auth
-        self.timeout = timeout
-        self.max_message_bytes = max_message_bytes
-        self.server_name = server_name
-        self.protocol_version: Optional[str] = None  # set by the session after the handshake
-
-    def stderr_tail(self, lines: int = 10) -> str:
-        return ""  # a remote server has no stderr we can see
-
-    def _authorize(self, headers: Dict[str, str]) -> Dict[str, str]:
-        """``headers`` with the grant's Authorization header added (when there is a grant)."""
-        if self.auth is not None:
-            value = self.auth.authorization()
-            if value:
-                headers["Authorization"] = value
-        return headers
-
-    def _auth_retry(self, resp: http.client.HTTPResponse, headers: Dict[str, str]) -> bool:
-        """A 401/403 answer to a request sent with ``headers``: True when ``auth``
-        renewed the grant (or stepped up) and the request should go once more."""
-        if self.auth is None or resp.status not in (401, 403):
-            return False
-        return self.auth.on_unauthorized(resp.status, resp.getheader("WWW-Authenticate"), used=headers.get("Authorization"))

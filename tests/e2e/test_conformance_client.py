@@ -19,7 +19,7 @@ Client scenarios of 0.1.16 (``conformance list``) and where each stands:
 - ``elicitation-sep1034-client-defaults``: does not apply — toolscript's client
   declares no ``elicitation`` capability and the gateway does not relay
   server-to-client requests (a tool gateway has no user to ask).
-- ``auth/*`` of 2025-11-25, run here (toolscript/mcp/auth/flow.py through the
+- ``auth/*`` of 2025-11-25, run here (``toolscript.mcp.auth`` through the
   driver's ``BearerAuth``): ``auth/metadata-default``, ``auth/metadata-var1``,
   ``auth/metadata-var2``, ``auth/metadata-var3``, ``auth/basic-cimd``,
   ``auth/scope-from-www-authenticate``, ``auth/scope-from-scopes-supported``,

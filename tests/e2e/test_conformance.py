@@ -17,7 +17,7 @@ an ``isError`` "tool not found" answer, for example), so for the tool scenarios
 the test also reads the details the suite recorded in ``checks.json`` and checks
 that the fixture's own answer came back through the gateway.
 
-The subset is the tools-gateway one from shared/notes/mcp-protocol.md §6.4 plus
+The scenarios are those a tools gateway must pass, plus
 ``json-schema-2020-12``; resources, prompts, completion, sampling and elicitation
 are out of scope (the gateway serves tools only and does not relay
 server-to-client requests).
@@ -286,9 +286,9 @@ def test_dns_rebinding_protection_via_localhost_name(conformance: List[str], gat
     assert 200 <= valid.get("statusCode", 0) < 300, valid
 
 
-# -- server scenarios added for issue 14 ------------------------------------------------
+# -- the other server scenarios ------------------------------------------------------------
 #
-# Every server scenario of 0.1.16 that applies to a tool gateway now runs here
+# Every server scenario of 0.1.16 that applies to a tool gateway runs here
 # (``conformance list``); the ones that do not apply, and why:
 #
 # - completion-complete, resources-*, prompts-*: the gateway serves tools only.

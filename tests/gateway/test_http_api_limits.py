@@ -1,17 +1,15 @@
-"""The gateway's HTTP server under hostile or careless clients.
+"""The gateway's HTTP server (``toolscript.gateway.http_api``) under hostile or careless clients.
 
 Bad framing is refused before any body is read, connections are bounded
-(head timeout, a cap that evicts the oldest idle connection), deep JSON is a
-clear 400, every answer encodes whatever strings it holds, a client that hangs
-up cancels its upstream call, and one helper frames every response head (which
-the sandbox runtime's parser reads back).
+(head timeout, a cap that evicts the oldest idle connection, a bounded wait for
+a slot), deep JSON is a clear 400, every answer encodes whatever strings it
+holds, and a client that hangs up cancels its upstream call.  The MCP
+endpoint's own bounds are in tests/mcp/server/test_limits.py.
 """
 
-import contextlib
 import http.client
 import json
 import socket
-import sys
 import threading
 import time
 from urllib.parse import urlsplit
@@ -19,60 +17,9 @@ from urllib.parse import urlsplit
 import pytest
 
 from conftest import wait_for
-from mcp_servers.launch import FIXTURE
-from toolscript.codemode import runtime
-from toolscript.config.load import Config, ServerConfig
+from gateway_http import LONG_CALL_TIMEOUT, cancellations, connect, fixture_server, nested, read_until_closed, served, status_of
 from toolscript.gateway.client import GatewayClient
-from toolscript.gateway.http_api import serve
-from toolscript.gateway.service import Gateway
-from toolscript.mcp.client.http_response import response_head
-from toolscript.mcp.server.endpoint import MAX_JSON_DEPTH
-
-
-# Far beyond how long the cancellation tests wait, so only a cancellation (not a timeout) reaches the fixture.
-LONG_CALL_TIMEOUT = 300.0
-
-
-def fixture_server(name="fixture", *options):
-    return ServerConfig(name=name, type="stdio", source="test", command=sys.executable, args=[FIXTURE, "stdio", *options], timeout=LONG_CALL_TIMEOUT)
-
-
-@contextlib.contextmanager
-def served(tmp_path, *servers, session=None, **limits):
-    """(gateway, http server, url) for an in-process gateway with these HTTP limits."""
-    config = Config(servers={s.name: s for s in servers}, files=[], warnings=[])
-    gw = Gateway(config, workspace=str(tmp_path), session=session)
-    server, _ = serve(gw, **limits)
-    gw.start()
-    try:
-        yield gw, server, server.url
-    finally:
-        server.shutdown_all()
-        gw.stop()
-
-
-def connect(url, timeout=10.0):
-    parts = urlsplit(url)
-    sock = socket.create_connection((parts.hostname, parts.port), timeout=timeout)
-    return sock
-
-
-def read_until_closed(sock, limit=1 << 20):
-    """Everything the server sends until it closes (a reset after its answer counts as closed)."""
-    data = b""
-    while len(data) < limit:
-        try:
-            chunk = sock.recv(65536)
-        except ConnectionResetError:
-            break
-        if not chunk:
-            break
-        data += chunk
-    return data
-
-
-def status_of(data):
-    return int(data.split(b" ", 2)[1])
+from toolscript.http1 import MAX_JSON_DEPTH
 
 
 def keep_sending(sock, stop, pause=0.0):
@@ -87,7 +34,7 @@ def keep_sending(sock, stop, pause=0.0):
             time.sleep(pause)
 
 
-# -- item 1: nothing is read before framing, Host/Origin and token pass -------------------------
+# -- nothing is read before framing, Host/Origin and token pass ------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -169,7 +116,7 @@ def test_http_servers_own_refusals_are_json_through_the_one_head_helper(tmp_path
         assert json.loads(body)["error"]
 
 
-# -- item 7: idle timeout and a connection cap ---------------------------------------------
+# -- idle timeout and a connection cap -------------------------------------------------------------
 
 
 @pytest.mark.timeout(60)
@@ -295,11 +242,7 @@ def test_an_idle_kept_open_connection_is_closed_after_the_head_timeout(tmp_path)
         conn.close()
 
 
-# -- item 8: deep JSON, unencodable strings, hanging up cancels --------------------------------
-
-
-def nested(depth):
-    return "[" * depth + "]" * depth
+# -- deep JSON, unencodable strings, hanging up cancels --------------------------------------------
 
 
 @pytest.mark.parametrize("depth", [100_000, MAX_JSON_DEPTH + 800])
@@ -318,37 +261,6 @@ def test_json_nested_too_deep_is_a_clear_400_on_call(tmp_path, depth):
         assert client.get("/health")["status"] == "ok"
 
 
-def mcp_post(conn, path, message, session=None):
-    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    if session:
-        headers["Mcp-Session-Id"] = session
-    conn.request("POST", path, body=message if isinstance(message, bytes) else json.dumps(message).encode(), headers=headers)
-    return conn.getresponse()
-
-
-def mcp_session(conn, path):
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
-    response = mcp_post(conn, path, init)
-    response.read()
-    session = response.getheader("Mcp-Session-Id")
-    mcp_post(conn, path, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session).read()
-    return session
-
-
-@pytest.mark.parametrize("depth", [100_000, MAX_JSON_DEPTH + 800])
-def test_json_nested_too_deep_is_a_clear_400_on_mcp(tmp_path, depth):
-    with served(tmp_path) as (gw, server, url):
-        parts = urlsplit(url)
-        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
-        session = mcp_session(conn, parts.path + "/mcp")
-        message = '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "builtin__tools.echo", "arguments": {"x": ' + nested(depth) + "}}}"
-        response = mcp_post(conn, parts.path + "/mcp", message.encode(), session)
-        payload = json.loads(response.read())
-        assert response.status == 400
-        assert payload["error"]["code"] == -32700 and f"nested deeper than {MAX_JSON_DEPTH} levels" in payload["error"]["message"]
-        conn.close()
-
-
 def test_a_session_name_that_is_not_utf8_does_not_break_health(tmp_path):
     name = b"s\xff".decode("utf-8", "surrogateescape")  # what argv gives for a non-UTF-8 byte
     with served(tmp_path) as (gw, server, url):
@@ -358,11 +270,6 @@ def test_a_session_name_that_is_not_utf8_does_not_break_health(tmp_path):
         health = GatewayClient(url).get("/health")
         # Compared as bytes: a surrogate in a failure report would crash pytest-xdist.
         assert health["status"] == "ok" and health["session"].encode("utf-8", "surrogateescape") == b"s\xff"
-
-
-def cancellations(client):
-    result = client.post("/call", {"tool": "fixture__get_cancellations", "arguments": {}})
-    return result["data"]["structuredContent"]["cancelled"]
 
 
 @pytest.mark.timeout(120)
@@ -377,149 +284,6 @@ def test_hanging_up_during_a_call_cancels_it_upstream(tmp_path):
         assert wait_for(lambda: server.open_connections().get("busy"))
         sock.close()
         assert wait_for(lambda: cancellations(client), timeout=20), "the upstream call was not cancelled"
-
-
-@pytest.mark.timeout(120)
-def test_hanging_up_during_an_mcp_tools_call_cancels_it_upstream(tmp_path):
-    with served(tmp_path, fixture_server()) as (gw, server, url):
-        client = GatewayClient(url)
-        assert cancellations(client) == []
-        parts = urlsplit(url)
-        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
-        session = mcp_session(conn, parts.path + "/mcp")
-        message = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "fixture__hang", "arguments": {}}}
-        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Mcp-Session-Id": session}
-        conn.request("POST", parts.path + "/mcp", body=json.dumps(message).encode(), headers=headers)
-        assert wait_for(lambda: server.open_connections().get("busy"))
-        conn.sock.close()
-        conn.close()
-        assert wait_for(lambda: cancellations(client), timeout=20), "the upstream call was not cancelled"
-
-
-@pytest.mark.timeout(120)
-def test_hanging_up_during_an_mcp_batch_cancels_its_call_upstream(tmp_path):
-    with served(tmp_path, fixture_server()) as (gw, server, url):
-        client = GatewayClient(url)
-        assert cancellations(client) == []
-        parts = urlsplit(url)
-        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
-        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
-        response = mcp_post(conn, parts.path + "/mcp", init)
-        response.read()
-        session = response.getheader("Mcp-Session-Id")
-        batch = [
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "fixture__hang", "arguments": {}}},
-        ]
-        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Mcp-Session-Id": session}
-        conn.request("POST", parts.path + "/mcp", body=json.dumps(batch).encode(), headers=headers)
-        assert wait_for(lambda: server.open_connections().get("busy"))
-        conn.sock.close()
-        conn.close()
-        assert wait_for(lambda: cancellations(client), timeout=20), "the upstream call was not cancelled"
-
-
-# -- item 16: one helper frames every head, and the sandbox runtime parses it -----------------
-
-
-class ScriptedSocket:
-    """A socket that hands out a fixed byte stream in awkward pieces."""
-
-    def __init__(self, data, piece):
-        self.data = data
-        self.piece = piece
-        self.sent = []
-
-    def sendall(self, data):
-        self.sent.append(data)
-
-    def recv(self, size):
-        chunk, self.data = self.data[: min(size, self.piece)], self.data[min(size, self.piece):]
-        return chunk
-
-
-def test_response_head_frames_status_headers_and_close():
-    head = response_head(404, content_type="application/json", content_length=2, extra=[("Mcp-Session-Id", "abc")], close=True)
-    assert head == (
-        b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
-        b"Cache-Control: no-store\r\nMcp-Session-Id: abc\r\nConnection: close\r\n\r\n"
-    )
-    assert response_head(299, cache_control=None) == b"HTTP/1.1 299 \r\n\r\n"
-    with pytest.raises(ValueError):
-        response_head(200, extra=[("X", "a\r\nSet-Cookie: b")])
-
-
-@pytest.mark.parametrize("piece", [1, 7, 65536])
-def test_the_sandbox_runtime_parses_what_the_gateway_writes(piece):
-    answers = [
-        (200, b'{"ok": true, "data": "\xc3\xa9"}', False),
-        (202, b"", False),
-        (400, b'{"error": "bad"}', False),
-        (503, b'{"error": "busy"}', True),
-    ]
-    stream = b"".join(
-        response_head(status, content_type="application/json", content_length=len(body), close=close, extra=[("Date", "x")]) + body
-        for status, body, close in answers
-    )
-    connection = runtime._Connection.__new__(runtime._Connection)
-    connection.sock = ScriptedSocket(stream, piece)
-    connection.buffer = b""
-    connection.used = False
-    for status, body, close in answers:
-        got_status, headers, got_body = connection.exchange(b"GET / HTTP/1.1\r\n\r\n")
-        assert (got_status, got_body) == (status, body)
-        assert headers["content-type"] == "application/json"
-        assert (headers.get("connection", "").lower() == "close") is close
-    assert connection.buffer == b""
-
-
-# -- MCP batches are bounded: in messages, and in the bytes of their answer ---------------------
-
-
-def _batch_session(url):
-    parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
-    response = mcp_post(conn, parts.path + "/mcp", init)
-    response.read()
-    return conn, parts.path + "/mcp", response.getheader("Mcp-Session-Id")
-
-
-def _tools_lists(count):
-    return [{"jsonrpc": "2.0", "id": n, "method": "tools/list"} for n in range(1, count + 1)]
-
-
-@pytest.mark.timeout(120)
-def test_an_mcp_batch_over_the_message_cap_is_one_clear_error(tmp_path):
-    cap = 100  # toolscript.mcp.server.endpoint.MAX_BATCH_MESSAGES
-    with served(tmp_path) as (gw, server, url):
-        conn, path, session = _batch_session(url)
-        response = mcp_post(conn, path, _tools_lists(cap + 1), session)
-        body = json.loads(response.read())
-        assert response.status == 400
-        assert body["error"]["code"] == -32600
-        assert f"at most {cap} messages" in body["error"]["message"]
-        response = mcp_post(conn, path, _tools_lists(cap), session)  # at the cap: answered
-        answers = json.loads(response.read())
-        assert response.status == 200 and [a["id"] for a in answers] == list(range(1, cap + 1))
-        assert all("tools" in a["result"] for a in answers)
-
-
-@pytest.mark.timeout(120)
-def test_an_mcp_batch_answer_stops_growing_at_its_byte_cap(tmp_path):
-    with served(tmp_path) as (gw, server, url):
-        conn, path, session = _batch_session(url)
-        one = len(json.dumps(json.loads(mcp_post(conn, path, _tools_lists(1)[0], session).read()), separators=(",", ":")))
-        server.mcp.max_batch_answer_bytes = 3 * one + one // 2  # room for three pages, not four
-        response = mcp_post(conn, path, _tools_lists(10) + [{"jsonrpc": "2.0", "id": 11, "method": "ping"}], session)
-        raw = response.read()
-        answers = json.loads(raw)
-        assert response.status == 200
-        assert [a["id"] for a in answers] == list(range(1, 12))  # still one answer per request, in order
-        assert all("result" in a for a in answers[:3])
-        assert "the request ran, but the batch's answer would pass" in answers[3]["error"]["message"]
-        assert all(a["error"]["message"].startswith("Internal error: not run,") for a in answers[4:])
-        assert len(raw) < 4 * one
 
 
 # -- the connection cap full of slow bodies: 503 within the admission wait, /health still answered ---

@@ -25,15 +25,17 @@ import time
 import pytest
 
 from conftest import missing_prerequisite, wait_for
-from mcp_servers.launch import FIXTURE
+from mcp_servers.launch import ERA_SERVER, FIXTURE
 from toolscript.config.load import ServerConfig
 from toolscript.gateway.client import GatewayClient
-from toolscript.mcp.client.connect import open_session
 from toolscript.mcp.cancel import Cancel
+from toolscript.mcp.client.connect import open_session
 from toolscript.mcp.errors import McpError, RequestCancelled
 from toolscript.mcp.protocol import modern_headers, param_header_annotations, param_headers
 
+
 MODERN = "2026-07-28"
+
 
 SDK_SERVER = r'''
 import json, os, sys, threading
@@ -122,6 +124,7 @@ if sys.argv[1] == "stdio":
 else:
     http(int(sys.argv[2]))
 '''
+
 
 # The SDK's client in MODE against a URL: lists, calls TOOL with ARGS; one JSON report on stdout.
 SDK_CLIENT = r'''
@@ -355,51 +358,12 @@ def test_the_gateway_serves_modern_upstreams_over_stdio_and_http(gateway, sdk_ht
     assert legacy["result"]["structuredContent"] == {"result": 3} and legacy["result"]["isError"] is False
 
 
-# -- era decisions, against a scripted stdio server -----------------------------------------------
-
-# A stdlib stdio server whose answer to server/discover is argv[1]'s; it logs each method to argv[2].
-ERA_SERVER = r'''
-import json, sys
-mode, log = sys.argv[1], sys.argv[2]
-MODERN = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
-          "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "era", "version": "1"}}}
-def send(message):
-    print(json.dumps(message), flush=True)
-for line in sys.stdin:
-    request = json.loads(line)
-    method, rid = request.get("method"), request.get("id")
-    meta = (request.get("params") or {}).get("_meta") or {}
-    bare = mode == "modern" and meta.get("io.modelcontextprotocol/protocolVersion") != "2026-07-28"
-    with open(log, "a") as f:
-        f.write(method + (":bare" if bare else "") + "\n")
-    if rid is None:
-        continue
-    if method == "server/discover":
-        if mode == "silent":
-            continue
-        if mode == "modern":
-            send({"jsonrpc": "2.0", "id": rid, "result": MODERN})
-        elif mode == "listen-ends":  # offers listChanged, then ends each listen stream at once (below)
-            send({"jsonrpc": "2.0", "id": rid, "result": dict(MODERN, capabilities={"tools": {"listChanged": True}})})
-        else:
-            supported = ["2099-01-01"] if mode == "disjoint" else ["2025-11-25"]
-            send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32022, "message": "Unsupported protocol version",
-                                                         "data": {"supported": supported, "requested": "2026-07-28"}}})
-    elif method == "initialize":
-        send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                                                     "serverInfo": {"name": "era", "version": "1"}}})
-    elif method == "tools/call":
-        send({"jsonrpc": "2.0", "id": rid, "result": {"resultType": "input_required", "inputRequests": {}}})
-    else:
-        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": []}})
-'''
+# -- era decisions, against a scripted stdio server (mcp_servers/era_server.py) --------------------
 
 
 def era_server(tmp_path, mode, timeout=10.0):
-    script = tmp_path / "era_server.py"
-    script.write_text(ERA_SERVER)
     log = tmp_path / f"era-{mode}.log"
-    config = ServerConfig(name="era", type="stdio", source="test", command=sys.executable, args=[str(script), mode, str(log)], timeout=timeout)
+    config = ServerConfig(name="era", type="stdio", source="test", command=sys.executable, args=[ERA_SERVER, mode, str(log)], timeout=timeout)
     return config, lambda: log.read_text().split() if log.exists() else []
 
 

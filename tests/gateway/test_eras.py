@@ -14,8 +14,7 @@ import time
 import pytest
 
 from conftest import running_gateway, wait_for
-from mcp_servers.launch import start_fixture
-from test_mcp_client_modern import ERA_SERVER
+from mcp_servers.launch import ERA_SERVER, start_fixture
 from toolscript.config.load import ServerConfig
 from toolscript.gateway import eras
 
@@ -27,10 +26,8 @@ def state(tmp_path, monkeypatch):
 
 
 def silent_server(tmp_path, timeout):
-    script = tmp_path / "era_server.py"
-    script.write_text(ERA_SERVER)
     log = tmp_path / "methods.log"
-    config = ServerConfig(name="old", type="stdio", source="test", command=sys.executable, args=[str(script), "silent", str(log)], timeout=timeout)
+    config = ServerConfig(name="old", type="stdio", source="test", command=sys.executable, args=[ERA_SERVER, "silent", str(log)], timeout=timeout)
     return config, log
 
 

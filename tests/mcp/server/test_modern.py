@@ -5,7 +5,7 @@ probes ``server/discover`` and, when that answers, speaks the modern envelope
 with no ``initialize`` and no session; in ``mode="legacy"`` it does the
 handshake.  Both run against one gateway (built-ins + the fixture server)
 served from the test process, and against the bare endpoint
-(``tests/test_mcp_server.py``'s in-test provider) for progress, logs,
+(``mcp_fixtures.Provider``, the in-test provider) for progress, logs,
 cancellation and ``subscriptions/listen``.  Raw ``http.client`` requests check
 the envelope's error rules (codes and HTTP statuses as the SDK's server maps them).
 
@@ -38,15 +38,23 @@ from urllib.parse import urlsplit
 import pytest
 
 from conftest import wait_for
+from mcp_fixtures import ACCEPT_BOTH, base_tools, eventually, sdk, sdk_tool_names, serve, served  # noqa: F401  (fixtures)
 from mcp_servers.launch import FIXTURE
-from test_mcp_server import ACCEPT_BOTH, base_tools, eventually, sdk, sdk_tool_names, serve, served  # noqa: F401  (fixtures)
 from toolscript.config.load import ServerConfig
 from toolscript.gateway.client import GatewayClient
 
+
 MODERN = "2026-07-28"
+
+
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+
+
 CAPS_KEY = "io.modelcontextprotocol/clientCapabilities"
+
+
 SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+
 
 # Run with the test venv's python: the SDK's client against URL in MODE; one JSON report on stdout.
 SDK_SCRIPT = r'''
