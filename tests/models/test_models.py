@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from conftest import missing_prerequisite, wait_for
+from conftest import REPO_ROOT, missing_prerequisite, wait_for
 from toolscript.models import backends as models
 from toolscript.gateway.state import pid_alive
 from toolscript.models.backends import ModelError
@@ -738,7 +738,7 @@ def test_api_call_imports_neither_http_client_nor_ssl() -> None:
         "print(models.complete('s', 'p', backend='api', timeout=10).text); "
         "print(','.join(m for m in ('http.client', 'email.parser', 'ssl') if m in sys.modules))"
     )
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = REPO_ROOT
     with FakeAnthropic(["light"], sequential=True) as api:
         proc = subprocess.run(
             [sys.executable, "-I", "-S", "-c", code, root],
