@@ -3,20 +3,25 @@
 The URL comes from ``--gateway-url``, else the state file of ``--session``,
 else ``TOOLSCRIPT_GATEWAY_URL``, else the state file of
 ``CLAUDE_CODE_SESSION_ID`` / the default session (see ``find_url``).  Every failure is one line that says how to get a gateway running.
+
+Requests go through ``toolscript.http1`` (not ``http.client``, whose imports would cost
+~20 ms on every command that talks to the gateway), one per connection, the answer
+read up to ``MAX_RESPONSE_BYTES``.
 """
 
 import json
 import os
 import re
 import socket
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional
 from urllib.parse import urlencode, urlsplit
 
+from toolscript import http1
 from toolscript.errors import UserError
 from toolscript.gateway import state
 
 # The largest answer read from the gateway (its own request-body cap is 16 MiB; answers
-# such as stubs for every tool are of that order).
+# such as stubs for every tool are of that order).  The ask loop's tool calls use it too.
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 
 START_HINT = "start one with 'toolscript gateway start --detach'"
@@ -106,10 +111,20 @@ class GatewayClient:
         return self._request("POST", path, json.dumps(payload).encode("utf-8"), timeout)
 
     def _request(self, method: str, path: str, body: Optional[bytes], timeout: Optional[float] = None) -> Any:
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
         try:
-            status, data = _exchange(self.host, self.port, method, self.prefix + path, body, timeout or self.timeout)
+            status, _, data = http1.request(
+                self.host, self.port, method, self.prefix + path, headers=headers, body=body,
+                timeout=timeout or self.timeout, max_body=MAX_RESPONSE_BYTES,
+            )
         except OSError as exc:
             raise GatewayUnavailable(f"the gateway at {redact(self.url)} is not reachable: {_why(exc)}; {self.hint}") from exc
+        except http1.TooLarge as exc:
+            raise GatewayUnavailable(
+                f"the gateway at {redact(self.url)} gave an answer larger than the {http1.size_text(exc.limit)} limit; {self.hint}"
+            ) from exc
         except ValueError as exc:
             raise GatewayUnavailable(f"the gateway at {redact(self.url)} gave a malformed answer ({exc}); {self.hint}") from exc
         try:
@@ -125,49 +140,6 @@ class GatewayClient:
             message = payload.get("error") if isinstance(payload, dict) else data[:200].decode("utf-8", "replace")
             raise GatewayHttpError(f"gateway: {message}", status, payload)
         return payload
-
-
-def _exchange(host: str, port: int, method: str, target: str, body: Optional[bytes], timeout: float) -> Tuple[int, bytes]:
-    """One HTTP/1.1 request on a fresh connection; (status, body).
-
-    Not ``http.client``: importing it (and the ``email`` and ``ssl`` modules it
-    pulls in) costs ~20 ms, on every command that talks to the gateway.  The
-    gateway always answers with Content-Length, and ``Connection: close`` makes
-    it hang up after, so the answer is read to the end of the stream.
-    Raises OSError (connection) or ValueError (not an HTTP answer).
-    """
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        authority = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        head = f"{method} {target} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nAccept: application/json\r\n"
-        if body is not None:
-            head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-        sock.sendall(head.encode("latin-1") + b"\r\n" + (body or b""))
-        chunks, size = [], 0
-        while True:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > MAX_RESPONSE_BYTES:
-                raise ValueError(f"answer over {MAX_RESPONSE_BYTES >> 20} MiB")
-    raw = b"".join(chunks)
-    header, sep, rest = raw.partition(b"\r\n\r\n")
-    lines = header.decode("latin-1").split("\r\n")
-    fields = lines[0].split(" ", 2)
-    if not sep or len(fields) < 2 or not fields[0].startswith("HTTP/") or not fields[1].isdigit():
-        raise ValueError("not an HTTP answer")
-    length = None
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        if name.strip().lower() == "content-length" and value.strip().isdigit():
-            length = int(value.strip())
-    if length is not None:
-        if len(rest) < length:
-            raise ValueError("the answer ended early")
-        rest = rest[:length]
-    return int(fields[1]), rest
 
 
 def _why(exc: OSError) -> str:
