@@ -18,27 +18,18 @@ import signal
 import stat
 import subprocess
 import sys
-import textwrap
 import time
-from typing import Any, Dict, List, Optional
+from typing import Dict, List, Optional
 
 import pytest
 
+import peers
 from conftest import REPO_ROOT, missing_prerequisite, running_gateway, sigint_as_at_a_terminal, wait_for
-from toolscript.models import ask_claude
-from toolscript.models.ask_claude import AskResult, Trace, claude_tool_name, name_map, read_lines, run_claude, tool_flags
+from fake_anthropic import FakeAnthropic, tool_result_text
 from toolscript.config.load import ServerConfig
 from toolscript.gateway.state import pid_alive
-
-try:
-    import peers
-except ImportError:  # tests/ turned into a package
-    from tests import peers  # type: ignore[no-redef]
-
-try:
-    from fake_anthropic import FakeAnthropic, tool_result_text
-except ImportError:  # tests/ turned into a package
-    from tests.fake_anthropic import FakeAnthropic, tool_result_text  # type: ignore[no-redef]
+from toolscript.models import ask_claude
+from toolscript.models.ask_claude import AskResult, Trace, claude_tool_name, name_map, read_lines, run_claude, tool_flags
 
 FIXTURE_SERVER = os.path.join(REPO_ROOT, "tests", "mcp_servers", "fixture_server.py")
 RUN_TIMEOUT = 90.0  # seconds for one claude run (2-5 s when healthy)

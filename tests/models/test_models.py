@@ -1,4 +1,4 @@
-"""toolscript.models.backends: the Messages API client, the ``claude`` CLI backend, choosing between them.
+"""The model backends: the Messages API client (messages), the ``claude`` CLI (claude_cli), choosing between them (backends).
 
 The API tests run against ``fake_anthropic.FakeAnthropic`` over real HTTP on
 127.0.0.1 (``sequential=True``: each request takes the next scripted turn, which
@@ -20,16 +20,12 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from conftest import REPO_ROOT, missing_prerequisite, wait_for
-from toolscript.models import backends as models
+import peers
+from connect_proxy import ConnectProxy
+from fake_anthropic import FakeAnthropic
 from toolscript.gateway.state import pid_alive
-from toolscript.models.backends import ModelError
-
-try:
-    import peers
-    from fake_anthropic import FakeAnthropic
-except ImportError:  # tests/ turned into a package
-    from tests import peers  # type: ignore[no-redef]
-    from tests.fake_anthropic import FakeAnthropic  # type: ignore[no-redef]
+from toolscript.models import ModelError, messages
+from toolscript.models import backends as models
 
 KEY = "sk-ant-test-SECRET-0123456789"
 TOKEN = "bearer-test-SECRET-9876543210"
@@ -60,7 +56,7 @@ def test_api_success_sends_a_plain_request() -> None:
         reply = call(api)
         [request] = api.message_requests()
     assert reply.text == "hello there" and reply.backend == "api"
-    assert reply.model == models.DEFAULT_API_MODEL and reply.usage["input_tokens"] == 10 and reply.ms >= 0
+    assert reply.model == messages.DEFAULT_API_MODEL and reply.usage["input_tokens"] == 10 and reply.ms >= 0
     assert request["path"] == "/v1/messages"
     headers = request["headers"]
     assert headers["x-api-key"] == KEY and headers["anthropic-version"] == "2023-06-01"
@@ -140,7 +136,7 @@ def test_api_529_then_success() -> None:
 def test_api_500_every_time_ends_as_server_error() -> None:
     with FakeAnthropic([{"status": 500}], sequential=True) as api:
         error = fails(api, timeout=10.0)
-        assert api.count() == models.MAX_ATTEMPTS
+        assert api.count() == messages.MAX_ATTEMPTS
     assert error.kind == "server" and error.status == 500
 
 
@@ -267,7 +263,7 @@ def test_api_nothing_listening_is_a_network_error() -> None:
 
 
 def test_api_answer_larger_than_the_cap_is_refused() -> None:
-    with FakeAnthropic(["x" * (models.MAX_RESPONSE_BYTES + 10)], sequential=True) as api:
+    with FakeAnthropic(["x" * (messages.MAX_RESPONSE_BYTES + 10)], sequential=True) as api:
         error = fails(api)
     assert error.kind == "bad_reply" and "MiB" in str(error)
 
@@ -281,7 +277,7 @@ def test_messages_passes_tools_through_and_returns_the_raw_json() -> None:
         "tool_choice": {"type": "tool", "name": "get_x", "disable_parallel_tool_use": True},
     }
     with FakeAnthropic([{"tool": "get_x", "input": {"a": 1}}], sequential=True) as api:
-        reply = models.messages(body, timeout=10, env=api_env(api))
+        reply = messages.messages(body, timeout=10, env=api_env(api))
         [request] = api.message_requests()
     assert request["body"] == body
     assert reply["stop_reason"] == "tool_use" and reply["content"][0]["input"] == {"a": 1}
@@ -821,7 +817,7 @@ def test_api_oversized_headers_are_refused(headers: bytes) -> None:
 def test_api_chunked_answer_over_the_cap_is_refused() -> None:
     # The chunk sizes alone say the answer is too big: refused before its data comes.
     head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-    answer = head + b"%x\r\n" % (models.MAX_RESPONSE_BYTES + 1) + b"x" * 1000
+    answer = head + b"%x\r\n" % (messages.MAX_RESPONSE_BYTES + 1) + b"x" * 1000
     with RawServer([answer]) as server:
         error = _raw_fails(server)
     assert error.kind == "bad_reply" and "MiB" in str(error)
@@ -903,3 +899,17 @@ def test_api_over_https_verifies_the_server(tls_server_context: Any, monkeypatch
         assert _raw_call(server).text == "secure"
         [request] = server.requests
     assert f"Host: localhost:{server.port}".encode() in request
+
+
+def test_api_over_https_goes_through_a_connect_tunnel(tls_server_context: Any, monkeypatch) -> None:
+    body = _message_bytes("tunnelled")
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    monkeypatch.setenv("SSL_CERT_FILE", tls_server_context.cafile)
+    with RawServer([answer], tls=tls_server_context) as server, ConnectProxy() as proxy:
+        assert _raw_call(server, https_proxy=proxy.url).text == "tunnelled"
+        assert proxy.requests == [f"CONNECT localhost:{server.port} HTTP/1.1"]
+        [request] = server.requests  # the TLS session ran end to end through the tunnel
+    assert f"Host: localhost:{server.port}".encode() in request
+    with ConnectProxy(refuse=407) as refusing:
+        error = _raw_fails(server, https_proxy=refusing.url)
+    assert error.kind == "network" and "407" in str(error)

@@ -444,7 +444,7 @@ def run_api(
     ``error`` saying why.  ``on_event(kind, info)`` sees "model" (ms per model
     call) and "tool" (each result) events, for ``-v`` and the bench.
     """
-    from toolscript.models import backends as models
+    from toolscript.models import ModelError, messages
 
     env = os.environ if env is None else env
     deadline = time.monotonic() + timeout
@@ -453,7 +453,7 @@ def run_api(
     names = provider_names([t.id for t in visible])
     by_id = {t.id: t for t in visible}
     body: Dict[str, Any] = {
-        "model": model or (env.get("ANTHROPIC_DEFAULT_HAIKU_MODEL") or "").strip() or models.DEFAULT_API_MODEL,
+        "model": model or (env.get("ANTHROPIC_DEFAULT_HAIKU_MODEL") or "").strip() or messages.DEFAULT_API_MODEL,
         "max_tokens": MAX_TOKENS,
     }
     if system:
@@ -495,8 +495,8 @@ def run_api(
             body["messages"] = merge_turns(history + new if visible else flatten_tool_blocks(history + new))
             started = time.monotonic()
             try:
-                reply = models.messages(body, timeout=remaining, env=env)
-            except models.ModelError as exc:
+                reply = messages.messages(body, timeout=remaining, env=env)
+            except ModelError as exc:
                 if exc.kind == "timeout" and time.monotonic() >= deadline - 0.05:
                     # The budget ran out inside the call: say which budget, not the call's leftover seconds.
                     return finish(answer, STOP_ERROR, out_of_time)

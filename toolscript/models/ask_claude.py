@@ -15,7 +15,7 @@ The trace is read from ``--output-format stream-json`` (which needs ``--verbose`
 one JSON object per line: ``assistant`` lines carry the model's ``tool_use`` blocks,
 ``user`` lines the ``tool_result`` blocks claude got back from the gateway,
 ``system``/``permission_denied`` lines the calls it refused, and the last line,
-``result``, the answer, usage and ``num_turns`` (see shared/notes/claude-code.md §4).
+``result``, the answer, usage and ``num_turns``.
 
 Claude names an MCP tool ``mcp__<server>__<tool name>`` with every character outside
 ``[A-Za-z0-9_-]`` replaced by ``_`` (``builtin__time.now`` -> ``mcp__ts__builtin__time_now``);
@@ -38,24 +38,29 @@ import threading
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set
 
-from toolscript.models.ask import AskResult, allowed, refusal_message
 from toolscript.gateway.client import GatewayClient, redact_text
-from toolscript.models.backends import kill_group, start_group
+from toolscript.models.ask import AskResult, allowed, refusal_message
+from toolscript.models.claude_cli import (
+    CLAUDE_SETTINGS,
+    DEFAULT_CLI_MODEL,
+    HOOKS_DISABLED_VAR,
+    MAX_ARG_BYTES,
+    claude_env,
+    kill_group,
+    start_group,
+)
 from toolscript.tools.contract import ERROR_EXECUTION, ERROR_TOOL_NOT_FOUND
 
 
-DEFAULT_MODEL = "haiku"  # the CLI's alias for its current Haiku
 MCP_SERVER = "ts"  # the name the gateway gets in claude's --mcp-config, so tools are mcp__ts__*
 CLAUDE_PREFIX = f"mcp__{MCP_SERVER}__"
-CLAUDE_SETTINGS = '{"disableAllHooks": true}'
-CLAUDE_ENV = {
-    "TOOLSCRIPT_HOOKS_DISABLED": "1",  # the guard toolscript.claude_code.hooks honours, should the plugin load anyway
+ASK_ENV = {
+    HOOKS_DISABLED_VAR: "1",  # the guard toolscript.claude_code.hooks honours, should the plugin load anyway
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",  # no reachability probe, no telemetry
     "CLAUDE_CODE_MAX_RETRIES": "1",  # its default retries for minutes; our budget is seconds
 }
 MAX_LINE_BYTES = 16 * 1024 * 1024  # one stream-json line over this is skipped, not held in memory
 STDERR_TAIL_BYTES = 16 * 1024  # what is kept of claude's stderr, for the error line
-MAX_ARG_BYTES = 100 * 1024  # a longer system prompt goes through a file (Linux refuses one argument over 128 KiB)
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL for the process group
 GATEWAY_TIMEOUT = 30.0  # seconds for GET /tools
 MAX_ERROR_CHARS = 240
@@ -126,7 +131,7 @@ def claude_argv(
         "stream-json",
         "--verbose",  # stream-json with -p refuses to run without it
         "--model",
-        model or DEFAULT_MODEL,
+        model or DEFAULT_CLI_MODEL,
         "--mcp-config",
         mcp_config_file,
         "--strict-mcp-config",
@@ -144,15 +149,6 @@ def claude_argv(
         str(max_steps),
         *system_arg,
     ]
-
-
-def claude_env(env: Mapping[str, str]) -> Dict[str, str]:
-    """The run's environment: the caller's, plus our guards."""
-    child = dict(env)
-    # As the Agent SDK does: the child is its own session, not a tool of an outer one.
-    child.pop("CLAUDECODE", None)
-    child.update(CLAUDE_ENV)
-    return child
 
 
 def gateway_tools(gateway_url: str) -> List[Dict[str, Any]]:
@@ -412,7 +408,7 @@ def run_claude(
             else:
                 system_arg = ["--system-prompt", system]
         argv = claude_argv(claude, config_file, tool_flags(tools, allow), model, max(1, int(max_steps)), system_arg)
-        return _run(argv, question, claude_env(env), cwd, timeout, trace, max_steps)
+        return _run(argv, question, claude_env(env, ASK_ENV), cwd, timeout, trace, max_steps)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
