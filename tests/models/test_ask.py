@@ -1,4 +1,4 @@
-"""``toolscript ask`` (issue 12): the tool loop against the fake Messages API, sessions, and --tool-allow.
+"""``toolscript ask``: the tool loop against the fake Messages API, saved conversations (--session), and --tool-allow.
 
 The model is always tests/fake_anthropic.py over real HTTP; tools are the real
 built-ins, tools with scripted handlers run through the same executor, or the
@@ -8,6 +8,7 @@ fixture MCP server behind a real gateway.
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import pytest
 from conftest import REPO_ROOT, run_cli, running_gateway, sigint_as_at_a_terminal, wait_for
 from fake_anthropic import FakeAnthropic, tool_result_text
 from mcp_servers.launch import FIXTURE
-from toolscript.models import ask
+from toolscript.models import ask, history
 from toolscript.tools.builtin import builtin_specs
 from toolscript.config.load import ServerConfig
 from toolscript.tools.contract import ToolSpec
@@ -57,11 +58,11 @@ def results_sent(api):
 
 
 @contextlib.contextmanager
-def _ask_session(env, name):
-    """The saved ask session ``name`` in the data dir ``env`` names; its database closed afterwards."""
-    db = ask.open_db(env)
+def _conversation(env, name):
+    """The saved conversation ``name`` in the data dir ``env`` names; its database closed afterwards."""
+    db = history.open_history(env)
     try:
-        yield ask.Session(db, name)
+        yield history.Conversation(db, name)
     finally:
         db.close()
 
@@ -91,7 +92,7 @@ def test_multi_step_loop_reads_a_file_and_answers(ask_env, workdir):
     assert "heliotrope" in list(sent.values())[1][1]
     # Tools go out under API-safe names with their schemas; no sampling parameters.
     names = [t["name"] for t in bodies[0]["tools"]]
-    assert "builtin__fs_read_file" in names and all(ask.SAFE_NAME.match(n) for n in names)
+    assert "builtin__fs_read_file" in names and all(re.match(r"^[a-zA-Z0-9_-]{1,64}$", n) for n in names)
     assert not {"temperature", "top_p", "top_k"} & set(bodies[0])
     assert doc["usage"]["input_tokens"] == 30
 
@@ -313,11 +314,11 @@ def test_allow_patterns():
     assert ask.provider_names(["a.b", "a_b", "x" * 80]) == {"a_b": "a.b", "a_b_2": "a_b", "x" * 64: "x" * 80}
 
 
-# --- sessions ----------------------------------------------------------------------------------
+# --- saved conversations (--session) ----------------------------------------------------------------------------------
 
 
 @pytest.mark.timeout(60)
-def test_a_session_reuses_a_cached_read_only_result_and_keeps_the_conversation(tmp_path):
+def test_a_conversation_reuses_a_cached_read_only_result_and_keeps_its_messages(tmp_path):
     (tmp_path / "f.txt").write_text("cached content")
     calls = []
     specs = builtin_specs()
@@ -331,11 +332,11 @@ def test_a_session_reuses_a_cached_read_only_result_and_keeps_the_conversation(t
     tools = ask.LocalTools(specs, [str(tmp_path)])
     env = {"TOOLSCRIPT_DATA_DIR": str(tmp_path / "data")}
     read = {"tool": "builtin__fs_read_file", "input": {"path": "f.txt"}}
-    with _ask_session(env, "work") as session:
+    with _conversation(env, "work") as conversation:
         with FakeAnthropic([read, {"text": "first"}], sequential=True) as api:
-            first = ask.run_api("read it", tools=tools, env=api_env(api), session=session)
+            first = ask.run_api("read it", tools=tools, env=api_env(api), conversation=conversation)
         with FakeAnthropic([read, {"text": "second"}], sequential=True) as api:
-            second = ask.run_api("again", tools=tools, env=api_env(api), session=session)
+            second = ask.run_api("again", tools=tools, env=api_env(api), conversation=conversation)
             requests = [r["body"] for r in api.message_requests()]
             sent = list(results_sent(api).values())
     assert first.answer == "first" and second.answer == "second"
@@ -345,32 +346,32 @@ def test_a_session_reuses_a_cached_read_only_result_and_keeps_the_conversation(t
     # The second run's first request carries the first run's conversation.
     texts = [b.get("text") for m in requests[0]["messages"] for b in m["content"] if b.get("type") == "text"]
     assert texts == ["read it", "first", "again"]
-    assert [s["name"] for s in ask.list_sessions(env)] == ["work"]
+    assert [s["name"] for s in history.list_conversations(env)] == ["work"]
 
 
 @pytest.mark.timeout(60)
-def test_a_tool_use_cut_short_is_not_kept_in_the_session(tmp_path):
-    with _ask_session({"TOOLSCRIPT_DATA_DIR": str(tmp_path / "data")}, "cut") as session:
+def test_a_tool_use_cut_short_is_not_kept_in_the_conversation(tmp_path):
+    with _conversation({"TOOLSCRIPT_DATA_DIR": str(tmp_path / "data")}, "cut") as conversation:
         cut = {"text": "let me look", "tool": "builtin__shell_pwd", "stop_reason": "max_tokens"}
         with FakeAnthropic([cut], sequential=True) as api:
-            first = ask.run_api("where?", tools=local_tools(tmp_path), env=api_env(api), session=session)
+            first = ask.run_api("where?", tools=local_tools(tmp_path), env=api_env(api), conversation=conversation)
         with FakeAnthropic([{"text": ""}], sequential=True) as api:
-            ask.run_api("again", tools=local_tools(tmp_path), env=api_env(api), session=session)
-        history = session.history()
+            ask.run_api("again", tools=local_tools(tmp_path), env=api_env(api), conversation=conversation)
+        kept = conversation.messages()
     assert first.stopped == "answered" and first.tool_calls == []
-    assert "let me look" in [b.get("text") for m in history for b in m["content"]]
-    blocks = [b for m in history for b in m["content"]]
+    assert "let me look" in [b.get("text") for m in kept for b in m["content"]]
+    blocks = [b for m in kept for b in m["content"]]
     assert not [b for b in blocks if b["type"] == "tool_use"]  # the API refuses a tool_use with no result
     assert all(b.get("text") for b in blocks if b["type"] == "text")  # and empty text blocks
 
 
 @pytest.mark.timeout(60)
-def test_a_session_with_tool_calls_continues_without_tools_as_text(tmp_path):
-    with _ask_session({"TOOLSCRIPT_DATA_DIR": str(tmp_path / "data")}, "flat") as session:
+def test_a_conversation_with_tool_calls_continues_without_tools_as_text(tmp_path):
+    with _conversation({"TOOLSCRIPT_DATA_DIR": str(tmp_path / "data")}, "flat") as conversation:
         with FakeAnthropic([{"tool": "builtin__tools_echo", "input": {"said": "hi"}}, {"text": "echoed"}], sequential=True) as api:
-            ask.run_api("echo", tools=local_tools(tmp_path), env=api_env(api), session=session)
+            ask.run_api("echo", tools=local_tools(tmp_path), env=api_env(api), conversation=conversation)
         with FakeAnthropic([{"text": "no tools now"}], sequential=True) as api:
-            result = ask.run_api("and now?", tools=None, env=api_env(api), session=session)
+            result = ask.run_api("and now?", tools=None, env=api_env(api), conversation=conversation)
             body = api.message_requests()[0]["body"]
     assert result.stopped == "answered" and "tools" not in body
     blocks = [b for m in body["messages"] for b in m["content"]]

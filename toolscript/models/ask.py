@@ -1,6 +1,6 @@
-"""``toolscript ask``: a model with tools, looped to an answer (spec 004), and its sessions.
+"""``toolscript ask``: a model with tools, looped to an answer.
 
-The Messages API backend lives here; the ``claude`` CLI backend is in
+The loop over the Messages API lives here; the ``claude`` CLI backend is in
 ``toolscript.models.ask_claude`` and returns the same ``AskResult``.
 
 One run: the visible tools (built-ins + the gateway's MCP tools, the
@@ -16,9 +16,10 @@ capped at ``MAX_RESULT_BYTES`` per result.  Ctrl-C cancels the gateway calls
 in flight by closing their connections (the gateway cancels the upstream call
 when its client hangs up) and ends the run as ``interrupted``.
 
-Sessions (``--session NAME``) keep the conversation in SQLite
-(``<data dir>/ask.db``) and cache the results of read-only tool calls, so an
-identical call later in the session is answered without running the tool.
+A saved conversation (``--session NAME``, ``toolscript.models.history``) gives
+the run the conversation so far and keeps what it adds; it also caches the results
+of read-only tool calls, so an identical call later in it is answered without
+running the tool.
 """
 
 import json
@@ -29,20 +30,18 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
+from toolscript.models.history import Conversation
 
 DEFAULT_MAX_STEPS = 8
-DEFAULT_TOOL_TIMEOUT = 8.0  # seconds per tool call (spec 004's candidate default)
+DEFAULT_TOOL_TIMEOUT = 8.0  # seconds per tool call
 DEFAULT_TIMEOUT = 120.0  # seconds for the whole run, model calls included
 MAX_RESULT_BYTES = 16 * 1024  # of one tool result, as the model sees it
 MAX_TOKENS = 4096
-CACHE_TTL = 600.0  # seconds a cached read-only result stays good: files change under long sessions
 BUILTIN_PREFIX = "builtin__"
 # Built-ins whose answer depends only on their arguments and the disk, not the clock:
 # time.now and tools.echo are cheap and not cached (time changes; echo is a probe).
 READ_ONLY_BUILTINS = ("fs.read_file", "fs.list_dir", "shell.pwd")
 READ_ONLY_BUILTIN_PREFIXES = ("memory.",)
-SAFE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-DB_FILENAME = "ask.db"
 
 STOP_ANSWERED = "answered"
 STOP_MAX_STEPS = "max_steps"
@@ -60,8 +59,11 @@ class AskResult(NamedTuple):
     error: Optional[str]  # one line when stopped != "answered"
 
 
-def as_json(result: AskResult, session_updated: bool) -> Dict[str, Any]:
-    """The ``--json`` document; ``toolError`` only when a call failed (the first failure)."""
+def as_json(result: AskResult, conversation_updated: bool) -> Dict[str, Any]:
+    """The ``--json`` document; ``toolError`` only when a call failed (the first failure).
+
+    ``sessionContextUpdated``: whether the run added to a saved conversation (``--session``).
+    """
     doc: Dict[str, Any] = {
         "answer": result.answer,
         "toolCalls": result.tool_calls,
@@ -73,7 +75,7 @@ def as_json(result: AskResult, session_updated: bool) -> Dict[str, Any]:
         doc["toolError"] = {"tool": failed.get("tool"), "code": error.get("code"), "message": error.get("message")}
     doc.update(
         {
-            "sessionContextUpdated": bool(session_updated),
+            "sessionContextUpdated": bool(conversation_updated),
             "usage": result.usage,
             "steps": result.steps,
             "stopped": result.stopped,
@@ -251,104 +253,6 @@ def provider_names(tool_ids: Sequence[str]) -> Dict[str, str]:
     return mapping
 
 
-# --- sessions --------------------------------------------------------------------------------
-
-
-def db_path(env: Optional[Mapping[str, str]] = None) -> str:
-    from toolscript.memory.store import data_dir
-
-    return os.path.join(data_dir(env), DB_FILENAME)
-
-
-def open_db(env: Optional[Mapping[str, str]] = None) -> Any:
-    import sqlite3
-
-    path = db_path(env)
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)  # 0600 from the start: conversations are private
-    os.close(fd)
-    db = sqlite3.connect(path, timeout=5, isolation_level=None)
-    db.executescript(
-        """
-        CREATE TABLE IF NOT EXISTS sessions (name TEXT PRIMARY KEY, created REAL NOT NULL, updated REAL NOT NULL);
-        CREATE TABLE IF NOT EXISTS messages (session TEXT NOT NULL, seq INTEGER NOT NULL, role TEXT NOT NULL,
-                                             content TEXT NOT NULL, PRIMARY KEY (session, seq));
-        CREATE TABLE IF NOT EXISTS cache (session TEXT NOT NULL, key TEXT NOT NULL, result TEXT NOT NULL,
-                                          created REAL NOT NULL, PRIMARY KEY (session, key));
-        """
-    )
-    return db
-
-
-class Session:
-    """One named conversation: its messages so far, its cache of read-only results."""
-
-    def __init__(self, db: Any, name: str) -> None:
-        self.db = db
-        self.name = name
-
-    def history(self) -> List[Dict[str, Any]]:
-        rows = self.db.execute("SELECT role, content FROM messages WHERE session = ? ORDER BY seq", (self.name,))
-        return [{"role": role, "content": json.loads(content)} for role, content in rows]
-
-    def append(self, messages: Sequence[Dict[str, Any]]) -> None:
-        now = time.time()
-        with self.db:
-            self.db.execute("BEGIN IMMEDIATE")
-            self.db.execute(
-                "INSERT INTO sessions (name, created, updated) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET updated = ?",
-                (self.name, now, now, now),
-            )
-            (last,) = self.db.execute("SELECT COALESCE(MAX(seq), -1) FROM messages WHERE session = ?", (self.name,)).fetchone()
-            for offset, message in enumerate(messages, 1):
-                self.db.execute(
-                    "INSERT INTO messages (session, seq, role, content) VALUES (?, ?, ?, ?)",
-                    (self.name, last + offset, message["role"], json.dumps(message["content"], ensure_ascii=False)),
-                )
-
-    def cached(self, key: str) -> Optional[Dict[str, Any]]:
-        row = self.db.execute(
-            "SELECT result FROM cache WHERE session = ? AND key = ? AND created > ?", (self.name, key, time.time() - CACHE_TTL)
-        ).fetchone()
-        return json.loads(row[0]) if row else None
-
-    def remember(self, key: str, result: Dict[str, Any]) -> None:
-        self.db.execute(
-            "INSERT OR REPLACE INTO cache (session, key, result, created) VALUES (?, ?, ?, ?)",
-            (self.name, key, json.dumps(result, ensure_ascii=False), time.time()),
-        )
-
-
-def list_sessions(env: Optional[Mapping[str, str]] = None) -> List[Dict[str, Any]]:
-    """Every session: name, message count, last update (newest first)."""
-    if not os.path.exists(db_path(env)):
-        return []
-    db = open_db(env)
-    try:
-        rows = db.execute(
-            "SELECT s.name, s.updated, (SELECT COUNT(*) FROM messages m WHERE m.session = s.name) FROM sessions s ORDER BY s.updated DESC"
-        ).fetchall()
-    finally:
-        db.close()
-    return [{"name": name, "messages": count, "updated": updated} for name, updated, count in rows]
-
-
-def forget_session(name: str, env: Optional[Mapping[str, str]] = None) -> bool:
-    """Delete a session's messages and cache; False when there was no such session."""
-    if not os.path.exists(db_path(env)):
-        return False
-    db = open_db(env)
-    try:
-        with db:
-            db.execute("BEGIN IMMEDIATE")
-            found = db.execute("DELETE FROM sessions WHERE name = ?", (name,)).rowcount
-            db.execute("DELETE FROM messages WHERE session = ?", (name,))
-            db.execute("DELETE FROM cache WHERE session = ?", (name,))
-    finally:
-        db.close()
-    return bool(found)
-
-
 # --- the loop ---------------------------------------------------------------------------------
 
 
@@ -435,11 +339,12 @@ def run_api(
     timeout: float = DEFAULT_TIMEOUT,
     tool_timeout: float = DEFAULT_TOOL_TIMEOUT,
     env: Optional[Mapping[str, str]] = None,
-    session: Optional[Session] = None,
+    conversation: Optional[Conversation] = None,
     on_event: Optional[Callable[[str, Dict[str, Any]], None]] = None,
 ) -> AskResult:
     """Ask through the Messages API with ``tools`` (a LocalTools/GatewayTools, or None: no tools).
 
+    ``conversation``: a saved conversation to continue; the run's messages are added to it.
     Never raises for model or tool trouble: the run ends with ``stopped`` and
     ``error`` saying why.  ``on_event(kind, info)`` sees "model" (ms per model
     call) and "tool" (each result) events, for ``-v`` and the bench.
@@ -463,7 +368,7 @@ def run_api(
             {"name": name, "description": by_id[tool_id].description or tool_id, "input_schema": by_id[tool_id].input_schema}
             for name, tool_id in names.items()
         ]
-    history = session.history() if session is not None else []
+    history = conversation.messages() if conversation is not None else []
     # The conversation as stored, then this run's messages; ``saved`` of those are stored.
     new: List[Dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": question}]}]
     saved = 0
@@ -479,8 +384,8 @@ def run_api(
 
     def save() -> None:
         nonlocal saved
-        if session is not None and saved < len(new):
-            session.append(new[saved:])
+        if conversation is not None and saved < len(new):
+            conversation.append(new[saved:])
             saved = len(new)
 
     out_of_time = f"no answer within --timeout {timeout:g} s: raise it, or ask something narrower"
@@ -512,7 +417,7 @@ def run_api(
             uses = [b for b in content if b.get("type") == "tool_use"]
             if not uses or reply.get("stop_reason") != "tool_use":
                 # A tool_use cut short (max_tokens) never runs; kept without its result it would
-                # make the session's conversation one the API refuses.
+                # make the saved conversation one the API refuses.
                 # (Empty text blocks are refused too.)
                 kept = [b for b in content if b.get("type") != "tool_use" and not (b.get("type") == "text" and not b.get("text"))]
                 new.append({"role": "assistant", "content": kept or [{"type": "text", "text": "(no answer)"}]})
@@ -521,7 +426,7 @@ def run_api(
                     return finish(answer, STOP_ERROR, "the model declined to answer (stop_reason refusal)")
                 return finish(answer, STOP_ANSWERED, None)
             new.append({"role": "assistant", "content": content})
-            results = _run_tools(uses, names, tools, allow, read_only, deadline, tool_timeout, session, cache, tool_calls, tool_results, emit)
+            results = _run_tools(uses, names, tools, allow, read_only, deadline, tool_timeout, conversation, cache, tool_calls, tool_results, emit)
             new.append({"role": "user", "content": results})
             save()
     except KeyboardInterrupt:
@@ -538,7 +443,7 @@ def _run_tools(
     read_only_ids: Any,
     deadline: float,
     tool_timeout: float,
-    session: Optional[Session],
+    conversation: Optional[Conversation],
     cache: Dict[str, Dict[str, Any]],
     tool_calls: List[Dict[str, Any]],
     tool_results: List[Dict[str, Any]],
@@ -565,7 +470,7 @@ def _run_tools(
         key = _cache_key(tool_id, args)
         read_only = tool_id in read_only_ids
         if read_only:
-            hit = cache.get(key) or (session.cached(key) if session is not None else None)
+            hit = cache.get(key) or (conversation.cached(key) if conversation is not None else None)
             if hit is not None:
                 outcomes[index] = hit
                 entry["cached"] = True
@@ -597,8 +502,8 @@ def _run_tools(
             record["data"] = outcome.get("data")
             if entry.get("key"):
                 cache[entry["key"]] = outcome
-                if session is not None:
-                    session.remember(entry["key"], outcome)
+                if conversation is not None:
+                    conversation.remember(entry["key"], outcome)
         else:
             record["error"] = outcome.get("error") or {"code": "execution_error", "message": "failed"}
         record["ms"] = ms

@@ -88,12 +88,12 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolscript.models import ask
+    from toolscript.models import ask, history
 
     if args.list_sessions:
         return _list_sessions(args)
     if args.forget_session:
-        if not ask.forget_session(args.forget_session):
+        if not history.forget_conversation(args.forget_session):
             raise UserError(f"no ask session named {args.forget_session!r}; see 'toolscript ask --list-sessions'")
         print(f"forgot ask session {args.forget_session!r}", file=sys.stderr)
         return 0
@@ -159,10 +159,10 @@ def _tools(args: argparse.Namespace) -> Any:
 
 
 def _run_api(args: argparse.Namespace, question: str, allow: List[str], session_name: Optional[str], trace: Any) -> Any:
-    from toolscript.models import ask
+    from toolscript.models import ask, history
 
-    db = ask.open_db() if session_name else None
-    session = ask.Session(db, session_name) if db is not None and session_name else None
+    db = history.open_history() if session_name else None
+    conversation = history.Conversation(db, session_name) if db is not None and session_name else None
     try:
         # Ctrl-C inside the loop is handled there; this catches one that lands before it starts.
         tools = _tools(args) if args.with_tools else None
@@ -175,7 +175,7 @@ def _run_api(args: argparse.Namespace, question: str, allow: List[str], session_
             system=args.system,
             timeout=args.timeout,
             tool_timeout=args.tool_timeout,
-            session=session,
+            conversation=conversation,
             on_event=trace,
         )
     except KeyboardInterrupt:
@@ -183,7 +183,7 @@ def _run_api(args: argparse.Namespace, question: str, allow: List[str], session_
     finally:
         if db is not None:
             db.close()
-    return result, session is not None and result.steps > 0
+    return result, conversation is not None and result.steps > 0
 
 
 def _run_claude(args: argparse.Namespace, question: str, allow: List[str]) -> Any:
@@ -231,9 +231,9 @@ def _tracer() -> Any:
 def _list_sessions(args: argparse.Namespace) -> int:
     import time
 
-    from toolscript.models import ask
+    from toolscript.models import history
 
-    sessions = ask.list_sessions()
+    sessions = history.list_conversations()
     if args.json:
         print_json(sessions)
         return 0
