@@ -252,6 +252,53 @@ def test_a_tool_result_nested_too_deep_is_a_tool_error_not_a_crash():
 
 
 @pytest.mark.timeout(60)
+def test_a_gateway_answer_past_the_size_cap_is_a_tool_error_naming_the_limit(monkeypatch):
+    """A gateway (or whatever listens on its port) that streams without end is cut off at the cap.
+
+    The cap is made small here; the server would send 48 MiB and counts what it got rid of
+    before the client hung up.  Without a cap the client reads it all into memory.
+    """
+    import socket
+
+    from toolscript.gateway import client as gateway_client
+
+    monkeypatch.setattr(gateway_client, "MAX_RESPONSE_BYTES", 1024 * 1024)
+    listener = socket.create_server(("127.0.0.1", 0))
+    total, sent = 48 * 1024 * 1024, []
+
+    def stream():
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        count = 0
+        try:
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n")
+            block = b"x" * 65536
+            while count < total:
+                conn.sendall(block)
+                count += len(block)
+        except OSError:
+            pass  # the client hung up: what it stopped reading never left this side
+        finally:
+            sent.append(count)
+            conn.close()
+
+    server = threading.Thread(target=stream, daemon=True)
+    server.start()
+
+    class Client:
+        host, port, prefix = "127.0.0.1", listener.getsockname()[1], "/t/token"
+
+    try:
+        result = ask.GatewayTools(Client()).call("fixture__big", {}, timeout=10)
+    finally:
+        server.join(30)
+        listener.close()
+    assert result["ok"] is False and result["error"]["code"] == "execution_error"
+    assert "1 MiB" in result["error"]["message"], result["error"]["message"]
+    assert sent and sent[0] < total  # the client stopped reading: the rest was never taken in
+
+
+@pytest.mark.timeout(60)
 def test_an_answer_nested_within_the_limit_is_used(ask_env, workdir):
     deep = "[" * 150 + "]" * 150
     script = [{"tool": "builtin__time_now", "input_json": '{"x": ' + deep + "}"}, {"text": "done"}]

@@ -30,6 +30,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
+from toolscript import http1
 from toolscript.models.history import Conversation
 
 DEFAULT_MAX_STEPS = 8
@@ -194,34 +195,29 @@ class GatewayTools:
         return answer
 
     def _exchange(self, payload: bytes, timeout: float) -> Tuple[int, bytes]:
-        """One POST /call on its own connection, registered so ``cancel_all`` can close it."""
+        """One POST /call on its own connection, registered so ``cancel_all`` can close it.
+
+        The answer is read up to the gateway client's cap (``MAX_RESPONSE_BYTES``): a
+        gateway, or whatever else answers on its port, that never stops sending is cut off
+        there with an error naming the limit.  Raises OSError or ValueError.
+        """
+        from toolscript.gateway import client as gateway_client
+
         client = self.client
-        sock = socket.create_connection((client.host, client.port), timeout=timeout)
+        head = http1.request_head(
+            "POST", f"{client.prefix}/call", http1.authority(client.host, client.port), {"Content-Type": "application/json"}, len(payload)
+        )
+        sock = http1.connect(client.host, client.port, timeout=timeout)
         with self._lock:
             self._open.append(sock)
         try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            head = (
-                f"POST {client.prefix}/call HTTP/1.1\r\nHost: {client.host}:{client.port}\r\nConnection: close\r\n"
-                f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
-            )
-            sock.sendall(head.encode("latin-1") + payload)
-            chunks = []
-            while True:
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                chunks.append(chunk)
+            status, _, body = http1.exchange(sock, head + payload, timeout=timeout, max_body=gateway_client.MAX_RESPONSE_BYTES)
         finally:
             with self._lock:
                 if sock in self._open:
                     self._open.remove(sock)
             sock.close()
-        header, _, rest = b"".join(chunks).partition(b"\r\n\r\n")
-        fields = header.split(b" ", 2)
-        if len(fields) < 2 or not fields[1].isdigit():
-            raise ValueError("not an HTTP answer")
-        return int(fields[1]), rest
+        return status, body
 
     def cancel_all(self) -> None:
         """Hang up every call in flight: the gateway cancels each upstream."""
