@@ -239,6 +239,13 @@ def test_an_endless_body_is_cut_off_at_the_cap_with_an_error_naming_it() -> None
     assert server.sent and server.sent[0] < total  # the rest was never read
 
 
+def test_a_body_that_came_with_the_head_counts_against_the_cap() -> None:
+    # One packet: the head and an unframed body past the cap, then the server hangs up.
+    with serving(b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 2000) as server:
+        with pytest.raises(http1.TooLarge):
+            get(server, max_body=1000)
+
+
 def test_a_content_length_over_the_cap_is_refused_before_the_body_comes() -> None:
     with serving(b"HTTP/1.1 200 OK\r\nContent-Length: 2000\r\n\r\n") as server:
         with pytest.raises(http1.TooLarge) as caught:

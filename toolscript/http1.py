@@ -537,9 +537,11 @@ def _read_body(reader: _Reader, headers: Mapping[str, str], limit: int) -> bytes
             raise TooLarge(limit)
         return reader.exactly(length, "body")
     # Neither: the body runs to the end of the stream (we asked for Connection: close).
-    while reader.fill():
-        if len(reader.buffer) > limit:
-            raise TooLarge(limit)
+    # (Part of it may have come with the head: the buffer is checked before any read.)
+    while len(reader.buffer) <= limit and reader.fill():
+        pass
+    if len(reader.buffer) > limit:
+        raise TooLarge(limit)
     return reader.take(len(reader.buffer))
 
 

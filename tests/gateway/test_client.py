@@ -64,6 +64,16 @@ def test_the_gateway_client_says_when_an_answer_is_not_a_gateways(answer, words)
     assert words in str(caught.value) and "secret-token" not in str(caught.value)
 
 
+def test_the_gateway_client_stops_reading_at_its_cap_and_names_it(monkeypatch):
+    from toolscript.gateway import client
+
+    monkeypatch.setattr(client, "MAX_RESPONSE_BYTES", 1024)
+    port = _one_answer_server(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" + b"[" + b"1," * 4096 + b"1]")
+    with pytest.raises(client.GatewayUnavailable) as caught:
+        client.GatewayClient(f"http://127.0.0.1:{port}/t/secret-token", timeout=10).get("/tools")
+    assert "larger than the 1 KiB limit" in str(caught.value) and "secret-token" not in str(caught.value)
+
+
 def test_the_gateway_client_reads_status_and_body_and_imports_no_http_client():
     from toolscript.gateway.client import GatewayClient, GatewayHttpError
 
