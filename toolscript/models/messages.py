@@ -223,33 +223,18 @@ def _proxy_for(target: _Target, env: Mapping[str, str]) -> Optional[Tuple[str, i
 
 
 def _decode(data: bytes, target: _Target) -> Dict[str, Any]:
-    too_deep = f"{target.safe} answered with JSON nested more than {MAX_RESPONSE_DEPTH} levels deep; it is not a usable answer"
     try:
-        value = json.loads(data.decode("utf-8"))
-    except RecursionError:
-        raise ModelError("bad_reply", too_deep) from None
-    except (UnicodeDecodeError, ValueError):
+        value = http1.decode_json(data, MAX_RESPONSE_DEPTH)
+    except http1.JsonTooDeep:
+        raise ModelError(
+            "bad_reply", f"{target.safe} answered with JSON nested more than {MAX_RESPONSE_DEPTH} levels deep; it is not a usable answer"
+        ) from None
+    except ValueError:  # not UTF-8, or not JSON
         start = clip(data[:80].decode("utf-8", "replace"), 80)
         raise ModelError("bad_reply", f"{target.safe} answered with something that is not JSON: {start!r}") from None
     if not isinstance(value, dict):
         raise ModelError("bad_reply", f"{target.safe} answered with JSON that is not an object")
-    if _nests_deeper(value, MAX_RESPONSE_DEPTH):
-        raise ModelError("bad_reply", too_deep)
     return value
-
-
-def _nests_deeper(value: Any, limit: int) -> bool:
-    """Does ``value`` have more than ``limit`` levels of arrays/objects?  Iterative, so any depth is safe."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
-        for child in children:
-            if isinstance(child, (dict, list)):
-                if depth >= limit:
-                    return True
-                stack.append((child, depth + 1))
-    return False
 
 
 def _error_fields(data: bytes) -> Tuple[str, str, str]:
