@@ -59,3 +59,22 @@ def test_no_trace_of_how_the_project_was_made():
             for number, match, line in findings(f.read()):
                 found.append(f"{path}:{number}: {match!r} in {line[:120]}")
     assert not found, f"{len(found)} references to how the project was made:\n" + "\n".join(found[:80])
+
+
+def test_the_package_top_holds_only_the_foundations():
+    top = sorted(name for name in os.listdir(os.path.join(REPO_ROOT, "toolscript")) if name.endswith(".py"))
+    assert len(top) <= 6, f"toolscript/ holds {len(top)} top-level modules; put new ones in the folder of their layer: {top}"
+
+
+def test_no_module_is_too_long_to_read():
+    """No module over 1,200 lines, and one over 1,000 says at its top why it stays whole."""
+    too_long = []
+    for path in tracked_files():
+        if not (path.startswith("toolscript/") and path.endswith(".py")):
+            continue
+        with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
+            text = f.read()
+        lines = text.count("\n")
+        if lines > 1200 or (lines > 1000 and "stays whole" not in text[:3000]):
+            too_long.append(f"{path}: {lines} lines")
+    assert not too_long, "split these, or say at the top why one stays whole:\n" + "\n".join(too_long)
