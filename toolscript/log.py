@@ -76,20 +76,29 @@ def get(name: str) -> logging.Logger:
 # its parameters; any other ESC with its intermediates and final byte.  A
 # string's body stops at the next introducer, so an unended one costs one scan
 # to there (linear on any input) and only its introducer is removed.
-_SEQUENCE = re.compile(
+_SEQUENCE = (
     "(?:\x1b[]P^_X]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x90\x98\x9c\x9d\x9e\x9f]*(?:\x07|\x1b\\\\|\x9c)"
     "|(?:\x1b\\[|\x9b)[0-?]*[ -/]*[@-~]"
     "|\x1b[ -/]*[0-~]"
 )
 # Line breaks a terminal (or Python's str.splitlines) would break at: shown as a newline.
 # A lone carriage return would let a later part of a line overwrite an earlier one.
-_LINE_BREAK = re.compile("\r\n?|[\x0b\x0c\x85\u2028\u2029]")
+_LINE_BREAK = "\r\n?|[\x0b\x0c\x85\u2028\u2029]"
 # What is left to remove: C0 controls but tab and newline, DEL, C1 controls, the bidi
 # embeddings, overrides, isolates and marks; lone surrogates cannot be printed at all.
-_UNSAFE = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-_SEQUENCE_START = re.compile("[\x1b\x90\x98\x9b\x9d\x9e\x9f]")
+_UNSAFE = "[\x00-\x08\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+_SEQUENCE_START = "[\x1b\x90\x98\x9b\x9d\x9e\x9f]"
 # What escape=True spells out: everything above, the line breaks too (the text is one line).
-_SPELLED_OUT = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2028\u2029\u2066-\u2069\ud800-\udfff]")
+_SPELLED_OUT = "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2028\u2029\u2066-\u2069\ud800-\udfff]"
+# Compiled on first use: every command imports this module, few print outside text.
+_compiled: "dict[str, re.Pattern[str]]" = {}
+
+
+def _pattern(source: str) -> "re.Pattern[str]":
+    found = _compiled.get(source)
+    if found is None:
+        found = _compiled[source] = re.compile(source)
+    return found
 
 
 def terminal_text(text: str, one_line: bool = False, escape: bool = False) -> str:
@@ -102,11 +111,11 @@ def terminal_text(text: str, one_line: bool = False, escape: bool = False) -> st
     shown as ``\\xNN`` or ``\\uNNNN`` and the rest of a sequence stays as text.
     """
     if escape:
-        return _SPELLED_OUT.sub(_spelled_out, text)
-    if _SEQUENCE_START.search(text):
-        text = _SEQUENCE.sub("", text)
-    text = _LINE_BREAK.sub("\n", text)
-    text = _UNSAFE.sub(lambda match: "\ufffd" if match.group() >= "\ud800" else "", text)
+        return _pattern(_SPELLED_OUT).sub(_spelled_out, text)
+    if _pattern(_SEQUENCE_START).search(text):
+        text = _pattern(_SEQUENCE).sub("", text)
+    text = _pattern(_LINE_BREAK).sub("\n", text)
+    text = _pattern(_UNSAFE).sub(lambda match: "\ufffd" if match.group() >= "\ud800" else "", text)
     return text.replace("\n", " ").replace("\t", " ") if one_line else text
 
 
