@@ -9,46 +9,32 @@ import socket
 import threading
 from typing import Any, List, Optional
 
+from loopback import Loopback, read_head
+
 
 class ConnectProxy:
     def __init__(self, refuse: Optional[int] = None) -> None:
         self.refuse = refuse
         self.requests: List[str] = []
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.listener.settimeout(0.05)  # accept() wakes up to see the test is over
-        self.port = self.listener.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.loopback: Optional[Loopback] = None
+        self.url = ""
 
     def __enter__(self) -> "ConnectProxy":
-        self.thread.start()
+        self.loopback = Loopback(lambda conn: threading.Thread(target=self._tunnel, args=(conn,), daemon=True).start())
+        self.port = self.loopback.port
+        self.url = f"http://127.0.0.1:{self.port}"
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.stopped.set()
-        self.thread.join(10)
-        self.listener.close()
-
-    def _serve(self) -> None:
-        while not self.stopped.is_set():
-            try:
-                conn, _ = self.listener.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            threading.Thread(target=self._tunnel, args=(conn,), daemon=True).start()
+        if self.loopback is not None:
+            self.loopback.close()
 
     def _tunnel(self, conn: socket.socket) -> None:
         conn.settimeout(10)
         with conn:
-            head = b""
-            while b"\r\n\r\n" not in head:
-                piece = conn.recv(4096)
-                if not piece:
-                    return
-                head += piece
+            head = read_head(conn)
+            if b"\r\n\r\n" not in head:
+                return
             line = head.split(b"\r\n", 1)[0].decode("latin-1")
             self.requests.append(line)
             method, where, _ = line.split(" ", 2)

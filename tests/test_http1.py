@@ -19,6 +19,7 @@ import pytest
 
 from conftest import REPO_ROOT
 from connect_proxy import ConnectProxy
+from loopback import Loopback, read_head
 from toolscript import http1
 from toolscript.codemode import runtime
 from toolscript.http1 import response_head
@@ -81,46 +82,24 @@ def test_the_sandbox_runtime_parses_what_the_gateway_writes(piece):
 # --- the client ---------------------------------------------------------------------------
 
 
-class Server:
+class Server(Loopback):
     """Accepts connections; each gets ``answer(conn, request)``; ``requests`` is what arrived."""
 
     def __init__(self, answer: Callable[[socket.socket, bytes], None]) -> None:
         self.answer = answer
         self.requests: List[bytes] = []
         self.sent: List[int] = []  # bytes ``stream`` got rid of before the client hung up
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.listener.settimeout(0.05)
-        self.port = self.listener.getsockname()[1]
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
+        super().__init__(self._reply)
 
-    def _serve(self) -> None:
-        while not self.stopped.is_set():
+    def _reply(self, conn: socket.socket) -> None:
+        conn.settimeout(10)
+        with conn:
             try:
-                conn, _ = self.listener.accept()
-            except socket.timeout:
-                continue
+                data = read_head(conn)
+                self.requests.append(data)
+                self.answer(conn, data)
             except OSError:
-                return
-            conn.settimeout(10)
-            with conn:
-                try:
-                    data = b""
-                    while b"\r\n\r\n" not in data:
-                        piece = conn.recv(65536)
-                        if not piece:
-                            break
-                        data += piece
-                    self.requests.append(data)
-                    self.answer(conn, data)
-                except OSError:
-                    pass
-
-    def close(self) -> None:
-        self.stopped.set()
-        self.thread.join(10)
-        self.listener.close()
+                pass
 
 
 @contextlib.contextmanager

@@ -25,6 +25,7 @@ import time
 
 import pytest
 
+import gateway_processes
 from conftest import REPO_ROOT, missing_prerequisite, wait_for
 from toolscript.system import cgroups
 from toolscript.config.load import ServerConfig
@@ -53,19 +54,8 @@ SERVERS = {
 
 
 def pids_with(word):
-    """Live processes with ``word`` as one of their arguments."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                argv = [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
-        except OSError:
-            continue
-        if word in argv and state.pid_alive(int(name)) and cgroups.identity(int(name)) is not None:
-            found.append(int(name))
-    return found
+    """Live processes with ``word`` as one of their arguments (zombies, which have no identity left, not counted)."""
+    return [pid for pid in gateway_processes.pids_with(word) if cgroups.identity(pid) is not None]
 
 
 def need(how):

@@ -18,6 +18,7 @@ import time
 import pytest
 
 from conftest import REPO_ROOT, run_cli, running_gateway, sigint_as_at_a_terminal, wait_for
+from loopback import Loopback, read_head
 from fake_anthropic import FakeAnthropic, tool_result_text
 from mcp_servers.launch import FIXTURE
 from toolscript.models import ask, history
@@ -226,29 +227,28 @@ def test_an_answer_nested_too_deep_is_a_clear_error(ask_env, workdir, depth):
 
 @pytest.mark.timeout(60)
 def test_a_tool_result_nested_too_deep_is_a_tool_error_not_a_crash():
-    import socket
-
-    listener = socket.create_server(("127.0.0.1", 0))
     deep = b"[" * 100_000 + b"]" * 100_000
 
-    def answer_once():
-        conn, _ = listener.accept()
-        conn.recv(65536)
-        conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + deep)
-        conn.close()
+    def answer_once(conn):
+        with conn:
+            read_head(conn)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + deep)
 
-    server = threading.Thread(target=answer_once, daemon=True)
-    server.start()
+    result = _call_through(answer_once, "fixture__deep")
+    assert result["ok"] is False and "nested too deeply" in result["error"]["message"]
+
+
+def _call_through(answer, tool):
+    """``GatewayTools.call(tool)`` against a loopback server whose connections get ``answer(conn)``."""
+    server = Loopback(answer)
 
     class Client:
-        host, port, prefix = "127.0.0.1", listener.getsockname()[1], "/t/token"
+        host, port, prefix = "127.0.0.1", server.port, "/t/token"
 
     try:
-        result = ask.GatewayTools(Client()).call("fixture__deep", {}, timeout=10)
+        return ask.GatewayTools(Client()).call(tool, {}, timeout=10)
     finally:
-        server.join(10)
-        listener.close()
-    assert result["ok"] is False and "nested too deeply" in result["error"]["message"]
+        server.close()
 
 
 @pytest.mark.timeout(60)
@@ -258,17 +258,13 @@ def test_a_gateway_answer_past_the_size_cap_is_a_tool_error_naming_the_limit(mon
     The cap is made small here; the server would send 48 MiB and counts what it got rid of
     before the client hung up.  Without a cap the client reads it all into memory.
     """
-    import socket
-
     from toolscript.gateway import client as gateway_client
 
     monkeypatch.setattr(gateway_client, "MAX_RESPONSE_BYTES", 1024 * 1024)
-    listener = socket.create_server(("127.0.0.1", 0))
     total, sent = 48 * 1024 * 1024, []
 
-    def stream():
-        conn, _ = listener.accept()
-        conn.recv(65536)
+    def stream(conn):
+        read_head(conn)
         count = 0
         try:
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n")
@@ -282,17 +278,7 @@ def test_a_gateway_answer_past_the_size_cap_is_a_tool_error_naming_the_limit(mon
             sent.append(count)
             conn.close()
 
-    server = threading.Thread(target=stream, daemon=True)
-    server.start()
-
-    class Client:
-        host, port, prefix = "127.0.0.1", listener.getsockname()[1], "/t/token"
-
-    try:
-        result = ask.GatewayTools(Client()).call("fixture__big", {}, timeout=10)
-    finally:
-        server.join(30)
-        listener.close()
+    result = _call_through(stream, "fixture__big")
     assert result["ok"] is False and result["error"]["code"] == "execution_error"
     assert "1 MiB" in result["error"]["message"], result["error"]["message"]
     assert sent and sent[0] < total  # the client stopped reading: the rest was never taken in

@@ -23,6 +23,7 @@ from conftest import REPO_ROOT, missing_prerequisite, wait_for
 import peers
 from connect_proxy import ConnectProxy
 from fake_anthropic import FakeAnthropic
+from loopback import Loopback, read_head
 from toolscript.gateway.state import pid_alive
 from toolscript.models import ModelError, messages
 from toolscript.models import backends as models
@@ -626,7 +627,7 @@ def test_logged_in_heuristic_agrees_with_claude_auth_status(tmp_path, linux, fil
 # API never produces (chunked bodies, interim answers, garbage) can be scripted.
 
 
-class RawServer:
+class RawServer(Loopback):
     """A tiny HTTP server on 127.0.0.1 (or ``localhost`` over TLS): each connection gets the next scripted answer.
 
     An answer is bytes, or a list of byte pieces sent with a short pause between them
@@ -634,48 +635,28 @@ class RawServer:
     """
 
     def __init__(self, answers: List[Any], tls: Optional[Any] = None) -> None:
-        import socket
-        import threading
-
         self.answers = answers
         self.tls = tls
         self.requests: List[bytes] = []
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.listener.settimeout(0.05)  # accept() wakes up to see the test is over
-        self.stopped = threading.Event()
-        self.port = self.listener.getsockname()[1]
+        super().__init__(self._reply)
         host = "localhost" if tls else "127.0.0.1"
         self.url = f"{'https' if tls else 'http'}://{host}:{self.port}"
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
 
-    def _serve(self) -> None:
-        import socket
-
-        while not self.stopped.is_set():
-            try:
-                conn, _ = self.listener.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            conn.settimeout(10)
-            try:
-                if self.tls is not None:
-                    conn = self.tls.wrap_socket(conn, server_side=True)
-                self._answer(conn)
-            except OSError:
-                pass  # the client hung up first (it refused what it got): fine
-            finally:
-                conn.close()
+    def _reply(self, conn: Any) -> None:
+        conn.settimeout(10)
+        try:
+            if self.tls is not None:
+                conn = self.tls.wrap_socket(conn, server_side=True)
+            self._answer(conn)
+        except OSError:
+            pass  # the client hung up first (it refused what it got): fine
+        finally:
+            conn.close()
 
     def _answer(self, conn: Any) -> None:
-        data = b""
-        while b"\r\n\r\n" not in data:
-            piece = conn.recv(65536)
-            if not piece:
-                return
-            data += piece
+        data = read_head(conn)
+        if b"\r\n\r\n" not in data:
+            return
         head, _, body = data.partition(b"\r\n\r\n")
         length = 0
         for line in head.split(b"\r\n")[1:]:
@@ -696,9 +677,7 @@ class RawServer:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.stopped.set()
-        self.thread.join(10)
-        self.listener.close()
+        self.close()
 
 
 def _message_bytes(text: str) -> bytes:

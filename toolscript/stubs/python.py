@@ -20,23 +20,8 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from toolscript.stubs.model import (
-    MAX_INT_BITS,
-    NULL,
-    SHORT_DEFAULT,
-    SHORT_FIELD,
-    Decl,
-    ToolPlan,
-    TypeBuilder,
-    clean_text,
-    description_of,
-    grouped_by_server,
-    json_text,
-    plain_key,
-    plan_tools,
-    schema_details,
-    short_text,
-    tool_summary,
-    union_of,
+    MAX_INT_BITS, NULL, SHORT_DEFAULT, SHORT_FIELD, Decl, ToolPlan, TypeBuilder, clean_text, description_of,
+    grouped_by_server, json_text, plain_key, plan_tools, schema_details, short_text, tool_summary, union_of,
 )
 from toolscript.stubs.names import STUB_NAMES, names_for, tool_entries
 

@@ -13,19 +13,8 @@ import re
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from toolscript.stubs.model import (
-    SHORT_DEFAULT,
-    SHORT_FIELD,
-    Decl,
-    ToolPlan,
-    TypeBuilder,
-    clean_text,
-    description_of,
-    grouped_by_server,
-    json_text,
-    plan_tools,
-    schema_details,
-    short_text,
-    tool_summary,
+    SHORT_DEFAULT, SHORT_FIELD, Decl, ToolPlan, TypeBuilder, clean_text, description_of, grouped_by_server,
+    json_text, plan_tools, schema_details, short_text, tool_summary,
 )
 from toolscript.stubs.names import names_for, tool_entries
 

@@ -17,6 +17,12 @@ from toolscript.gateway.client import GatewayClient
 from toolscript.http1 import MAX_JSON_DEPTH
 
 
+def mcp_connection(url, timeout=30):
+    """An HTTP connection to the gateway at ``url``, and the path of its MCP endpoint."""
+    parts = urlsplit(url)
+    return http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout), parts.path + "/mcp"
+
+
 def mcp_post(conn, path, message, session=None):
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     if session:
@@ -37,11 +43,10 @@ def mcp_session(conn, path):
 @pytest.mark.parametrize("depth", [100_000, MAX_JSON_DEPTH + 800])
 def test_json_nested_too_deep_is_a_clear_400_on_mcp(tmp_path, depth):
     with served(tmp_path) as (gw, server, url):
-        parts = urlsplit(url)
-        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
-        session = mcp_session(conn, parts.path + "/mcp")
+        conn, endpoint = mcp_connection(url)
+        session = mcp_session(conn, endpoint)
         message = '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "builtin__tools.echo", "arguments": {"x": ' + nested(depth) + "}}}"
-        response = mcp_post(conn, parts.path + "/mcp", message.encode(), session)
+        response = mcp_post(conn, endpoint, message.encode(), session)
         payload = json.loads(response.read())
         assert response.status == 400
         assert payload["error"]["code"] == -32700 and f"nested deeper than {MAX_JSON_DEPTH} levels" in payload["error"]["message"]
@@ -53,12 +58,11 @@ def test_hanging_up_during_an_mcp_tools_call_cancels_it_upstream(tmp_path):
     with served(tmp_path, fixture_server()) as (gw, server, url):
         client = GatewayClient(url)
         assert cancellations(client) == []
-        parts = urlsplit(url)
-        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
-        session = mcp_session(conn, parts.path + "/mcp")
+        conn, endpoint = mcp_connection(url)
+        session = mcp_session(conn, endpoint)
         message = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "fixture__hang", "arguments": {}}}
         headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Mcp-Session-Id": session}
-        conn.request("POST", parts.path + "/mcp", body=json.dumps(message).encode(), headers=headers)
+        conn.request("POST", endpoint, body=json.dumps(message).encode(), headers=headers)
         assert wait_for(lambda: server.open_connections().get("busy"))
         conn.sock.close()
         conn.close()
@@ -70,10 +74,9 @@ def test_hanging_up_during_an_mcp_batch_cancels_its_call_upstream(tmp_path):
     with served(tmp_path, fixture_server()) as (gw, server, url):
         client = GatewayClient(url)
         assert cancellations(client) == []
-        parts = urlsplit(url)
-        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+        conn, endpoint = mcp_connection(url)
         init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
-        response = mcp_post(conn, parts.path + "/mcp", init)
+        response = mcp_post(conn, endpoint, init)
         response.read()
         session = response.getheader("Mcp-Session-Id")
         batch = [
@@ -81,7 +84,7 @@ def test_hanging_up_during_an_mcp_batch_cancels_its_call_upstream(tmp_path):
             {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "fixture__hang", "arguments": {}}},
         ]
         headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Mcp-Session-Id": session}
-        conn.request("POST", parts.path + "/mcp", body=json.dumps(batch).encode(), headers=headers)
+        conn.request("POST", endpoint, body=json.dumps(batch).encode(), headers=headers)
         assert wait_for(lambda: server.open_connections().get("busy"))
         conn.sock.close()
         conn.close()
@@ -92,12 +95,11 @@ def test_hanging_up_during_an_mcp_batch_cancels_its_call_upstream(tmp_path):
 
 
 def _batch_session(url):
-    parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    conn, endpoint = mcp_connection(url, timeout=60)
     init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
-    response = mcp_post(conn, parts.path + "/mcp", init)
+    response = mcp_post(conn, endpoint, init)
     response.read()
-    return conn, parts.path + "/mcp", response.getheader("Mcp-Session-Id")
+    return conn, endpoint, response.getheader("Mcp-Session-Id")
 
 
 def _tools_lists(count):

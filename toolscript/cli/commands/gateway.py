@@ -90,16 +90,9 @@ def run_start(args: argparse.Namespace) -> int:
 
     _check_host(args)
     session = _session(args)
+    where = {"workspace": args.workspace or os.getcwd(), "host": args.host, "port": args.port, "exit_with": args.exit_with}
     if args.detach:
-        info, already = launch.start_or_reuse(
-            session,
-            workspace=args.workspace or os.getcwd(),
-            config_paths=args.config_paths,
-            host=args.host,
-            port=args.port,
-            allow_remote=args.allow_remote,
-            exit_with=args.exit_with,
-        )
+        info, already = launch.start_or_reuse(session, config_paths=args.config_paths, allow_remote=args.allow_remote, **where)
         _announce(args, info, already=already)
         return 0
     # Check, bind and write the state file under the session's lock, so racing starts leave one gateway.
@@ -112,16 +105,8 @@ def run_start(args: argparse.Namespace) -> int:
         config = configuration.load_config(args.config_paths)
         for warning in config.warnings:
             echo(f"toolscript: warning: {warning}", file=sys.stderr)
-        return daemon.serve(
-            config,
-            session,
-            workspace=args.workspace or os.getcwd(),
-            host=args.host,
-            port=args.port,
-            exit_with=args.exit_with,
-            release_lock=lock.release,
-            on_listening=lambda info, gateway: _listening(args, info, gateway),
-        )
+        return daemon.serve(config, session, release_lock=lock.release,
+                            on_listening=lambda info, gateway: _listening(args, info, gateway), **where)
 
 
 def _listening(args: argparse.Namespace, info, gateway) -> None:
