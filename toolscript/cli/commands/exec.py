@@ -16,7 +16,6 @@ from toolscript.cli.output import print_json
 
 logger = log.get("exec")
 
-SUMMARY = "run a Python script that calls tools, sandboxed"
 DESCRIPTION = """\
 Run Python in a sandboxed child interpreter (fresh temp dir, empty environment,
 CPU/memory/file/process limits, a wall-clock timeout, no network but the
