@@ -11,13 +11,16 @@ Two parts:
   ``toolscript`` at the gateway, an empty environment, and permissions for
   nothing but the gateway's ``host:port`` (``--allow-net`` and
   ``--allow-import``).  Without a gateway it gets no network permission and
-  ``--no-remote``.  Output streaming, the output cap, the wall-clock timeout
+  ``--no-remote``.  With a workspace it runs there, may read and write it
+  (``--allow-read``/``--allow-write`` of that directory alone) and reads its
+  path from ``Deno.cwd()`` or ``Deno.env.get("TOOLSCRIPT_WORKSPACE")`` (the one
+  variable ``--allow-env`` names).  Output streaming, the output cap, the wall-clock timeout
   (exit 124), the exit status, the process-group kill and dying with
   ``exec`` are the Python runner's (:func:`toolscript.codemode.process.supervise`).
 * where the kernel has Landlock and seccomp, Deno starts through the
   ``confine.py`` launcher (``python -I -S confine.py POLICY -- deno run ...``):
   it may read only the shared libraries, its own binary and the temp root,
-  write its work dir and ``DENO_DIR``, execute nothing but itself, connect over
+  write its work dir, ``DENO_DIR`` and the workspace, execute nothing but itself, connect over
   TCP only to the gateway's port, and is killed by a kernel timer after the
   timeout; so a hole in Deno's permission checks is not a way out.  The mode
   then reads ``landlock(abi N)+seccomp+deno-permissions``.
@@ -48,8 +51,8 @@ What the script can still do: call every tool and endpoint of the gateway,
 read its own working directory's path (``Deno.cwd()`` needs no permission),
 use CPU and memory up to the limits, and start workers (which inherit its
 permissions).  Deno's permission checks are the first boundary (no
-``--allow-read/write/run/ffi/sys/env`` is ever given), the kernel layer the
-second.
+``--allow-run/ffi/sys`` is ever given, and ``--allow-read/write/env`` only
+for the workspace and its variable), the kernel layer the second.
 """
 
 import json
@@ -191,8 +194,9 @@ class _Redacting:
                 pass
 
 
-def deno_argv(deno: str, script: str, import_map: str, gateway_url: Optional[str], heap_mib: int = HEAP_LIMIT_MIB) -> list:
-    """The ``deno run`` command line: permissions for the gateway's ``host:port`` only."""
+def deno_argv(deno: str, script: str, import_map: str, gateway_url: Optional[str], heap_mib: int = HEAP_LIMIT_MIB,
+              workspace: Optional[str] = None) -> list:
+    """The ``deno run`` command line: permissions for the gateway's ``host:port`` and the workspace only."""
     argv = [
         deno, "run", "--quiet", "--no-prompt", "--no-check", "--no-config", "--no-lock", "--no-npm",
         f"--import-map={import_map}", f"--v8-flags=--max-old-space-size={int(heap_mib)}",
@@ -203,6 +207,8 @@ def deno_argv(deno: str, script: str, import_map: str, gateway_url: Optional[str
         argv += [f"--allow-net={authority}", f"--allow-import={authority}"]
     else:
         argv.append("--no-remote")  # else Deno imports from its default hosts (deno.land, jsr.io, esm.sh, ...)
+    if workspace:
+        argv += [f"--allow-read={workspace}", f"--allow-write={workspace}", f"--allow-env={process.WORKSPACE_ENV}"]
     return argv + [script]
 
 
@@ -226,11 +232,12 @@ def kernel_layer() -> Optional[str]:
     return f"landlock(abi {probe['landlockAbi']})+seccomp"
 
 
-def _confined_argv(argv: list, root: str, work: str, cache: str, gateway_url: Optional[str], timeout: float) -> list:
+def _confined_argv(argv: list, root: str, work: str, cache: str, gateway_url: Optional[str], timeout: float,
+                   workspace: Optional[str] = None) -> list:
     """``python -I -S confine.py POLICY -- deno run ...``: Deno under Landlock and seccomp.
 
     Deno may read the runtime's shared libraries, its own binary, the temp
-    root (the import map) and write its work dir and ``DENO_DIR``; execute
+    root (the import map) and write its work dir, ``DENO_DIR`` and the workspace; execute
     nothing but itself; connect over TCP only to the gateway's port.  The
     filter is the Python sandbox's, except that the launcher must exec Deno.
     """
@@ -241,7 +248,7 @@ def _confined_argv(argv: list, root: str, work: str, cache: str, gateway_url: Op
     _, port = process.gateway_address(gateway_url)
     policy = {
         "read": list(confine.SYSTEM_READ_PATHS) + list(confine.DEVICE_READ) + [root],
-        "write": [work, cache] + list(confine.DEVICE_WRITE),
+        "write": [work, cache] + ([workspace] if workspace else []) + list(confine.DEVICE_WRITE),
         "execute": [binary] + confine.elf_interpreters(binary),
         "connectPorts": [int(port)] if port else [],
         "deadlineMs": int((timeout + KERNEL_DEADLINE) * 1000),
@@ -269,6 +276,7 @@ def run(
     deno: Optional[str] = None,
     heap_mib: int = HEAP_LIMIT_MIB,
     kill_grace: float = KILL_GRACE,
+    workspace: Optional[str] = None,
 ) -> ExecResult:
     """Run TypeScript ``code`` under Deno; stream its output; return how it ended.
 
@@ -277,7 +285,9 @@ def run(
     it the script has no network and importing ``"toolscript"`` fails with a
     clear message.  ``deno`` is the executable (default: ``deno`` on PATH);
     ``heap_mib`` caps V8's heap; ``kill_grace`` is the time between SIGTERM
-    and SIGKILL on a timeout.  On Linux Deno dies with this process (see
+    and SIGKILL on a timeout.  ``workspace``: a directory the script runs in
+    and may read and write (its path also in ``TOOLSCRIPT_WORKSPACE``); HOME
+    and TMPDIR stay in the private temp dir.  On Linux Deno dies with this process (see
     ``process.die_with_parent``); it has no watchdog of its own.
     Raises ``UserError`` only when the script cannot be started at all.
     """
@@ -287,6 +297,10 @@ def run(
     binary = deno or find_deno()
     process.check_timeout(timeout)
     process.gateway_address(gateway_url)  # a UserError for a URL that is not http://host:port/...
+    if workspace is not None:
+        if not os.path.isdir(workspace):
+            raise UserError(f"the workspace {workspace!r} is not a directory; create it or pass another one")
+        workspace = os.path.realpath(workspace)
     token = _token(gateway_url)
     kernel = kernel_layer()
     mode = f"{kernel}+{MODE}" if kernel else MODE
@@ -313,15 +327,17 @@ def run(
         import_map = os.path.join(root, "import_map.json")
         with open(import_map, "w", encoding="utf-8") as f:
             json.dump(import_map_for(target, allowed), f)
-        argv = deno_argv(binary, script, import_map, gateway_url, heap_mib)
+        argv = deno_argv(binary, script, import_map, gateway_url, heap_mib, workspace)
         if kernel:
-            argv = _confined_argv(argv, root, work, cache, gateway_url, timeout)
+            argv = _confined_argv(argv, root, work, cache, gateway_url, timeout, workspace)
         env = {"DENO_DIR": cache, "DENO_NO_UPDATE_CHECK": "1", "NO_COLOR": "1", "HOME": work, "TMPDIR": work}
+        if workspace:
+            env[process.WORKSPACE_ENV] = workspace
         logger.info("exec --lang ts: isolation %s, timeout %gs", mode, timeout)
         logger.debug("exec --lang ts: argv %s", argv)
         exit_code, child = process.supervise(
             argv,
-            cwd=work,
+            cwd=workspace or work,  # relative paths in the script are the workspace's
             env=env,
             stdout=out,
             stderr=err,

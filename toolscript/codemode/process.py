@@ -47,6 +47,7 @@ WATCH_INTERVAL = 0.1  # seconds between two looks of a ``watch`` (see supervise)
 TERMINATING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, name))
 TEMP_KINDS = ("exec", "deno")
 LAYER_ENV = "TOOLSCRIPT_EXEC_LAYER"  # landlock | bubblewrap | namespaces | guard: force a rung of the isolation ladder
+WORKSPACE_ENV = "TOOLSCRIPT_WORKSPACE"  # set in the script's environment to its --workspace, its working directory
 _OWNED_TEMP_DIR = re.compile(r"toolscript-(?:%s)-(\d+)-[a-z0-9_]+\Z" % "|".join(TEMP_KINDS))
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _SIGKILL = getattr(signal, "SIGKILL", signal.SIGTERM)

@@ -8,7 +8,8 @@ the given binary streams as they come, and returns an ``ExecResult`` whose
 ``exit_code`` is the script's own exit status.
 
 The child gets an empty environment (plus ``TOOLSCRIPT_GATEWAY_URL`` when a
-gateway is given), the temp dir as its working dir, ``HOME`` and ``TMPDIR``,
+gateway is given, ``TOOLSCRIPT_WORKSPACE`` when a workspace is), the temp dir
+as ``HOME`` and ``TMPDIR`` and as its working dir (the workspace when given),
 resource limits (applied by the guard), a wall-clock timeout enforced here (by
 killing its process group), by the guard's own watchdog, and by a kernel timer
 (both hold when this process is gone), and the best isolation this system
@@ -90,6 +91,7 @@ POLICY_NAME = "_toolscript_policy"
 SIGNAL_NAME = "init_signal"  # in the temp root, outside the script's reach
 NAMESPACES_ENV = "TOOLSCRIPT_EXEC_NAMESPACES"  # "0" turns the namespace layer off
 LAYER_ENV = process.LAYER_ENV
+WORKSPACE_ENV = process.WORKSPACE_ENV
 GUARD_ENV = "TOOLSCRIPT_EXEC_GUARD"  # "off": TEST-ONLY, no audit-hook guard (proves the OS layer alone holds)
 BWRAP_ENV = "TOOLSCRIPT_BWRAP"  # the bubblewrap executable to use (default: bwrap on PATH)
 LAYERS = ("landlock", "bubblewrap", "namespaces", "guard")
@@ -420,7 +422,7 @@ def _bwrap_argv(bwrap: str, python: str, lib: str, work: str, workspace: Optiona
     argv += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--ro-bind", lib, lib, "--bind", work, work]
     if workspace:
         argv += ["--bind", workspace, workspace]
-    return argv + ["--chdir", work]
+    return argv + ["--chdir", workspace or work]
 
 
 # -- the child's files, environment and limits -------------------------------------------------
@@ -641,7 +643,8 @@ def _thread_allowance() -> int:
     return tasks + THREAD_ALLOWANCE
 
 
-def _child_env(work: str, gateway_url: Optional[str]) -> Dict[str, str]:
+def _child_env(work: str, gateway_url: Optional[str], workspace: Optional[str] = None) -> Dict[str, str]:
+    """The script's whole environment: HOME and TMPDIR in its private work dir, also when it runs in a workspace."""
     env = {
         "PATH": "/usr/bin:/bin",
         "HOME": work,
@@ -652,6 +655,8 @@ def _child_env(work: str, gateway_url: Optional[str]) -> Dict[str, str]:
     }
     if gateway_url:
         env["TOOLSCRIPT_GATEWAY_URL"] = gateway_url
+    if workspace:
+        env[WORKSPACE_ENV] = workspace
     return env
 
 
@@ -716,8 +721,9 @@ def run(
     layer runs).  The layer is the best rung of the ladder this system offers
     (see ``isolation_report``), or the one ``TOOLSCRIPT_EXEC_LAYER`` forces.
     ``require_isolation``: refuse (``UserError``, exit code 2) when only the
-    in-process guard is available.  ``workspace``: a directory the script may
-    also read and write.  ``work_dir_limit``: bytes the script's files may
+    in-process guard is available.  ``workspace``: a directory the script runs
+    in (its working directory and ``TOOLSCRIPT_WORKSPACE``) and may also read
+    and write; its files do not count towards ``work_dir_limit``.  ``work_dir_limit``: bytes the script's files may
     take together (see ``WORK_DIR_LIMIT``); past it the script is stopped
     with a message, exit code 1.
     Raises ``UserError`` only when the sandbox cannot be set up at all.
@@ -804,8 +810,8 @@ def run(
         logger.debug("exec: mode %s, argv %s", mode, argv)
         exit_code, child = process.supervise(
             argv,
-            cwd=work,
-            env=_child_env(work, gateway_url),
+            cwd=workspace or work,  # relative paths in the script are the workspace's (bubblewrap: --chdir)
+            env=_child_env(work, gateway_url, workspace),
             stdout=stdout,
             stderr=stderr,
             timeout=timeout,

@@ -31,7 +31,10 @@ namespaces, falling back to bubblewrap, then namespaces alone) on top of the
 in-process guard; -v names the layer in force and what it does not stop, and
 `toolscript doctor` does too.  --require-isolation (or "requireIsolation": true
 in the config) refuses to run when only the in-process guard is available.
---workspace DIR lets the script read and write DIR as well as its temp dir.
+--workspace DIR runs the script in DIR: DIR is its working directory, so
+relative paths (open("report.txt", "w")) read and write there and stay after
+exec ends; $TOOLSCRIPT_WORKSPACE names it.  HOME and TMPDIR stay in the temp
+dir, and nothing outside DIR and the temp dir becomes writable.
 
 If exec itself is stopped (SIGTERM, SIGHUP, Ctrl-C) the script is killed, its
 temp dir removed, and exec exits 128+N; on Linux the script also dies when exec
@@ -39,7 +42,7 @@ is killed outright (SIGKILL).  -v prints the gateway, the isolation and the
 timing on stderr.
 
 --lang ts runs TypeScript under Deno (deno on PATH), confined by Deno's own
-permissions to the gateway:
+permissions to the gateway (and the --workspace, which works the same):
   import { tools } from "toolscript";
   console.log(await tools.builtin.time_now({}));   // one object of arguments
 
@@ -51,7 +54,7 @@ examples:
   toolscript exec --json 'print("captured")'     {"exitCode", "stdout", "stderr", ...}
   toolscript exec --lang ts 'console.log(1 + 1)'
   toolscript exec --require-isolation -f script.py   refuse to run with the guard alone
-  toolscript exec --workspace ./out -f report.py      the script may write ./out
+  toolscript exec --workspace ./out -f report.py      report.py runs in ./out: its files land there
 """
 
 # A script that never names the runtime needs no gateway.
@@ -70,7 +73,10 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
         "--require-isolation", action="store_true",
         help='refuse to run (exit 2) when only the in-process guard is available, no kernel-enforced layer (config: "requireIsolation": true)',
     )
-    parser.add_argument("--workspace", metavar="DIR", help="a directory the script may also read and write (Python only; default: none, only its temp dir)")
+    parser.add_argument(
+        "--workspace", metavar="DIR",
+        help="run the script in DIR (its working directory, also in $TOOLSCRIPT_WORKSPACE), which it may read and write; default: its temp dir only",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -114,8 +120,6 @@ def _workspace(args: argparse.Namespace) -> Optional[str]:
     path = os.path.realpath(os.path.expanduser(args.workspace))
     if not os.path.isdir(path):
         raise UserError(f"--workspace {args.workspace}: no such directory; create it first or name an existing one", exit_code=2)
-    if args.lang == "ts":
-        raise UserError("--workspace works with Python scripts only; TypeScript scripts reach files through the tools", exit_code=2)
     return path
 
 
@@ -204,7 +208,10 @@ def _run_typescript(args: argparse.Namespace, code: str, filename: str) -> int:
     else:
         logger.info("exec: no gateway (the script does not import toolscript)")
     out, err = _streams(args)
-    result = deno.run(code, filename=filename, gateway_url=gateway_url, timeout=args.timeout, max_output=args.max_output, stdout=out, stderr=err)
+    # Passed only when asked for, as for Python: the default is deno.run's own.
+    workspace: Dict[str, Any] = {"workspace": args.workspace} if args.workspace else {}
+    result = deno.run(code, filename=filename, gateway_url=gateway_url, timeout=args.timeout, max_output=args.max_output,
+                      stdout=out, stderr=err, **workspace)
     _report(args, result, out, err)
     return result.exit_code
 
