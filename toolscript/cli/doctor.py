@@ -277,6 +277,9 @@ def _check_servers(loaded: _Loaded, connect: bool) -> List[Check]:
             error = " ".join(str(report.get("error") or "failed").split())
             if report.get("needsAuth"):
                 fix = _command("auth", name, config_paths=loaded.named)
+            elif report.get("fix"):  # the server lacks a variable: re-running the same check would fail the same way
+                error = error.replace("; " + " ".join(str(report["fix"]).split()), "")  # said once, as the fix
+                fix = f"{report['fix']}; then: {fix}"
             lines.append(Check(f"server:{name}", FAIL, f"{report.get('transport')}: {error}", fix))
     return lines
 

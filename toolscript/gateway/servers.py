@@ -10,7 +10,9 @@ do.  Reporting the hidden ones with their reason keeps the counts explainable:
 ``probe``/``probe_all`` connect to servers and report what they found, for
 ``servers check`` and ``doctor``; an http/sse server uses its stored OAuth
 sign-in, and one that needs a sign-in is reported as "needs auth: run
-toolscript auth NAME" (``auth_required`` finds that case for the gateway too).
+toolscript auth NAME" (``auth_required`` finds that case for the gateway too);
+a stdio server that says it lacks a variable it was not given gets the
+``env`` line to add (``hints``), in its error and as ``fix``.
 """
 
 import sys
@@ -111,8 +113,20 @@ def probe(server: ServerConfig) -> Dict[str, Any]:
             if not report["ok"] and tail:
                 report["stderrTail"] = tail
             session.close()
+    if not report["ok"] and report.get("error"):
+        _note_missing_variable(report, server)
     report["seconds"] = round(time.monotonic() - started, 3)
     return report
+
+
+def _note_missing_variable(report: Dict[str, Any], server: ServerConfig) -> None:
+    """A stdio server that said it lacks a variable it was not given: the error and ``fix`` name the ``env`` line to add."""
+    from toolscript.gateway import hints
+
+    fix = hints.missing_variable_hint(server, f"{report.get('stderrTail') or ''}\n{report['error']}")
+    if fix:
+        report["error"] = f"{report['error']}; {fix}"
+        report["fix"] = fix
 
 
 def auth_required(exc: BaseException) -> Optional[BaseException]:

@@ -33,6 +33,7 @@ from toolscript.gateway import servers
 from toolscript.config.load import ServerConfig
 from toolscript.errors import UserError
 from toolscript.gateway import eras
+from toolscript.gateway import hints  # the missing-variable fix in a failed stdio server's error
 from toolscript.mcp.client.connect import open_session, session_era
 from toolscript.mcp.cancel import Cancel
 from toolscript.mcp.errors import ConnectionClosed, McpError, TransportError
@@ -229,7 +230,7 @@ class Upstream:
         if isinstance(exc, McpError):
             if not self._stopped:
                 self.stderr_tail = exc.stderr_tail
-                self._set_state("failed", str(exc))
+                self._set_state("failed", hints.with_hint(self.server, str(exc), exc.stderr_tail))
         elif servers.is_oauth_error(exc):  # the authorization server failed us (unreachable, answered nonsense)
             if not self._stopped:
                 self._set_state("failed", str(exc))
@@ -325,7 +326,7 @@ class Upstream:
         self._forget(session)
         self.stderr_tail = session.transport.stderr_tail()
         session.close()  # reap the process
-        self._set_state("failed", str(exc))
+        self._set_state("failed", hints.with_hint(self.server, str(exc), self.stderr_tail))
         with self._changed:
             self._lost = True
             self._changed.notify_all()

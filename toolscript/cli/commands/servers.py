@@ -117,9 +117,13 @@ def _print_reports(reports: list) -> None:
             if tail:
                 # The error already quotes the last stderr line; the tail below shows it once.
                 error = error.replace(f"; stderr: {tail[-1].strip()}", "")
+            if r.get("fix"):
+                error = error.replace(f"; {r['fix']}", "")  # shown below the server's own words, as the fix
             echo(f"    {error}")
             for line_of_tail in tail:
                 echo(f"    | {line_of_tail}")
+            if r.get("fix"):
+                echo(f"    fix: {r['fix']}")
     pending = sum(bool(r.get("untrusted")) for r in reports)
     checked = len(reports) - pending
     failed = sum(not r["ok"] for r in reports) - pending
