@@ -17,6 +17,7 @@ import pytest
 from conftest import REPO_ROOT, Output, missing_prerequisite, run_cli
 from toolscript.cli.commands import exec as exec_command
 from toolscript.codemode import deno, process, sandbox
+from toolscript.errors import UserError
 
 BWRAP = os.path.join(REPO_ROOT, ".venv", "peers", "bwrap", "usr", "bin", "bwrap")
 
@@ -178,3 +179,11 @@ def test_exec_lang_ts_takes_a_workspace(deno_path, tmp_path, clean_env):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == os.path.realpath(str(tmp_path / "out")) + "\n"
     assert (tmp_path / "out" / "r.txt").read_text() == "ts"
+
+
+def test_typescript_refuses_a_workspace_whose_path_deno_would_split(deno_path, tmp_path):
+    """Deno splits --allow-read lists at commas: a workspace "a,/etc" must not grant /etc."""
+    odd = tmp_path / "a,"
+    (odd / "etc").mkdir(parents=True)
+    with pytest.raises(UserError, match="comma"):
+        run_ts(deno_path, 'console.log(Deno.readTextFileSync("/etc/hostname"));', workspace=str(odd / "etc"))

@@ -301,6 +301,9 @@ def run(
         if not os.path.isdir(workspace):
             raise UserError(f"the workspace {workspace!r} is not a directory; create it or pass another one")
         workspace = os.path.realpath(workspace)
+        if "," in workspace:
+            # Deno splits --allow-read/--allow-write lists at commas: "/tmp/a,/etc" would grant /etc.
+            raise UserError(f"the workspace {workspace!r} has a comma in its path, which Deno's permission flags cannot name; use another directory")
     token = _token(gateway_url)
     kernel = kernel_layer()
     mode = f"{kernel}+{MODE}" if kernel else MODE
