@@ -3,7 +3,10 @@
 Log lines: everything goes to stderr (stdout is reserved for a command's
 output, which may be JSON another program parses).  ``DEBUG=1`` in the
 environment or ``-vv`` turns on debug lines and tracebacks; ``-v`` shows info
-lines.
+lines.  With ``-v`` the command line also keeps them in a file
+(``log_to_file``: ``<data dir>/logs/cli.log``, private, rotated at 10 MB,
+files unchanged for 7 days removed), so what a command did can be read after
+the terminal is gone.
 
 Text for people passes through ``terminal_text``: the one place that keeps
 what a server, skill file, memory or model wrote from acting on the terminal.
@@ -23,10 +26,14 @@ import logging
 import os
 import re
 import sys
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 
 LOGGER_NAME = "toolscript"
 _TRUE = {"1", "true", "yes", "on"}
+LOG_KEEP_DAYS = 7  # a log file unchanged this long is removed
+LOG_MAX_BYTES = 10 * 1024 * 1024  # a log file this big is rotated
+LOG_BACKUPS = 3  # rotated files kept besides the current one
+_FILE_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def debug_enabled(environ: Optional[Mapping[str, str]] = None) -> bool:
@@ -57,6 +64,50 @@ def setup(verbosity: int = 0, environ: Optional[Mapping[str, str]] = None) -> in
         logger.addHandler(handler)
         logger.propagate = False
     return level
+
+
+def log_to_file(folder: str, command: str, name: str = "cli.log", max_bytes: int = LOG_MAX_BYTES) -> Optional[logging.Handler]:
+    """Also write toolscript's log records to ``folder/name``; the handler, or None when the file cannot be had.
+
+    The folder is created 0700 and the files 0600 (a log line may name
+    projects, sessions and servers).  The file is rotated at ``max_bytes``
+    (``LOG_BACKUPS`` older ones kept) and any of its files unchanged for
+    ``LOG_KEEP_DAYS`` days is removed now.  The first line each process
+    writes is ``command`` and its pid, so the runs of several commands can be
+    told apart.  Once per process: a second call returns the first handler.
+    """
+    logger = logging.getLogger(LOGGER_NAME)
+    path = os.path.join(folder, name)
+    for handler in logger.handlers:
+        if getattr(handler, "_toolscript_file", None) == path:
+            return handler
+    import time
+    from logging.handlers import RotatingFileHandler  # here: only -v pays for importing it
+
+    class PrivateRotatingFile(RotatingFileHandler):
+        def _open(self) -> Any:
+            return open(self.baseFilename, self.mode, encoding=self.encoding, errors=self.errors, opener=_private_opener)
+
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(folder)), mode=0o700, exist_ok=True)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        for entry in os.listdir(folder):
+            old = os.path.join(folder, entry)
+            if entry.startswith(name) and time.time() - os.path.getmtime(old) > LOG_KEEP_DAYS * 86400:
+                os.unlink(old)
+        handler = PrivateRotatingFile(path, maxBytes=max_bytes, backupCount=LOG_BACKUPS, encoding="utf-8")
+    except OSError as exc:
+        get("log").warning("no log file in %s (%s)", folder, exc.strerror or exc)
+        return None
+    handler._toolscript_file = path  # type: ignore[attr-defined]  # marks our handler so a second call finds it
+    handler.setFormatter(_CleanFormatter(_FILE_FORMAT))
+    handler.handle(logger.makeRecord(LOGGER_NAME, logging.INFO, __file__, 0, "%s (pid %d)", (command, os.getpid()), None))
+    logger.addHandler(handler)
+    return handler
+
+
+def _private_opener(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_CLOEXEC, 0o600)
 
 
 class _CleanFormatter(logging.Formatter):

@@ -65,7 +65,8 @@ examples:
 
 configuration: ~/.toolscript.json then ./.toolscript.json (Claude Code's
 "mcpServers" format); --config or TOOLSCRIPT_CONFIG replace that list.
-diagnostics: -v for progress, DEBUG=1 (or -vv) for debug lines and tracebacks.
+diagnostics: -v for progress (also kept in <data dir>/logs/cli.log), DEBUG=1 (or -vv)
+for debug lines and tracebacks.
 """
 
 # Global options that take a value, so the command name can be found in argv
@@ -183,6 +184,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         _silence_stdout()
         return 0
     log.setup(args.verbose)
+    if args.verbose and args.command:
+        _log_to_file(args)
     # ``--config a,b`` replaces the default file list (None: the defaults, or TOOLSCRIPT_CONFIG).
     args.config_paths = [p.strip() for p in args.config.split(",") if p.strip()] if args.config else None
     handler = getattr(args, "handler", None)
@@ -233,6 +236,20 @@ def exit_main() -> None:
         except (OSError, ValueError):  # a closed pipe: nothing more to say there
             pass
     os._exit(code & 0xFF if code >= 0 else 1)
+
+
+def _log_to_file(args: argparse.Namespace) -> None:
+    """``-v``: what the command says on stderr also goes to ``<data dir>/logs/cli.log`` (``log.log_to_file``)."""
+    from toolscript.memory.store import data_dir
+
+    action = getattr(args, "action", None)
+    command = " ".join(["toolscript", args.command] + ([action] if isinstance(action, str) else []))
+    try:
+        folder = os.path.join(data_dir(), "logs")
+    except UserError as exc:  # no usable home directory: the command itself will say so if it needs one
+        log.get("log").warning("no log file: %s", exc)
+        return
+    log.log_to_file(folder, command)
 
 
 def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:

@@ -22,10 +22,6 @@ examples:
   toolscript status --json
 """
 
-LOG_KEEP_DAYS = 7
-LOG_MAX_BYTES = 10 * 1024 * 1024
-
-
 def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     parser.set_defaults(handler=run)
 
@@ -83,32 +79,7 @@ def _suggestions(args: argparse.Namespace) -> Dict[str, Any]:
     return {"enabled": bool(settings["enabled"]) and not off, "backend": backend, "configured": wanted, "problems": problems}
 
 
-def _rotating_log() -> None:
-    """-v: also log to <data dir>/logs/cli.log, 10 MB per file, files older than 7 days removed."""
-    import logging
-    import logging.handlers
-    import time
-
-    from toolscript.memory import store
-
-    folder = os.path.join(store.data_dir(), "logs")
-    try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        for name in os.listdir(folder):
-            path = os.path.join(folder, name)
-            if name.startswith("cli.log") and time.time() - os.path.getmtime(path) > LOG_KEEP_DAYS * 86400:
-                os.unlink(path)
-        handler = logging.handlers.RotatingFileHandler(os.path.join(folder, "cli.log"), maxBytes=LOG_MAX_BYTES, backupCount=3)
-    except OSError as exc:
-        logger.warning("no log file (%s)", exc)
-        return
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.getLogger(log.LOGGER_NAME).addHandler(handler)
-
-
 def run(args: argparse.Namespace) -> int:
-    if args.verbose:
-        _rotating_log()
     report = {"memory": _memory(args), "suggestions": _suggestions(args), "gateway": _gateway(args)}
     logger.info("status: %s memories, gateway %s", report["memory"].get("memories"), "up" if report["gateway"]["running"] else "down")
     if args.json:
