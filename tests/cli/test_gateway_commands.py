@@ -1,11 +1,14 @@
 """Commands that ask the gateway (search, get-types, list-tools, tools, list-servers) as a user meets them.
 
 A mistyped server or tool name is one line with a suggestion and the command
-that lists the real ones (exit 2); ``-v`` shows progress without the gateway's
-token; tables line up.  Commands run as ``python -m toolscript`` subprocesses
+that lists the real ones (exit 2), but invoking an unknown tool is a failed
+call (the tool_not_found ToolResult, exit 1) whose message carries the
+suggestion; ``-v`` shows progress without the gateway's token; tables line up.  Commands run as ``python -m toolscript`` subprocesses
 from an empty directory with an empty ``HOME``; gateways are served from this
 process.
 """
+
+import json
 
 import pytest
 
@@ -48,8 +51,6 @@ def served(gateway):
         (["list-tools", "fixtur"], "unknown server 'fixtur' (did you mean 'fixture'?); see 'toolscript list-servers'"),
         (["tools", "info", "fixture__ecko"], "unknown tool 'fixture__ecko' (did you mean 'fixture__echo'?); see 'toolscript tools list'"),
         (["tools", "info", "time.nw"], "unknown tool 'time.nw' (did you mean 'time.now'?); see 'toolscript tools list'"),
-        (["tools", "invoke", "fixture__ecko"], "unknown tool 'fixture__ecko' (did you mean 'fixture__echo'?); see 'toolscript tools list'"),
-        (["tools", "invoke", "time.nw"], "unknown tool 'time.nw' (did you mean 'time.now'?); see 'toolscript tools list'"),
     ],
 )
 def test_unknown_names_are_one_line_with_a_suggestion(cli, served, args, expected):
@@ -67,12 +68,32 @@ def test_known_names_still_work(cli, served):
     assert cli("--gateway-url", served, "tools", "info", "fixture__echo").returncode == 0
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("output", [[], ["--json"]], ids=["text", "json"])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("fixture__ecko", "unknown tool 'fixture__ecko' (did you mean 'fixture__echo'?); see 'toolscript tools list'"),
+        ("time.nw", "unknown tool 'time.nw' (did you mean 'time.now'?); see 'toolscript tools list'"),
+    ],
+)
+def test_invoking_an_unknown_tool_is_a_failed_call_with_a_suggestion(cli, served, output, name, expected):
+    """Like ``/call`` and ``ask``: the tool_not_found ToolResult (exit 1, as any failed call), not a usage error."""
+    proc = cli("--gateway-url", served, *output, "tools", "invoke", name)
+    assert proc.returncode == 1 and proc.stderr == "", proc.stdout + proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["ok"] is False and result["data"] is None
+    assert result["error"] == {"code": "tool_not_found", "message": expected}
+    assert result["meta"]["tool"] == (name if "__" in name else "builtin__" + name)
+
+
 def test_unknown_builtin_without_a_gateway_says_only_builtins_are_known(cli):
     proc = cli("tools", "invoke", "time.nw")
-    assert proc.returncode == 2
-    line = one_error_line(proc)
-    assert line.startswith("toolscript: error: unknown tool 'time.nw' (did you mean 'time.now'?)")
-    assert "only built-ins are known" in line
+    assert proc.returncode == 1, proc.stderr
+    error = json.loads(proc.stdout)["error"]
+    assert error["code"] == "tool_not_found"
+    assert error["message"].startswith("unknown tool 'time.nw' (did you mean 'time.now'?)")
+    assert "only built-ins are known" in error["message"]
 
 
 @pytest.mark.timeout(60)

@@ -22,7 +22,8 @@ logger = log.get("tools")
 DESCRIPTION = """\
 Tools are named server__tool; built-ins may also be named without the
 "builtin__" prefix.  invoke prints the ToolResult JSON
-({"ok", "data", "error": {"code", "message"}, "meta"}) and exits 0 when ok, 1 otherwise.
+({"ok", "data", "error": {"code", "message"}, "meta"}) and exits 0 when ok, 1 otherwise;
+an unknown tool is such a failed call (tool_not_found, its message naming the closest tool).
 
 examples:
   toolscript tools list
@@ -131,7 +132,7 @@ def run_info(args: argparse.Namespace) -> int:
 
 
 def _unknown_tool(name: str, tools, client) -> UserError:
-    """Exit 2 with the closest known name; built-ins count under their bare names too."""
+    """The closest known name, as a usage error (exit 2: ``info``) or a message (``invoke``); built-ins count under their bare names too."""
     known = [t["id"] for t in tools] + [t["name"] for t in tools if t["server"] == "builtin"]
     error = unknown_name("tool", name, known, "toolscript tools list")
     if client is None:
@@ -166,8 +167,9 @@ def run_invoke(args: argparse.Namespace) -> int:
         result = _invoke_locally(args, arguments)  # built-ins need no gateway
     logger.info("%s %s in %.0f ms", payload["tool"], "ok" if result.get("ok") else "failed", (time.monotonic() - started) * 1000)
     if (result.get("error") or {}).get("code") == ERROR_TOOL_NOT_FOUND:
+        # A failed call like any other (as /call and ask answer it), its message naming the closest tool.
         tools, known_via = _all_tools(args) if via_gateway else (_builtin_descriptions(args), None)
-        raise _unknown_tool(args.name, tools, known_via)
+        result["error"] = dict(result["error"], message=str(_unknown_tool(args.name, tools, known_via)))
     print_json(result)
     return 0 if result.get("ok") else 1
 
