@@ -249,3 +249,51 @@ def test_an_optional_model_summary_replaces_the_extractive_one_and_falls_back(wo
         world.hook("session-end", {"session_id": "s2", "reason": "exit"}, env=env)
     extractive = [r for r in world.memories("--from-session", "s2") if r["kind"] == "summary"]
     assert len(extractive) == 1 and "pytest" in extractive[0]["content"]
+
+
+def test_inject_and_brief_without_a_query_warn_and_go_on(world):
+    world.cli("memory", "capture", "--content", "Tuned the clustering distance threshold", "--session-id", "old", "--kind", "action")
+    inject = world.cli("memory", "inject", "--session-id", "new")
+    assert inject.returncode == 0 and "Tuned the clustering" in inject.stdout  # the project's recent work, as before
+    assert inject.stderr.count("\n") == 1 and "--query" in inject.stderr and "USER_PROMPT" in inject.stderr, inject.stderr
+    brief = world.cli("memory", "brief", "--session-id", "new", env={"TOOL_DESCRIPTION": "  "})
+    assert brief.returncode == 0 and brief.stdout == ""
+    assert brief.stderr.count("\n") == 1 and "--query" in brief.stderr and "TOOL_DESCRIPTION" in brief.stderr, brief.stderr
+    # A query from either place, or an explicitly empty one, is no reason to warn.
+    for argv, env in ((["inject", "--query", ""], {}), (["inject"], {"USER_PROMPT": "clustering"}),
+                      (["brief"], {"TOOL_DESCRIPTION": "Edit src/cluster.py"}), (["brief", "--query", "cluster"], {})):
+        quiet = world.cli("memory", *argv, "--session-id", "new", env=env)
+        assert quiet.returncode == 0 and quiet.stderr == "", (argv, quiet.stderr)
+
+
+def session_states(world):
+    from toolscript.memory import store
+
+    with store.open_store(str(world.data / "memory.db"), readonly=True) as db:
+        return {row[0]: row[1] for row in db.conn.execute("SELECT id, status FROM sessions")}
+
+
+def test_session_start_by_hand_is_idempotent_and_ends_the_one_it_began_before(world):
+    first = json.loads(world.cli("--json", "memory", "session", "start").stdout)
+    world.cli("memory", "capture", "--content", "Implemented HDBSCAN clustering", "--kind", "action")
+    second = json.loads(world.cli("--json", "memory", "session", "start").stdout)
+    assert second["created"] is True and second["ended"] == first["session"]
+    assert session_states(world) == {first["session"]: "completed", second["session"]: "active"}
+    assert [r["kind"] for r in world.memories("--from-session", first["session"])] == ["summary", "action"]  # ended as `end` would
+    # The same id again: nothing changes, nothing ends.
+    again = json.loads(world.cli("--json", "memory", "session", "start", "--session-id", second["session"]).stdout)
+    assert again == {"session": second["session"], "project": str(world.project), "created": False, "ended": None}
+    assert session_states(world) == {first["session"]: "completed", second["session"]: "active"}
+    # A Claude Code session of the same project (begun by its hook) is another window's: a start by hand leaves it.
+    from toolscript.memory import store
+
+    with store.open_store(str(world.data / "memory.db")) as db:
+        db.start_session("claude-window", str(world.project))
+    third = json.loads(world.cli("--json", "memory", "session", "start", "--session-id", "by-hand").stdout)
+    assert third["ended"] == second["session"]
+    assert session_states(world)["claude-window"] == "active" and session_states(world)["by-hand"] == "active"
+    # Another project's session by hand is that project's work: it stays active.
+    other = world.root / "other"
+    (other / ".git").mkdir(parents=True)
+    elsewhere = json.loads(world.cli("--json", "memory", "session", "start", cwd=other).stdout)
+    assert elsewhere["ended"] is None and session_states(world)["by-hand"] == "active"

@@ -119,7 +119,9 @@ def _inherit(parser: argparse.ArgumentParser, *parents: argparse.ArgumentParser,
 _SESSION_HELP = """\
 start records a session (its project is the working directory's) and prints its id;
 end stores a summary of its memories and closes it. Both are idempotent; ending a
-session that is not active warns and exits 0.
+session that is not active warns and exits 0.  Starting another session ends the
+one the previous start began, if that one is still active and of the same project
+(one session by hand per project); sessions Claude Code's hooks began are left alone.
 
 examples:
   toolscript memory session start
@@ -233,13 +235,7 @@ def _data_dir(args: argparse.Namespace) -> str:
 
 def _session_id(args: argparse.Namespace) -> str:
     given = getattr(args, "session_id", None) or os.environ.get("CLAUDE_SESSION_ID") or os.environ.get("CLAUDE_CODE_SESSION_ID")
-    if given:
-        return given
-    try:
-        with open(os.path.join(_data_dir(args), CURRENT_SESSION), encoding="utf-8") as f:
-            return f.read(200).strip()
-    except OSError:
-        return ""
+    return given or _current_session(args)
 
 
 def _content(value: Optional[str]) -> str:
@@ -275,18 +271,36 @@ def _print_memories(args: argparse.Namespace, memories: List[Any], scores: Optio
 
 
 def _session(args: argparse.Namespace) -> int:
+    """``memory session start|end``: a session by hand, for work that no Claude Code hook records.
+
+    start is idempotent for a session id (the same id again changes nothing).
+    A start of another session ends the one the previous start by hand began
+    (``CURRENT_SESSION``) when that one is still active and of the same
+    project, as ``memory session end`` would: one session by hand per project
+    at a time.  Sessions the hooks began are Claude Code's own (two windows
+    on one project are two live sessions) and are never ended here.
+    """
     import uuid
 
-    from toolscript.memory import capture, project_root
+    from toolscript.memory import project_root, session_key
 
     project = project_root(_cwd(args))
     with _open(args) as db:
         if args.what == "start":
             session = _session_id(args) if getattr(args, "session_id", None) else str(uuid.uuid4())
+            previous = _current_session(args)
             created = db.start_session(session, project)
+            ended = None
+            if previous and session_key(previous) != session_key(session):
+                before = db.session(previous)
+                if before is not None and before.status == "active" and before.project == project:
+                    _end(db, previous, project)
+                    ended = previous
             _write_current(args, session)
+            logger.info("memory session: %s %s (project %s)%s", "started" if created else "already had", session, project,
+                        f"; ended {ended}, which the previous start by hand began" if ended else "")
             if args.json:
-                print_json({"session": session, "project": project, "created": created})
+                print_json({"session": session, "project": project, "created": created, "ended": ended})
             else:
                 print(session)
             return 0
@@ -296,14 +310,32 @@ def _session(args: argparse.Namespace) -> int:
             if args.json:
                 print_json({"session": session or None, "ended": False})
             return 0
-        summary = capture.session_summary(db.recent(session=session, limit=500))
-        if summary is not None:
-            db.add(session=session, project=project, kind="summary", content=summary.content, files=summary.files)
-        db.end_session(session)
+        summary = _end(db, session, project)
         _clear_current(args, session)
+        logger.info("memory session: ended %s (project %s)%s", session, project, ", summary stored" if summary else "")
         if args.json:
-            print_json({"session": session, "ended": True, "summary": summary.content if summary else None})
+            print_json({"session": session, "ended": True, "summary": summary})
         return 0
+
+
+def _end(db: Any, session: str, project: str) -> Optional[str]:
+    """Store the session's summary (when it has memories to sum up) and mark it completed; the summary's text."""
+    from toolscript.memory import capture
+
+    summary = capture.session_summary(db.recent(session=session, limit=500))
+    if summary is not None:
+        db.add(session=session, project=project, kind="summary", content=summary.content, files=summary.files)
+    db.end_session(session)
+    return summary.content if summary is not None else None
+
+
+def _current_session(args: argparse.Namespace) -> str:
+    """The session the last ``memory session start`` began (and no ``end`` closed), or ""."""
+    try:
+        with open(os.path.join(_data_dir(args), CURRENT_SESSION), encoding="utf-8") as f:
+            return f.read(200).strip()
+    except OSError:
+        return ""
 
 
 def _write_current(args: argparse.Namespace, session: str) -> None:
@@ -367,21 +399,33 @@ def _budget(args: argparse.Namespace, key: str) -> int:
 
 
 def _inject(args: argparse.Namespace) -> int:
-    return _context(args, "inject", "USER_PROMPT", "injectBudget")
+    return _context(args, "inject", "USER_PROMPT", "injectBudget", "shows the project's recent work instead")
 
 
 def _brief(args: argparse.Namespace) -> int:
-    return _context(args, "brief", "TOOL_DESCRIPTION", "briefBudget")
+    return _context(args, "brief", "TOOL_DESCRIPTION", "briefBudget", "has nothing to look for")
 
 
-def _context(args: argparse.Namespace, kind: str, variable: str, budget_key: str) -> int:
-    """``memory inject`` / ``memory brief``: the query from --query, else the hook's environment variable (USER_PROMPT, TOOL_DESCRIPTION)."""
+def _context(args: argparse.Namespace, kind: str, variable: str, budget_key: str, without_query: str) -> int:
+    """``memory inject`` / ``memory brief``: the query from --query, else the hook's environment variable (USER_PROMPT, TOOL_DESCRIPTION).
+
+    Neither given (or the variable blank) is most likely a hook or script that
+    lost its input: one warning says what to pass, and the command goes on.
+    An explicit ``--query ""`` is a choice and goes on quietly.
+    """
     from toolscript.memory import context, project_root
 
+    source = "--query" if args.query is not None else f"${variable}"
     query = args.query if args.query is not None else os.environ.get(variable, "")
+    if args.query is None and not query.strip():
+        logger.warning("memory %s: no query: pass --query TEXT (or set %s); it %s", kind, variable, without_query)
+    project, session, budget = project_root(_cwd(args)), _session_id(args), _budget(args, budget_key)
     with _open(args) as db:
-        text = getattr(context, kind)(db, query, project=project_root(_cwd(args)), session=_session_id(args),
-                                      budget_tokens=_budget(args, budget_key))
+        text = getattr(context, kind)(db, query, project=project, session=session, budget_tokens=budget)
+    # What was done, never what was asked: the -v log file keeps this line, and a prompt may hold a secret.
+    logger.info("memory %s: %s for a %d-character query from %s, project %s, session %s, budget %d tokens", kind,
+                f"{len(text)} characters (~{context.estimate_tokens(text)} tokens) of related work" if text else "nothing related",
+                len(query), source, project, session or "-", budget)
     if args.json:
         print_json({"context": text})
     elif text:
@@ -395,6 +439,8 @@ def _search(args: argparse.Namespace) -> int:
     query = " ".join(args.query)
     with _open(args) as db:
         found = db.search(query, project=_project(args), limit=args.limit)
+    logger.info("memory search: %d match(es) of at most %d for %d word(s), %s", len(found), args.limit, len(query.split()),
+                f"project {_project(args)}" if _project(args) else "every project")
     _print_memories(args, [m for m, _ in found], [s for _, s in found], empty=f"No memories match {query!r}.")
     return 0
 
