@@ -19,7 +19,7 @@ environment variable or an option alone can claim nothing.
 Stopping: SIGTERM, SIGINT or SIGHUP (``StopSignals``), or the exit of the
 ``--exit-with`` process (Claude Code's).  The gateway then closes its HTTP
 server, stops its servers within ``SHUTDOWN_GRACE`` seconds (or kills them),
-removes its state file, and, when it ran detached, its session log.
+removes its state file and lock file, and, when it ran detached, its session log.
 """
 
 import contextlib
@@ -108,6 +108,7 @@ def serve(
     state.write_state(session, info)
     if release_lock is not None:
         release_lock()
+    state.sweep_locks(session)  # lock files of sessions long gone
     if not log_file and on_listening is not None:
         on_listening(info, gateway)
     # Without --exit-with nothing but a signal stops us.
@@ -118,6 +119,7 @@ def serve(
     gateway.stop()
     kill_child_process_groups()  # a server still mid-handshake must not outlive us
     state.remove_state(session, pid=os.getpid())
+    state.remove_lock(session)
     if log_file and log_file == state.log_path(session):
         _remove_log(log_file)
     return 0
