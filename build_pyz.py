@@ -33,6 +33,8 @@ FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 # serves, the word-vector table and thesaurus toolscript/search/ loads, the hook scripts
 # `toolscript setup` installs).
 PACKAGE_DATA = (".ts", ".bin", ".tsv", ".sh")
+# Any python3 may run the archive: this text, toolscript/__init__.py and toolscript/__main__.py are in syntax every
+# Python parses, and main() checks the version before importing anything else (one line on an older Python).
 MAIN = b'''\
 # Entry point of toolscript.pyz (written by build_pyz.py).
 from toolscript.__main__ import main

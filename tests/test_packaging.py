@@ -241,6 +241,76 @@ def test_sources_compile_on_python39(tmp_path):
     assert proc.returncode != 0, "python3.9 compileall accepted a match statement; the check above proves nothing"
 
 
+# --- older Pythons ------------------------------------------------------------------
+
+OLD_PYTHON_MESSAGE = "toolscript needs Python 3.9 or newer (this is {}): run it with python3.9 or newer\n"
+
+
+def older_pythons() -> List[Tuple[str, str]]:
+    """(path, version) of each interpreter older than 3.9 that really runs: pythonX.Y on PATH, pyenv's versions."""
+    import glob
+
+    from conftest import REAL_HOME
+
+    candidates = [shutil.which(f"python{v}") or "" for v in ("3.8", "3.7", "3.6", "3.5", "2.7")]
+    candidates += sorted(glob.glob(os.path.join(REAL_HOME, ".pyenv/versions/[23].*/bin/python")))
+    found: Dict[str, str] = {}
+    for candidate in filter(None, candidates):
+        try:
+            proc = subprocess.run([candidate, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+                                  stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        version = proc.stdout.strip()
+        if proc.returncode == 0 and tuple(int(p) for p in version.split(".")[:2]) < (3, 9):
+            found.setdefault(version, candidate)
+    return sorted((path, version) for version, path in found.items())
+
+
+def as_run_on(python: str, pyz: str, how: str, args: List[str], env: Dict[str, str], cwd: str,
+              input: str = "") -> "subprocess.CompletedProcess[str]":
+    """toolscript ARGS under ``python``: the zipapp, or ``-m toolscript`` from the checkout."""
+    argv = [python, pyz] if how == "pyz" else [python, "-m", "toolscript"]
+    env = env if how == "pyz" else dict(env, PYTHONPATH=REPO_ROOT)
+    return subprocess.run(argv + args, env=env, cwd=cwd, input=input, capture_output=True, text=True, timeout=DEFAULT_TIMEOUT)
+
+
+def test_an_older_python_is_told_which_python_toolscript_needs(pyz, tmp_path, empty_home):
+    """Real interpreters older than 3.9 (pyenv's, or pythonX.Y on PATH): one line and exit 2; a hook stays silent, exit 0."""
+    pythons = older_pythons()
+    if not pythons:
+        pytest.skip("no Python older than 3.9 here (pyenv or pythonX.Y on PATH); the simulated test below still runs")
+    env = minimal_env(empty_home)
+    for python, version in pythons:
+        for how in ("pyz", "checkout"):
+            told = as_run_on(python, pyz, how, ["config", "validate"], env, str(tmp_path))
+            assert (told.returncode, told.stdout, told.stderr) == (2, "", OLD_PYTHON_MESSAGE.format(version)), (python, how)
+            hook = as_run_on(python, pyz, how, ["hook", "user-prompt-submit"], env, str(tmp_path), input='{"prompt": "hi"}')
+            assert (hook.returncode, hook.stdout, hook.stderr) == (0, "", ""), (python, how)
+
+
+_AS_IF_OLDER = """
+import runpy, sys
+sys.version_info = (3, 6, 15, "final", 0)
+how, sys.argv = sys.argv[1], sys.argv[2:]
+if how == "pyz":
+    runpy.run_path(sys.argv[0], run_name="__main__")
+else:
+    runpy.run_module("toolscript", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("how", ["pyz", "checkout"])
+def test_the_version_check_comes_before_any_other_import(pyz, tmp_path, empty_home, how):
+    """This interpreter made to report 3.6.15: the entry point says so before importing what 3.6 lacks."""
+    env = dict(minimal_env(empty_home), PYTHONPATH=REPO_ROOT)
+    for args, expected in ((["config", "validate"], (2, "", OLD_PYTHON_MESSAGE.format("3.6.15"))),
+                           (["hook", "user-prompt-submit"], (0, "", "")), (["--version"], (2, "", OLD_PYTHON_MESSAGE.format("3.6.15")))):
+        proc = subprocess.run([sys.executable, "-I" if how == "pyz" else "-S", "-c", _AS_IF_OLDER, how, pyz, *args], env=env,
+                              cwd=str(tmp_path), input="{}", capture_output=True, text=True, timeout=DEFAULT_TIMEOUT)
+        assert (proc.returncode, proc.stdout, proc.stderr) == expected, (args, proc.stdout, proc.stderr)
+
+
 # --- vermin -------------------------------------------------------------------------
 
 

@@ -127,7 +127,7 @@ def sweep_locks(keep: Optional[str], environ: Optional[Mapping[str, str]] = None
     """
     folder = gateways_dir(environ)
     mine = _stem(keep) + ".lock"
-    removed = []
+    removed: List[str] = []
     try:
         names = os.listdir(folder)
     except OSError:
