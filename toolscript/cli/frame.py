@@ -41,7 +41,7 @@ COMMANDS = {
     "ask": ("toolscript.cli.commands.ask", "ask a model a question it may answer with tools"),
     "servers": ("toolscript.cli.commands.servers", "check that configured MCP servers connect"),
     "auth": ("toolscript.cli.commands.auth", "sign in to an http/sse MCP server that needs OAuth"),
-    "config": ("toolscript.cli.commands.config", "show or validate the merged configuration"),
+    "config": ("toolscript.cli.commands.config", "show, validate or import the configuration"),
     "trust": ("toolscript.cli.commands.trust", "review and approve a project's .toolscript.json"),
     "doctor": ("toolscript.cli.commands.doctor", "check the installation, config, servers and gateway"),
     "skills": ("toolscript.cli.commands.skills", "the Claude Code skills a session here would see"),

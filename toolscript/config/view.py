@@ -109,3 +109,19 @@ def _mask_args(args: List[str], raw: Any) -> List[str]:
             shown.append(arg)
         after_secret_flag = arg.startswith("-") and "=" not in arg and is_secret_name(arg)
     return shown
+
+
+def masked_entry(entry: Dict[str, Any]) -> Dict[str, Any]:
+    """One ``mcpServers`` entry as written (nothing expanded), with the same values masked as in ``config show``."""
+    shown = dict(entry)
+    for key in ("env", "headers"):
+        if isinstance(entry.get(key), dict):
+            shown[key] = {k: v if isinstance(v, str) and references_variable(v) else MASK for k, v in entry[key].items()}
+    if isinstance(entry.get("args"), list) and all(isinstance(arg, str) for arg in entry["args"]):
+        shown["args"] = _mask_args(entry["args"], entry["args"])
+    if isinstance(entry.get("url"), str) and not references_variable(entry["url"]):
+        shown["url"] = mask_url(entry["url"])
+    oauth = entry.get("oauth")
+    if isinstance(oauth, dict) and isinstance(oauth.get("clientSecret"), str) and not references_variable(oauth["clientSecret"]):
+        shown["oauth"] = dict(oauth, clientSecret=MASK)
+    return shown

@@ -1,4 +1,4 @@
-"""``toolscript config show|validate``: the merged configuration, checked."""
+"""``toolscript config show|validate|import``: the merged configuration, checked; other clients' servers, imported."""
 
 import argparse
 import sys
@@ -20,6 +20,7 @@ examples:
   toolscript config show --json           the same as JSON, for scripts
   toolscript config validate              list every problem; exit 1 if there is one
   toolscript --config ./team.json config validate
+  toolscript config import --from cursor  copy Cursor's MCP servers into ~/.toolscript.json
 """
 
 
@@ -40,6 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
         "examples:\n  toolscript config validate\n  toolscript config validate --json\n",
         run_validate,
     )
+    from toolscript.cli import config_import
+
+    config_import.add_arguments(add_action(
+        actions, "import", common, "copy another client's MCP servers (Cursor, VS Code, Claude Desktop, Codex, Windsurf)",
+        config_import.DESCRIPTION, config_import.run,
+    ))
 
 
 def run_show(args: argparse.Namespace) -> int:
