@@ -33,7 +33,8 @@ ALLOWED: Dict[str, Set[str]] = {
     "mcp.client": {"mcp", "mcp.auth", "system"},  # an http transport signs in; a stdio server gets a cgroup
     "mcp.server": {"mcp"},  # never the client: the gateway's endpoint knows no upstream
     "memory": {"config", "search", "tools"},  # the memory tools are tools; search's word rules
-    "gateway": {"config", "system", "tools", "search", "stubs", "mcp", "mcp.auth", "mcp.client", "mcp.server", "memory"},
+    # codemode: the code-mode MCP tools run scripts in the sandbox, in the gateway's process for /mcp/code.
+    "gateway": {"config", "system", "tools", "search", "stubs", "mcp", "mcp.auth", "mcp.client", "mcp.server", "memory", "codemode"},
     "codemode": {"system"},  # the runtime talks to the gateway over HTTP itself
     "models": {"tools", "memory", "gateway"},  # ask calls tools, in-process or through the gateway
     "claude_code": {"config", "search", "memory", "gateway", "models"},
@@ -182,12 +183,12 @@ def test_the_checks_bite():
     planted = {
         "toolscript.mcp.client.connect": [(5, "toolscript.config.load")],  # the MCP layer takes no app config
         "toolscript.mcp.server.endpoint": [(7, "toolscript.mcp.client.session")],
-        "toolscript.gateway.http_api": [(9, "toolscript.codemode.deno")],
+        "toolscript.gateway.http_api": [(9, "toolscript.models.ask")],
         "toolscript.memory.store": [(11, "toolscript.cli.output")],  # nothing below cli/ imports it
         "toolscript.cli.frame": [(1, "toolscript.cli.args"), (2, "toolscript.gateway.state")],  # allowed
     }
     assert forbidden_edges(planted) == [
-        "toolscript.gateway.http_api line 9 imports toolscript.codemode.deno (gateway -> codemode)",
+        "toolscript.gateway.http_api line 9 imports toolscript.models.ask (gateway -> models)",
         "toolscript.mcp.client.connect line 5 imports toolscript.config.load (mcp.client -> config)",
         "toolscript.mcp.server.endpoint line 7 imports toolscript.mcp.client.session (mcp.server -> mcp.client)",
         "toolscript.memory.store line 11 imports toolscript.cli.output (memory -> cli)",

@@ -35,6 +35,7 @@ JSON API (paths relative to the token prefix):
     GET  /runtime/names                the sandbox runtime's attribute -> tool id map
     GET  /runtime/tools.ts             the module TypeScript scripts import (exec --lang ts)
     *    /mcp                          the standard MCP endpoint (Streamable HTTP)
+    *    /mcp/code                     the code-mode profile: three tools (search, stubs, run a script)
 """
 
 import hmac
@@ -49,6 +50,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from toolscript import __version__, log
 from toolscript.gateway.catalog import Snapshot
+from toolscript.gateway.codemode_tools import INSTRUCTIONS as CODE_MODE_INSTRUCTIONS
+from toolscript.gateway.codemode_tools import CodeModeTools, GatewayBackend
 from toolscript.gateway.service import Gateway, as_call_tool_result
 from toolscript.http1 import DisconnectWatcher, JsonTooDeep, decode_json, encode_json, response_head
 from toolscript.mcp.cancel import Cancel
@@ -163,6 +166,14 @@ class GatewayServer(ThreadingHTTPServer):
             instructions="toolscript gateway: tools of several MCP servers, named server__tool.",
             disconnects=self.disconnects,
         )
+        # The code-mode profile: clients that should see search, stubs and scripts instead of every tool.
+        self.mcp_code = McpHttpEndpoint(
+            CodeModeTools(GatewayBackend(gateway, lambda: self.url)),
+            server_name="toolscript-code",
+            server_version=__version__,
+            instructions=CODE_MODE_INSTRUCTIONS,
+            disconnects=self.disconnects,
+        )
         self._connections: Dict[socket.socket, _Connection] = {}
         # Newcomers that found every connection busy: their admission deadline.  Their own
         # threads read the request head meanwhile (a health check is answered without a slot).
@@ -194,6 +205,7 @@ class GatewayServer(ThreadingHTTPServer):
 
     def shutdown_all(self) -> None:
         self.mcp.close()
+        self.mcp_code.close()
         self.disconnects.close()
         with self._connections_changed:
             self._closing = True
@@ -511,9 +523,9 @@ class GatewayHandler(BaseHTTPRequestHandler):
         if body is None:
             return
         self.server.set_phase(self.connection, "busy")
-        if below == "/mcp":
+        if below in ("/mcp", "/mcp/code"):
             try:
-                self.server.mcp.handle(self, body)
+                (self.server.mcp if below == "/mcp" else self.server.mcp_code).handle(self, body)
             except Exception:
                 # The endpoint may already be streaming: writing a 500 now would
                 # corrupt that response, so drop the connection instead.
@@ -545,7 +557,7 @@ class GatewayHandler(BaseHTTPRequestHandler):
         elif below in ("/health", "/servers", "/tools", "/call", "/search", "/types", "/runtime/names"):
             self._json(405, {"error": f"{method} is not allowed on {below}"})
         else:
-            self._json(404, {"error": f"no such endpoint: {below} (try /health, /servers, /tools, /call, /mcp)"})
+            self._json(404, {"error": f"no such endpoint: {below} (try /health, /servers, /tools, /call, /mcp, /mcp/code)"})
 
     def _is_health_check(self, method: str) -> bool:
         """GET /healthz, or an authorized GET /health: cheap, bodiless, and what liveness probes ask."""
