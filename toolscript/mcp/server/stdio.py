@@ -34,6 +34,7 @@ from toolscript.mcp import jsonrpc
 from toolscript.mcp.cancel import Cancel
 from toolscript.mcp.protocol import (
     LATEST_PROTOCOL_VERSION,
+    LOG_LEVEL_META_KEY,
     MODERN_PROTOCOL_VERSIONS,
     SERVER_INFO_META_KEY,
     SUBSCRIPTION_ID_META_KEY,
@@ -59,6 +60,7 @@ class _Call:
         self.last_progress: Optional[float] = None
         self.done = threading.Event()
         self.modern = False  # a 2026-07-28 request: its result carries that era's fields
+        self.log_level: Optional[int] = None  # its own log level (2026-07-28); None: the session's
 
 
 class StdioServer:
@@ -227,6 +229,9 @@ class StdioServer:
             token = None
         call = _Call(request_id)
         call.modern = envelope_version(message) is not None
+        if call.modern:  # logs only when the request opts in with a level (2026-07-28 has no logging/setLevel)
+            level = meta.get(LOG_LEVEL_META_KEY) if isinstance(meta, dict) else None
+            call.log_level = LOG_LEVELS.index(level) if level in LOG_LEVELS else len(LOG_LEVELS)
         with self._calls_lock:
             if self._closed:
                 return
@@ -238,7 +243,7 @@ class StdioServer:
         thread.start()
 
     def _run_call(self, call: _Call, name: str, arguments: Dict[str, Any], token: Any) -> None:
-        context = CallContext(call.request_id, call.cancelled, self._progress_fn(call, token), self._log_fn())
+        context = CallContext(call.request_id, call.cancelled, self._progress_fn(call, token), self._log_fn(call))
         try:
             try:
                 result = self.provider.call_tool(name, arguments, context)
@@ -282,9 +287,10 @@ class StdioServer:
 
         return progress
 
-    def _log_fn(self) -> Callable[..., None]:
+    def _log_fn(self, call: _Call) -> Callable[..., None]:
         def log_message(level: str, data: Any, logger_name: Optional[str] = None) -> None:
-            if level not in LOG_LEVELS or LOG_LEVELS.index(level) < self.log_level:
+            threshold = self.log_level if call.log_level is None else call.log_level
+            if level not in LOG_LEVELS or LOG_LEVELS.index(level) < threshold or call.cancelled.is_set():
                 return
             params: Dict[str, Any] = {"level": level, "data": data}
             if logger_name is not None:
