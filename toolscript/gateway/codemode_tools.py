@@ -27,7 +27,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from toolscript import log
 from toolscript.errors import UserError
-from toolscript.mcp.server.endpoint import CallContext, UnknownTool
+from toolscript.mcp.server.provider import CallContext, UnknownTool
 from toolscript.tools import schema as jsonschema
 
 logger = log.get("gateway.codemode_tools")

@@ -44,8 +44,7 @@ import http.server
 import secrets
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from toolscript import log
 from toolscript.http1 import DisconnectWatcher, decode_json, encode_json
@@ -74,13 +73,10 @@ from toolscript.mcp.server.envelope import (
     request_header,
     unsupported_data,
 )
+from toolscript.mcp.server.provider import DEFAULT_LOG_LEVEL, LOG_LEVELS, CallContext, ToolProvider, UnknownTool  # noqa: F401  (also imported from here)
 from toolscript.mcp.server.streams import JSON, SSE, GetStream, InFlightCall, encode_answer, pump, send, send_error, sse_event, start_stream, write
 
 logger = log.get("mcp.server")
-
-# RFC 5424 severities, lowest first, as MCP's logging/setLevel names them.
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-DEFAULT_LOG_LEVEL = "info"
 
 _TICK_SECONDS = 0.25  # how often the housekeeping thread looks at calls and sessions
 # A 2025-03-26 batch (later revisions dropped batching) is bounded twice: in
@@ -90,39 +86,6 @@ MAX_BATCH_MESSAGES = 100
 MAX_BATCH_ANSWER_BYTES = 16 * 1024 * 1024
 
 _ALLOW = "GET, POST, DELETE"
-
-
-class UnknownTool(Exception):
-    """Raised by a provider for a tool it does not have; the client gets JSON-RPC -32602."""
-
-
-@dataclass
-class CallContext:
-    """What a provider's ``call_tool`` gets besides the arguments."""
-
-    request_id: Any
-    # Set on notifications/cancelled for this request, when the session ends,
-    # or when the client's connection closes while the call runs.
-    cancelled: Cancel
-    # (progress, total, message) -> notifications/progress with the client's
-    # progressToken; a no-op if it gave none.  total and message default to None.
-    progress: Callable[[float, Optional[float], Optional[str]], None]
-    # (level, data, logger) -> notifications/message, unless level is below the
-    # session's logging/setLevel level (default info).  logger defaults to None.
-    log: Callable[[str, Any, Optional[str]], None]
-
-
-class ToolProvider(Protocol):
-    """The tools an endpoint serves."""
-
-    def list_tools(self) -> List[Dict[str, Any]]:
-        """MCP Tool objects, passed through verbatim (``description`` is added if missing)."""
-
-    def call_tool(self, name: str, arguments: Dict[str, Any], call: CallContext) -> Dict[str, Any]:
-        """A CallToolResult.  Raise UnknownTool for -32602; any other exception becomes an isError result."""
-
-    def add_listener(self, callback: Callable[[], None]) -> Callable[[], None]:
-        """Call ``callback`` whenever the tool list changes; return a function that unsubscribes it."""
 
 
 # -- sessions ------------------------------------------------------------------------

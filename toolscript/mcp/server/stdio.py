@@ -2,8 +2,9 @@
 
 ``serve_stdio(provider, ...)`` reads newline-delimited JSON-RPC messages from
 ``stdin`` and writes one JSON message per line to ``stdout`` until ``stdin``
-closes (the client's way of ending the session).  The provider is the one
-``McpHttpEndpoint`` serves (``list_tools``, ``call_tool``, ``add_listener``).
+closes (the client's way of ending the session).  The provider is a
+``provider.ToolProvider``, as ``McpHttpEndpoint`` serves (``list_tools``,
+``call_tool``, ``add_listener``).
 
 What it answers: ``initialize`` (the client's protocol version when we speak
 it, else our latest), ``ping``, ``tools/list``, ``tools/call``,
@@ -42,8 +43,7 @@ from toolscript.mcp.protocol import (
     UNSUPPORTED_PROTOCOL_VERSION,
     envelope_version,
 )
-from toolscript.mcp.server.endpoint import DEFAULT_LOG_LEVEL, LOG_LEVELS, CallContext, ToolProvider, UnknownTool
-from toolscript.mcp.server.envelope import unsupported_data
+from toolscript.mcp.server.provider import DEFAULT_LOG_LEVEL, LOG_LEVELS, CallContext, ToolProvider, UnknownTool
 
 logger = log.get("mcp.server.stdio")
 
@@ -147,6 +147,8 @@ class StdioServer:
         elif kind == "request" and _valid_id(message["id"]):
             version = envelope_version(message)
             if version is not None and version not in MODERN_PROTOCOL_VERSIONS and message["method"] != "initialize":
+                from toolscript.mcp.server.envelope import unsupported_data  # only here: it imports http.server
+
                 self._send(jsonrpc.error(message["id"], UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version", unsupported_data(version)))
             elif message["method"] == "tools/call":
                 self._start_call(message)
