@@ -239,4 +239,4 @@ def test_help_gives_the_config_line(run_cli, clean_env):
     assert proc.returncode == 0
     assert '{"mcpServers": {"toolscript": {"command": "toolscript", "args": ["mcp"]}}}' in proc.stdout
     listed = run_cli("--help", env=clean_env)
-    assert "mcp" in listed.stdout and "code mode for any MCP client" in listed.stdout
+    assert "serve code mode to any MCP client (stdio)" in listed.stdout

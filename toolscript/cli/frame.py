@@ -35,7 +35,7 @@ COMMANDS = {
     "get-types": ("toolscript.cli.commands.get_types", "Python stubs (or TypeScript) for the tools"),
     "exec": ("toolscript.cli.commands.exec", "run a Python script that calls tools, sandboxed"),
     "gateway": ("toolscript.cli.commands.gateway", "start, inspect or stop the gateway"),
-    "mcp": ("toolscript.cli.commands.mcp", "code mode for any MCP client: search, stubs and scripts on stdio"),
+    "mcp": ("toolscript.cli.commands.mcp", "serve code mode to any MCP client (stdio)"),
     "list-servers": ("toolscript.cli.commands.list_servers", "the gateway's servers and their state"),
     "list-tools": ("toolscript.cli.commands.list_tools", "one server's tools, via the gateway"),
     "tools": ("toolscript.cli.commands.tools", "list, describe or invoke tools"),
