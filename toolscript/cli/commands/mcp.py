@@ -65,6 +65,7 @@ class GatewayHandle:
         self.workspace = workspace
         self.config_paths = config_paths
         self.started = False
+        self.asked_session = False  # the session's lock was taken to find or start its gateway
         self.error: Optional[str] = None
         self._client: Any = None
         self._ready = threading.Event()
@@ -82,6 +83,7 @@ class GatewayHandle:
                 logger.info("mcp: $TOOLSCRIPT_GATEWAY_URL does not answer; using a gateway of the session instead")
                 self.url = None
             if not self.url:
+                self.asked_session = True
                 info, reused = launch.start_or_reuse(
                     self.session, workspace=self.workspace, cwd=os.getcwd(), config_paths=self.config_paths, exit_with=os.getpid(),
                 )
@@ -114,7 +116,7 @@ class GatewayHandle:
                 logger.info("mcp: stopped gateway pid %s", pid)
             except UserError as exc:
                 logger.warning("mcp: could not stop the gateway: %s", exc)
-        if self.own_session:
+        if self.own_session and self.asked_session:
             try:
                 os.unlink(state.lock_path(self.session))  # a made-up session's lock file is ours alone
             except OSError:
@@ -164,6 +166,9 @@ def run(args: argparse.Namespace) -> int:
     backend = HttpBackend(handle.client, require_isolation=_require_isolation(args.config_paths))
     protocol_out = sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print must not corrupt the protocol stream
+    if sys.stdin.isatty():
+        print("toolscript mcp: an MCP server on stdin/stdout for an MCP client to start; see 'toolscript mcp --help' (Ctrl-D ends it)",
+              file=sys.stderr)
     handle.start()
     try:
         with process.terminate_on_signals():  # a second signal must not cut the gateway's stop short
