@@ -56,16 +56,14 @@ class GatewayHandle:
     need no gateway) answer at once; the first tool call waits for it.
     """
 
-    def __init__(self, *, url: Optional[str], probe: bool, session: Optional[str], own_session: bool, workspace: str,
+    def __init__(self, *, url: Optional[str], probe: bool, session: Optional[str], workspace: str,
                  config_paths: Optional[list]) -> None:
         self.url = url  # a gateway named by the caller: used as it is
         self.probe = probe  # the URL came from the environment: fall back to a session's gateway when it does not answer
         self.session = session
-        self.own_session = own_session  # a session made up for this process: nobody else uses it
         self.workspace = workspace
         self.config_paths = config_paths
         self.started = False
-        self.asked_session = False  # the session's lock was taken to find or start its gateway
         self.error: Optional[str] = None
         self._client: Any = None
         self._ready = threading.Event()
@@ -83,7 +81,6 @@ class GatewayHandle:
                 logger.info("mcp: $TOOLSCRIPT_GATEWAY_URL does not answer; using a gateway of the session instead")
                 self.url = None
             if not self.url:
-                self.asked_session = True
                 info, reused = launch.start_or_reuse(
                     self.session, workspace=self.workspace, cwd=os.getcwd(), config_paths=self.config_paths, exit_with=os.getpid(),
                 )
@@ -107,7 +104,7 @@ class GatewayHandle:
 
     def close(self) -> None:
         """Stop the gateway if this process started it."""
-        from toolscript.gateway import launch, state
+        from toolscript.gateway import launch
 
         self._ready.wait(GATEWAY_WAIT_SECONDS)
         if self.started and self.url:
@@ -116,11 +113,6 @@ class GatewayHandle:
                 logger.info("mcp: stopped gateway pid %s", pid)
             except UserError as exc:
                 logger.warning("mcp: could not stop the gateway: %s", exc)
-        if self.own_session and self.asked_session:
-            try:
-                os.unlink(state.lock_path(self.session))  # a made-up session's lock file is ours alone
-            except OSError:
-                pass
 
 
 def _answers(url: str) -> bool:
@@ -153,7 +145,7 @@ def gateway_handle(args: argparse.Namespace) -> GatewayHandle:
     env_url = os.environ.get("TOOLSCRIPT_GATEWAY_URL") if not args.session else None
     named = args.session or os.environ.get("CLAUDE_CODE_SESSION_ID")
     session = text_session(named) if named else f"mcp-{os.getpid()}-{secrets.token_hex(4)}"
-    return GatewayHandle(url=args.gateway_url or env_url, probe=not args.gateway_url, session=session, own_session=not named,
+    return GatewayHandle(url=args.gateway_url or env_url, probe=not args.gateway_url, session=session,
                          workspace=workspace, config_paths=args.config_paths)
 
 
