@@ -234,6 +234,22 @@ def test_a_gateway_that_cannot_start_is_a_tool_error_and_listing_still_works(tmp
         mcp.kill()
 
 
+@pytest.mark.timeout(120)
+def test_started_in_the_root_directory_its_gateway_shares_no_files(world):
+    env, _, config = world
+    mcp = McpProcess("--config", config, env=env, cwd="/")
+    try:
+        mcp.initialize()
+        listed = mcp.call("run_script", {"code": "from toolscript import tools\nprint(tools.builtin.fs_list_dir(path='.')['entries'])"})
+        assert listed == {"content": [{"type": "text", "text": "[]\n"}]}
+        (gateway,) = gateway_states(env).values()
+        assert gateway["workspace"] == os.path.join(env["TOOLSCRIPT_STATE_DIR"], "empty-workspace")
+        status, _, stderr = mcp.close()
+        assert status == 0 and "pass --workspace DIR to share one" in stderr
+    finally:
+        mcp.kill()
+
+
 def test_help_gives_the_config_line(run_cli, clean_env):
     proc = run_cli("mcp", "--help", env=clean_env)
     assert proc.returncode == 0

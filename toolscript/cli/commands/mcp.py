@@ -8,7 +8,7 @@ import sys
 import threading
 from typing import Any, Optional
 
-from toolscript import __version__, log
+from toolscript import __version__, log, paths
 from toolscript.config import keys as configkeys
 from toolscript.errors import UserError
 
@@ -28,8 +28,10 @@ Add one line to the client's MCP config:
 The tools are served by the session's gateway: --gateway-url, else
 $TOOLSCRIPT_GATEWAY_URL when it answers, else the gateway of --session or
 $CLAUDE_CODE_SESSION_ID (started if none runs), else a gateway of its own.
-A gateway it started stops when the client closes the connection.  Nothing
-but MCP messages is written to stdout; diagnostics go to stderr.
+A gateway it started stops when the client closes the connection.  Its file
+built-ins read --workspace (default: the current directory; started in /, as
+desktop clients do, an empty one).  Nothing but MCP messages is written to
+stdout; diagnostics go to stderr.
 
 examples:
   toolscript mcp
@@ -45,7 +47,8 @@ REQUIRE_ISOLATION_KEY = "requireIsolation"
 
 
 def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workspace", metavar="DIR", help="the directory a gateway this starts lets file built-ins read (default: the current one)")
+    parser.add_argument("--workspace", metavar="DIR",
+                        help="the directory a gateway this starts lets file built-ins read (default: the current one, unless that is /)")
     parser.set_defaults(handler=run)
 
 
@@ -142,6 +145,10 @@ def gateway_handle(args: argparse.Namespace) -> GatewayHandle:
     workspace = os.path.realpath(os.path.expanduser(args.workspace or os.getcwd()))
     if not os.path.isdir(workspace):
         raise UserError(f"--workspace {args.workspace}: no such directory; create it first or name an existing one", exit_code=2)
+    if not args.workspace and workspace == os.path.realpath(os.sep):
+        # Desktop clients start their servers in /: that must not hand the model every file on the disk.
+        workspace = paths.ensure_private_dir(os.path.join(paths.state_dir(), "empty-workspace"))
+        logger.warning("mcp: started in %s; the file built-ins see an empty directory: pass --workspace DIR to share one", os.sep)
     env_url = os.environ.get("TOOLSCRIPT_GATEWAY_URL") if not args.session else None
     named = args.session or os.environ.get("CLAUDE_CODE_SESSION_ID")
     session = text_session(named) if named else f"mcp-{os.getpid()}-{secrets.token_hex(4)}"
