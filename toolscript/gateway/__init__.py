@@ -6,7 +6,8 @@
 - ``catalog``    every tool under one ``server__tool`` id space
 - ``derived``    search index, stubs and name map, rebuilt when the catalog changes
 - ``service``    ``Gateway``: built-ins + upstreams + calls, independent of HTTP
-- ``http_api``   the HTTP server: token, Host/Origin checks, JSON API, MCP endpoint
+- ``http_api``   the HTTP server: token, Host/Origin checks, JSON API, MCP endpoints (every tool; code mode)
+- ``codemode_tools``  code mode as three MCP tools (search, stubs, run a script), for ``/mcp/code`` and ``toolscript mcp``
 - ``tsruntime``  the TypeScript module ``exec --lang ts`` scripts import (``runtime.ts``)
 - ``daemon``     the gateway process: start lock, serve until a signal, clean stop
 - ``launch``     starting (or reusing) and stopping a session's gateway in the background
