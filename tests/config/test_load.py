@@ -594,6 +594,9 @@ def test_masked_view_masks_literals_and_shows_templates():
             "tmpl": {"type": "http", "url": "https://h/mcp?x=${SECRET}", "source": SRC},
         },
         "untrusted": [],
+        "claudeCodeServers": True,
+        "claudeCodeFiles": [],
+        "notImported": [],
     }
     dumped = json.dumps(view)
     for secret in ("real-key", "real-k", "real-token", "real-s", "s3cret", "sk-live", "abc123", ":pw@"):

@@ -20,6 +20,9 @@ PROJECT_PATH = "./.toolscript.json"
 DEFAULT_PATHS = (USER_PATH, PROJECT_PATH)
 CONFIG_ENV = "TOOLSCRIPT_CONFIG"
 
+# "claudeCodeServers": false stops serving the MCP servers Claude Code is configured with (toolscript.config.claude_code).
+CLAUDE_CODE_SERVERS_KEY = "claudeCodeServers"
+
 SUGGESTIONS_KEY = "suggestions"
 SUGGESTION_BACKENDS = ("auto", "api", "claude", "local")
 # "suggestions": what the UserPromptSubmit hook does by default.

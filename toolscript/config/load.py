@@ -34,27 +34,38 @@ from __future__ import annotations
 
 import copy
 import difflib
-import fnmatch
 import json
 import math
 import os
 import re
 import urllib.parse
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from toolscript.config import keys as configkeys
+from toolscript.config.model import (  # re-exported: the configuration's parts are imported from here too
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    Config,
+    Imported,
+    NotImported,
+    OAuthConfig,
+    ServerConfig,
+    UntrustedFile,
+)
 from toolscript.errors import UserError
 
-DEFAULT_CONNECT_TIMEOUT = 30.0  # seconds
-DEFAULT_CALL_TIMEOUT = 60.0  # seconds
-# The largest JSON-RPC message (a stdio line, an SSE event, an HTTP body) taken
-# from an upstream: a larger tool result fails with an error naming this limit.
-DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+__all__ = [
+    "DEFAULT_CALL_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_MAX_MESSAGE_BYTES", "DEFAULT_PATHS", "MASK", "OAUTH_KEYS",
+    "Config", "ConfigError", "Imported", "NotImported", "OAuthConfig", "ServerConfig", "UntrustedFile",
+    "default_config_paths", "is_secret_name", "load_config", "mask_url", "references_variable",
+]
+
 
 DEFAULT_PATHS = list(configkeys.DEFAULT_PATHS)
 
-_TOP_LEVEL_KEYS = ["mcpServers", "builtinTools", "workspaceRoots", "mcpToolNames", "maxMessageBytes", "requireIsolation", "suggestions", "memory", "$schema"]
+_TOP_LEVEL_KEYS = ["mcpServers", "builtinTools", "workspaceRoots", "mcpToolNames", "maxMessageBytes", "requireIsolation", "suggestions", "memory",
+                   configkeys.CLAUDE_CODE_SERVERS_KEY, "$schema"]
 _SERVER_KEYS = [
     "type",
     "command",
@@ -101,130 +112,6 @@ _BARE_KEY_RE = re.compile(r"[A-Za-z0-9_-]+\Z")
 _SECRET_WORDS = ("token", "key", "secret", "password", "auth")
 _SECRET_QUERY_WORDS = _SECRET_WORDS + ("sig",)
 MASK = "****"
-
-
-@dataclass
-class OAuthConfig:
-    """A server's ``"oauth"`` setting: how ``toolscript auth`` registers and signs in (all optional).
-
-    ``enabled`` is False for ``"oauth": false``: the server never gets a token
-    (nor a "needs auth" state); a 401 from it is an error like any other.
-    """
-
-    enabled: bool = True
-    client_id: Optional[str] = None  # "clientId": a client registered with the authorization server by hand
-    client_secret: Optional[str] = None  # "clientSecret": its secret (write it as ${VAR})
-    scope: Optional[str] = None  # "scope": asked for instead of what the server suggests
-    client_metadata_url: Optional[str] = None  # "clientMetadataUrl": an https URL of a client ID metadata document
-    redirect_port: Optional[int] = None  # "redirectPort": the loopback callback port (a client registered with a fixed redirect URI)
-
-
-@dataclass
-class ServerConfig:
-    """One MCP server as configured, after ``${VAR}`` substitution."""
-
-    name: str
-    type: str  # "stdio" | "http" | "sse"
-    source: str  # path of the file this entry came from
-    command: Optional[str] = None
-    args: List[str] = field(default_factory=list)
-    env: Dict[str, str] = field(default_factory=dict)
-    cwd: Optional[str] = None
-    url: Optional[str] = None
-    headers: Dict[str, str] = field(default_factory=dict)
-    include_tools: List[str] = field(default_factory=list)  # empty = all
-    exclude_tools: List[str] = field(default_factory=list)
-    timeout: Optional[float] = None  # seconds; None = the defaults above
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES  # "maxMessageBytes"
-    disabled: bool = False
-    oauth: OAuthConfig = field(default_factory=OAuthConfig)  # "oauth" (http/sse servers only)
-    raw: Dict[str, Any] = field(default_factory=dict)  # the entry as written, before substitution
-    # Why this server cannot be started though the file is valid (an unset
-    # ``${VAR}``), or None.  Only this server fails; the others still work.
-    config_error: Optional[str] = None
-
-    def allows_tool(self, tool_name: str) -> bool:
-        """Whether ``includeTools``/``excludeTools`` let this tool through.
-
-        Patterns are exact names or ``*``/``?`` globs, matched case-sensitively.
-        """
-        if self.include_tools and not _matches_any(tool_name, self.include_tools):
-            return False
-        return not _matches_any(tool_name, self.exclude_tools)
-
-    @property
-    def connect_timeout(self) -> float:
-        return DEFAULT_CONNECT_TIMEOUT if self.timeout is None else self.timeout
-
-    @property
-    def call_timeout(self) -> float:
-        return DEFAULT_CALL_TIMEOUT if self.timeout is None else self.timeout
-
-
-def _matches_any(name: str, patterns: List[str]) -> bool:
-    # fnmatchcase, not fnmatch: tool names are case-sensitive on every platform.
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
-
-
-@dataclass
-class UntrustedFile:
-    """A project config file the user has not approved (or whose content changed since): ignored as a whole."""
-
-    path: str
-    status: str  # trust.UNTRUSTED (never approved) or trust.CHANGED (approved once, different content now)
-    sha256: str
-    servers: Dict[str, Any] = field(default_factory=dict)  # name -> the entry as written (nothing expanded)
-    settings: List[str] = field(default_factory=list)  # the gateway-wide keys it sets, ignored with it
-    problem: Optional[str] = None  # why its content could not be read as a config file
-
-    def reason(self) -> str:
-        """One line: why the file's servers are not started, and who approves it how."""
-        what = "has changed since it was approved" if self.status == "changed" else "is not trusted yet"
-        return f"{self.path} {what}, so nothing in it is used; {_how_to_approve()}"
-
-    def as_dict(self) -> Dict[str, Any]:
-        return {"path": self.path, "status": self.status, "sha256": self.sha256, "servers": sorted(self.servers),
-                "settings": list(self.settings), "problem": self.problem, "fix": "toolscript trust"}
-
-
-def _how_to_approve() -> str:
-    from toolscript.config import trust
-
-    return trust.HOW_TO_APPROVE
-
-
-@dataclass
-class Config:
-    """The merged configuration of all files read."""
-
-    servers: Dict[str, ServerConfig]  # insertion-ordered, disabled ones included
-    files: List[str]  # files that existed and were read, in order
-    warnings: List[str]  # one line each
-    # Built-in tools: True (all), False (none) or the names allowed.
-    builtin_tools: Union[bool, List[str]] = True
-    # Extra directories the file built-ins may read, besides the workspace itself.
-    workspace_roots: List[str] = field(default_factory=list)
-    # How the gateway's MCP endpoint names tools: "prefixed" (server__tool) or
-    # "plain" (the server's own name, prefixed only where two servers collide).
-    mcp_tool_names: str = "prefixed"
-    # The top-level "maxMessageBytes": the default for servers that set none.
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
-    # "requireIsolation": exec refuses to run a script when only the in-process guard
-    # (no kernel-enforced layer) is available, as ``exec --require-isolation`` does.
-    require_isolation: bool = False
-    # "suggestions": the per-prompt suggestion hook's settings, defaults filled in (configkeys.SUGGESTION_DEFAULTS).
-    suggestions: Dict[str, Any] = field(default_factory=lambda: dict(configkeys.SUGGESTION_DEFAULTS))
-    # "memory": the memory hooks' settings, defaults filled in (configkeys.MEMORY_DEFAULTS).
-    memory: Dict[str, Any] = field(default_factory=lambda: dict(configkeys.MEMORY_DEFAULTS))
-    # The project file, when the user has not approved its content: read, never used.
-    untrusted: List[UntrustedFile] = field(default_factory=list)
-
-    def untrusted_servers(self) -> Dict[str, UntrustedFile]:
-        """{server name: the unapproved file that names it}, for servers no approved file defines."""
-        return {name: file for file in self.untrusted for name in file.servers if name not in self.servers}
-
-    def enabled_servers(self) -> List[ServerConfig]:
-        return [server for server in self.servers.values() if not server.disabled]
 
 
 class ConfigError(UserError):
@@ -318,13 +205,45 @@ def load_config(
         servers.update(file_servers)
     if problems:
         raise ConfigError(problems, warnings)
+    claude_code: Dict[str, Any] = {}
+    if settings.get("claude_code_servers", True):
+        claude_code = _claude_code_servers(servers, untrusted, warnings, cwd, environ)
     default_max = settings.get("max_message_bytes")
     if default_max is not None:
         for server in servers.values():
             if "maxMessageBytes" not in server.raw:
                 server.max_message_bytes = default_max
     return Config(servers=servers, files=files, warnings=warnings, suggestions=suggestions, memory=memory,
-                  untrusted=untrusted, **settings)
+                  untrusted=untrusted, **claude_code, **settings)
+
+
+def _claude_code_servers(servers: Dict[str, ServerConfig], untrusted: List[UntrustedFile], warnings: List[str],
+                         cwd: Optional[str], environ: Mapping[str, str]) -> Dict[str, Any]:
+    """Add the servers Claude Code is configured with for this project (toolscript's own entries win by name).
+
+    Claude Code's files are not toolscript's: nothing in them fails the
+    configuration.  What cannot be served is listed in ``not_imported`` (a
+    warning when the user did not choose it), and project servers Claude Code
+    has not approved are set aside like an untrusted file.
+    """
+    from toolscript.config import claude_code
+
+    found = claude_code.read(os.getcwd() if cwd is None else cwd, environ)
+    not_imported = list(found.not_imported)
+    for name, server in found.servers.items():
+        if name in servers:
+            not_imported.append(NotImported(name, server.describe_source(), f"{servers[name].source} defines {name!r}, which wins", warn=False))
+        else:
+            servers[name] = server
+    for item in not_imported:
+        if item.warn:
+            warnings.append(f"{item.source}: server {item.name!r} is not served: {item.reason}")
+    warnings.extend(found.warnings)
+    for pending in found.pending:
+        pending.servers = {name: entry for name, entry in pending.servers.items() if name not in servers}
+        if pending.servers:
+            untrusted.append(pending)
+    return {"claude_code_files": found.files, "not_imported": not_imported}
 
 
 def _untrusted(path: str, data: bytes, decision: str) -> UntrustedFile:
@@ -429,6 +348,12 @@ def _parse_settings(document: Dict[str, Any], source: str, environ: Mapping[str,
             settings["mcp_tool_names"] = value
         else:
             problems.append(f'{source}: mcpToolNames: expected "prefixed" or "plain", got {json.dumps(value)}')
+    if configkeys.CLAUDE_CODE_SERVERS_KEY in document:
+        value = document[configkeys.CLAUDE_CODE_SERVERS_KEY]
+        if isinstance(value, bool):
+            settings["claude_code_servers"] = value
+        else:
+            problems.append(f"{source}: {configkeys.CLAUDE_CODE_SERVERS_KEY}: expected true or false, got {_json_type(value)}")
     if "requireIsolation" in document:
         value = document["requireIsolation"]
         if isinstance(value, bool):

@@ -9,6 +9,10 @@ approved that file's exact bytes with ``toolscript trust``; changed content
 needs approval again.  The user's own files (``~/.toolscript.json``,
 ``--config``, ``TOOLSCRIPT_CONFIG``) are always trusted.
 
+The same step covers a project's ``.mcp.json``, Claude Code's project-scope
+servers: toolscript serves them once Claude Code approved them, or once the
+user trusted that exact file here (``toolscript trust .mcp.json``).
+
 Approvals live in ``<state dir>/trusted-configs.json`` (0600 in the private
 state directory), keyed by the file's real path::
 
@@ -38,6 +42,13 @@ CHANGED = "changed"  # approved once, the content differs now
 
 # What the model is told and what every command prints: only the user can approve.
 HOW_TO_APPROVE = "the user approves it in a terminal with `toolscript trust`"
+# Claude Code's project-scope server file (toolscript.config.claude_code).
+CLAUDE_CODE_FILE = ".mcp.json"
+
+
+def is_claude_code_file(path: str) -> bool:
+    """Whether ``path`` is a Claude Code ``.mcp.json`` (its servers get Claude Code's rules) rather than a toolscript file."""
+    return os.path.basename(path) == CLAUDE_CODE_FILE
 
 
 def digest(data: bytes) -> str:

@@ -23,8 +23,10 @@ def masked_view(config: Config) -> Dict[str, Any]:
             view["command"] = server.command
         if server.args:
             view["args"] = _mask_args(server.args, raw.get("args"))
-        if server.env:
-            view["env"] = _mask_mapping(server.env, raw.get("env"))
+        # An imported server's env is the whole environment it starts with: show only what its entry sets.
+        env = server.imported.env if server.imported is not None else server.env
+        if env:
+            view["env"] = _mask_mapping(env, raw.get("env"))
         if server.cwd is not None:
             view["cwd"] = server.cwd
         if server.url is not None:
@@ -48,6 +50,16 @@ def masked_view(config: Config) -> Dict[str, Any]:
         if server.config_error:
             view["error"] = server.config_error
         view["source"] = server.source
+        if server.imported is not None:
+            view["from"] = {"client": "Claude Code", "scope": server.imported.scope, "file": server.imported.shown,
+                            "approval": server.imported.approval or None, "described": server.imported.describe(),
+                            "lazy": True}
+            if server.imported.headers_helper:
+                view["headersHelper"] = server.imported.headers_helper
+            if server.imported.call_seconds is not None:
+                view["callTimeout"] = server.imported.call_seconds
+            if server.imported.unset:
+                view["unset"] = list(server.imported.unset)
         servers[name] = view
     return {
         "files": list(config.files),
@@ -61,6 +73,9 @@ def masked_view(config: Config) -> Dict[str, Any]:
         "memory": dict(config.memory),
         "warnings": list(config.warnings),
         "untrusted": [file.as_dict() for file in config.untrusted],
+        "claudeCodeServers": config.claude_code_servers,
+        "claudeCodeFiles": list(config.claude_code_files),
+        "notImported": [item.as_dict() for item in config.not_imported],
     }
 
 

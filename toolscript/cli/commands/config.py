@@ -15,6 +15,11 @@ Configuration is Claude Code's "mcpServers" format, read from
 ./.toolscript.json counts only once you approved its content with
 'toolscript trust'; until then show and validate list what it would add.
 
+The MCP servers Claude Code is configured with for this project are served
+too (~/.claude.json's user and local scopes, and .mcp.json servers Claude Code
+approved or you trusted with 'toolscript trust .mcp.json'); a toolscript entry
+of the same name wins, and "claudeCodeServers": false turns them off.
+
 examples:
   toolscript config show                  servers as toolscript sees them, secrets masked
   toolscript config show --json           the same as JSON, for scripts
@@ -57,11 +62,15 @@ def run_show(args: argparse.Namespace) -> int:
         return 0
     for warning in config.warnings:
         echo(f"toolscript: warning: {warning}", file=sys.stderr)
-    pending = [file.path for file in config.untrusted]
+    pending = [file.path for file in config.untrusted if not file.claude_code]
     if view["files"] or pending:
         print("files: " + ", ".join(view["files"] + [f"{path} (not trusted, not used)" for path in pending]))
     else:
         print("files: none found (" + ", ".join(configuration.default_config_paths()) + ")")
+    if not config.claude_code_servers:
+        print("Claude Code's servers: not served (\"claudeCodeServers\": false)")
+    elif config.claude_code_files:
+        print("Claude Code's servers from: " + ", ".join(config.claude_code_files))
     if not view["servers"] and not config.untrusted_servers():
         print("servers: none")
     for name, server in view["servers"].items():
@@ -85,7 +94,20 @@ def run_show(args: argparse.Namespace) -> int:
                 echo(f"    oauth.{k} = {v}")
         elif oauth is not None:
             print(f"    oauth = {'true' if oauth else 'false'}")
-        print(f"    from {server['source']}")
+        imported = server.get("from")
+        if isinstance(imported, dict):
+            if server.get("callTimeout") is not None:
+                print(f"    call timeout = {server['callTimeout']:g}s")
+            if server.get("headersHelper"):
+                echo(f"    headersHelper = {server['headersHelper']}")
+            if server.get("unset"):
+                echo("    not set (passed on as written): " + ", ".join("${" + v + "}" for v in server["unset"]))
+            echo(f"    from {imported['described']}: started only to list its tools and when a script calls it")
+        else:
+            print(f"    from {server['source']}")
+    for item in config.not_imported:
+        echo(f"{item.name}: not served: {item.reason}")
+        echo(f"    from {item.source}")
     _print_untrusted(config)
     return 0
 
@@ -94,13 +116,16 @@ def _print_untrusted(config: "configuration.Config") -> None:
     """Each server an unapproved project file would add, and the settings it would change, with who approves it."""
     for name, file in config.untrusted_servers().items():
         echo(f"{name}: not started: awaiting approval")
-        print(f"    from {file.path} ({'changed since approved' if file.status == 'changed' else 'not trusted yet'})")
+        if file.claude_code:
+            echo(f"    from {file.path} (project scope: not approved in Claude Code, not trusted in toolscript)")
+        else:
+            echo(f"    from {file.path} ({'changed since approved' if file.status == 'changed' else 'not trusted yet'})")
     for file in config.untrusted:
         if file.problem:
             echo(f"{file.path}: {file.problem}")
         if file.settings:
             echo(f"ignored until approved: {', '.join(file.settings)} from {file.path}")
-        print(f"approve {file.path} in a terminal with: toolscript trust (it shows what the file runs first)")
+        print(f"approve {file.path} in a terminal with: {file.fix()} (it shows what the file runs first)")
 
 
 def run_validate(args: argparse.Namespace) -> int:

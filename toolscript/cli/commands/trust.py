@@ -18,6 +18,12 @@ you approve that file's exact content here; if the file changes, it needs
 approval again.  Your own files (~/.toolscript.json, --config,
 TOOLSCRIPT_CONFIG) are always trusted.
 
+A project's .mcp.json holds Claude Code's project servers.  toolscript
+serves those Claude Code approved; 'toolscript trust .mcp.json' approves the
+whole file for toolscript too (a server Claude Code rejected stays off).  They
+run as Claude Code runs them: with your whole environment, in the project
+directory.
+
 trust prints every command line, URL and variable the file would use and asks
 for confirmation on the terminal.  Without a terminal it refuses unless --yes
 is given.  Approvals are kept as SHA-256 hashes in the state directory
@@ -28,6 +34,7 @@ examples:
   toolscript trust                     review ./.toolscript.json and approve it
   toolscript trust --show              only review it (change nothing)
   toolscript trust ../other/.toolscript.json
+  toolscript trust .mcp.json           let toolscript serve Claude Code's project servers
   toolscript trust --yes               approve without asking (scripts; you read it first)
   toolscript trust --revoke            forget the approval of ./.toolscript.json
   toolscript trust --list              every approved file, and which changed since
@@ -38,7 +45,7 @@ exit status: 0 approved, shown or revoked; 1 declined, or nothing to revoke;
 
 
 def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", nargs="?", metavar="FILE", help="the project config file (default: ./.toolscript.json)")
+    parser.add_argument("path", nargs="?", metavar="FILE", help="the project config file: ./.toolscript.json (the default), or a Claude Code .mcp.json")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--show", action="store_true", help="print what the file would run and its trust state; change nothing")
     mode.add_argument("--yes", "-y", action="store_true", help="approve without asking (needed without a terminal)")
@@ -91,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
         review.update(status=trust.TRUSTED, store=store)
         print_json(review)
     else:
-        print(f"trusted: {path} (sha256 {trust.digest(data)[:16]}...); a gateway started from now on uses it")
+        what = "serves its servers" if trust.is_claude_code_file(path) else "uses it"
+        print(f"trusted: {path} (sha256 {trust.digest(data)[:16]}...); a gateway started from now on {what}")
         print("a gateway already running keeps its configuration: restart it with 'toolscript gateway stop' then 'toolscript gateway start --detach'")
     return 0
 
@@ -135,12 +143,17 @@ def describe(path: str, data: bytes) -> Dict[str, Any]:
     if not isinstance(document, dict):
         review["problem"] = 'is not a JSON object with "mcpServers"'
         return review
+    from toolscript.config.trust import is_claude_code_file
+
+    claude_code = is_claude_code_file(path)  # Claude Code's rules: no $${ escape, the whole environment
     variables: List[str] = []
     entries = document.get("mcpServers")
     for name, entry in (entries.items() if isinstance(entries, dict) else []):
         server = _describe_server(str(name), entry)
+        if claude_code and server.get("kind") == "stdio":
+            server["environment"] = "your whole environment, in the project directory"
         review["servers"].append(server)
-        _collect_variables(entry, variables)
+        _collect_variables(entry, variables, escape=not claude_code)
     review["settings"] = {key: value for key, value in document.items() if key not in ("mcpServers", "$schema")}
     _collect_variables(review["settings"], variables)
     review["variables"] = [{"name": name, "set": name in os.environ} for name in variables]
@@ -168,16 +181,16 @@ def _describe_server(name: str, entry: Any) -> Dict[str, Any]:
     return described
 
 
-def _collect_variables(value: Any, found: List[str]) -> None:
-    """Every ``${NAME}`` / ``${NAME:-default}`` in the strings of ``value``, in order, once each."""
+def _collect_variables(value: Any, found: List[str], escape: bool = True) -> None:
+    """Every ``${NAME}`` / ``${NAME:-default}`` in the strings of ``value``, in order, once each (``escape``: ``$${`` is not one)."""
     if isinstance(value, dict):
         for item in value.values():
-            _collect_variables(item, found)
+            _collect_variables(item, found, escape)
     elif isinstance(value, list):
         for item in value:
-            _collect_variables(item, found)
+            _collect_variables(item, found, escape)
     elif isinstance(value, str):
-        text = value.replace("$${", "")
+        text = value.replace("$${", "") if escape else value
         start = text.find("${")
         while start >= 0:
             end = text.find("}", start + 2)
@@ -206,6 +219,8 @@ def _print_review(review: Dict[str, Any]) -> None:
         off = " (disabled)" if server.get("disabled") else ""
         if server["kind"] == "stdio":
             echo(f"  {server['name']}: runs as you{off}: {server['runs']}", escape=True)
+            if server.get("environment"):
+                echo(f"      with {server['environment']}", escape=True)
             if server.get("cwd"):
                 echo(f"      in {server['cwd']}", escape=True)
             for key, value in (server.get("env") or {}).items():
