@@ -74,17 +74,34 @@ def probe(server: ServerConfig) -> Dict[str, Any]:
     from toolscript.mcp.errors import McpError
 
     started = time.monotonic()
-    report: Dict[str, Any] = {"name": server.name, "ok": False, "transport": server.type, "source": server.source}
+    report: Dict[str, Any] = {"name": server.name, "ok": False, "transport": server.type, "source": server.describe_source()}
+    if server.imported is not None:
+        report["client"] = "Claude Code"
     session = None
     auth = None
     if server.type in ("http", "sse"):
         from toolscript.mcp.auth import store as oauth_store  # the stored sign-in, as the gateway would use it
 
         auth = oauth_store.bearer_auth(server)
+    target = server
+    if server.imported is not None and server.imported.headers_helper:
+        from toolscript.config.claude_code import helper_headers
+        from toolscript.errors import UserError
+
+        try:
+            target = helper_headers(server)
+        except UserError as exc:
+            report.update(error=str(exc), seconds=round(time.monotonic() - started, 3))
+            return report
     try:
-        session = open_session(server, auth=auth)
+        session = open_session(target, auth=auth)
         report["transport"] = session.transport.name
         tools = session.list_tools(server.connect_timeout)
+        if server.imported is not None:  # a server Claude Code also runs: the gateway uses this list without starting it
+            from toolscript.gateway import toolcache
+
+            toolcache.store(server, tools, server_info=session.server_info, protocol_version=session.protocol_version,
+                            instructions=session.instructions)
         shown, hidden = visible_tools(server, tools)
         report.update(
             ok=True,

@@ -21,7 +21,7 @@ from toolscript.config.load import Config
 from toolscript.gateway.catalog import BUILTIN_SERVER, Catalog, builtin_tools, split_id
 from toolscript.gateway.derived import Derived
 from toolscript.gateway.state import DEFAULT_SESSION, text_session
-from toolscript.gateway.upstream import Upstream, UpstreamUnavailable, wait_settled
+from toolscript.gateway.upstream import IDLE, LazyUpstream, Upstream, UpstreamUnavailable, wait_settled
 from toolscript.mcp.cancel import Cancel
 from toolscript.mcp.errors import McpError, RequestCancelled, RequestTimeout
 from toolscript.tools.contract import (
@@ -57,7 +57,10 @@ class Gateway:
         root = os.path.realpath(workspace)
         self.context = ToolContext(workspace_roots=[root] + [os.path.realpath(r) for r in config.workspace_roots])
         self.builtins = builtin_tools(config.builtin_tools)
-        self.upstreams: Dict[str, Upstream] = {s.name: Upstream(s, self._upstream_changed) for s in config.enabled_servers()}
+        # A server Claude Code also runs is lazy: started only to list its tools and for calls (see upstream).
+        self.upstreams: Dict[str, Upstream] = {
+            s.name: (LazyUpstream if s.lazy else Upstream)(s, self._upstream_changed) for s in config.enabled_servers()
+        }
         self.catalog = Catalog(self._sources)
         self.derived = Derived(self.catalog, self._unavailable)
 
@@ -99,14 +102,15 @@ class Gateway:
     def _unavailable(self) -> Dict[str, str]:
         """{server name: reason} for configured servers that are not ready (the runtime names them)."""
         reasons = {name: f"not started: {file.reason()}" for name, file in self.config.untrusted_servers().items()}
-        reasons.update((u.name, u.unavailable_reason()) for u in self.upstreams.values() if u.state != "ready")
+        reasons.update((u.name, u.unavailable_reason()) for u in self.upstreams.values() if u.state not in ("ready", IDLE))
         return reasons
 
     def _untrusted(self) -> List[Dict[str, Any]]:
         """The servers an unapproved project file names, described like upstreams (never started)."""
         return [
             {"name": name, "state": UNTRUSTED_STATE, "transport": _transport_of(file.servers[name]), "tools": 0, "toolsTotal": 0,
-             "hidden": {}, "restarts": 0, "error": f"not started: {file.reason()}", "source": file.path}
+             "hidden": {}, "restarts": 0, "error": f"not started: {file.reason()}",
+             "source": f"{file.path} (project scope)" if file.claude_code else file.path}
             for name, file in self.config.untrusted_servers().items()
         ]
 
@@ -114,7 +118,7 @@ class Gateway:
 
     def health(self) -> Dict[str, Any]:
         states = {u.name: u.state for u in self.upstreams.values()}
-        healthy = all(state == "ready" for state in states.values())
+        healthy = all(state in ("ready", IDLE) for state in states.values())
         hidden: Dict[str, int] = {}  # tools the servers have but toolscript does not show, by reason
         for upstream in self.upstreams.values():
             for reason, count in upstream.hidden.items():
@@ -181,6 +185,10 @@ class Gateway:
             # Right after start (or a restart) the first call waits like discovery does.
             upstream.wait_while_connecting(min(DISCOVERY_WAIT_SECONDS, upstream.server.connect_timeout))
         entry = self.catalog.get(identifier)
+        if entry is None and isinstance(upstream, LazyUpstream) and upstream.listed != "server":
+            # Its tools came from the cache (or were never listed): the server may have this tool now.
+            upstream.list_now()
+            entry = self.catalog.get(identifier)
         if entry is None or upstream is None:
             if upstream is not None and upstream.state != "ready" and not upstream.tools:
                 return ToolResult.failure(ERROR_EXECUTION, upstream.unavailable_reason(), call, started, tool=identifier)

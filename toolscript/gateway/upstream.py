@@ -12,6 +12,15 @@ reconnected as soon as its stored token changes (``toolscript auth NAME``), so
 signing in needs no gateway restart.  Calls to a server that is not ready fail
 at once with the reason instead of waiting.
 
+A server taken from Claude Code's configuration is a ``LazyUpstream``:
+Claude Code runs its own copy, and a stateful server (an exclusive lock, a
+fixed port, a browser profile) breaks when two copies run at once.  So it is
+started only to list its tools (never when the list is cached,
+``toolcache``; else once, ``LISTING_DELAY_SECONDS`` after the gateway starts
+so that Claude Code's own copy comes up first) and when a call needs it, and
+it is stopped ``IDLE_RELEASE_SECONDS`` after its last call.  Its state is
+``idle`` while it is not running; search and stubs use its listed tools.
+
 http/sse servers get a ``BearerAuth`` over the token store
 (``mcp.auth.store``): the stored token goes on every request, is refreshed
 before it expires, and the refreshed one is stored again.
@@ -29,7 +38,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 from toolscript import log
-from toolscript.gateway import servers
+from toolscript.gateway import servers, toolcache
 from toolscript.config.load import ServerConfig
 from toolscript.errors import UserError
 from toolscript.gateway import eras
@@ -41,6 +50,13 @@ from toolscript.mcp.client.session import ClientSession
 from toolscript.mcp.client.stdio import StdioTransport
 
 NEEDS_AUTH = "needs-auth"
+IDLE = "idle"  # a lazy server that is not running: its tools are known, a call starts it
+# A lazy server is stopped this long after its last call: a script's calls come in bursts, and a
+# stateful server must be free again soon for Claude Code's own copy.
+IDLE_RELEASE_SECONDS = 60.0
+# How long a gateway waits before starting a lazy server whose tools are not cached, to list them:
+# Claude Code starts its copies at session start, while its SessionStart hook starts the gateway.
+LISTING_DELAY_SECONDS = 3.0
 # How often a server in needs-auth looks for a new sign-in in the token store (one stat call).
 AUTH_POLL_SECONDS = 0.5
 
@@ -193,7 +209,8 @@ class Upstream:
         self.stderr_tail = ""
         self._set_state(NEEDS_AUTH, f"needs auth: run toolscript auth {self.name}")
 
-    def _connect(self) -> Optional[ClientSession]:
+    def _connect(self, target: Optional[ServerConfig] = None) -> Optional[ClientSession]:
+        """One connection attempt to ``target`` (the configured server, or a copy of it with resolved headers)."""
         with self._lock:
             self._lost = False
             self._refresh_wanted = False
@@ -205,7 +222,7 @@ class Upstream:
         extra: Dict[str, Any] = {"auth": self._auth} if self._auth is not None else {}  # stdio servers: open_session as ever
         try:
             session = open_session(
-                self.server,
+                target or self.server,
                 on_tools_changed=self._tools_changed,
                 on_log=self._server_log,
                 on_close=lambda exc: self._closed_by_server(exc, attempt),
@@ -476,6 +493,7 @@ class Upstream:
             info["serverInfo"] = self.server_info
         if self.instructions:
             info["instructions"] = self.instructions
+        info["source"] = self.server.describe_source()
         return info
 
 
@@ -486,3 +504,178 @@ def wait_settled(upstreams: List[Upstream], deadline: float) -> List[str]:
         if remaining > 0:
             upstream.settled.wait(remaining)
     return [u.name for u in upstreams if u.state == "connecting"]
+
+
+class LazyUpstream(Upstream):
+    """A server Claude Code also runs: started only to list its tools and to call them, stopped when idle.
+
+    The worker thread lists the tools once when no cached list exists, then
+    stops idle sessions; calls start the server in the caller's thread.  One
+    lock (``_starting``) orders every start and stop, so a new copy never
+    starts while the previous one is still shutting down.
+    """
+
+    def __init__(self, server: ServerConfig, on_change: Callable[["Upstream"], None]) -> None:
+        super().__init__(server, on_change)
+        self._starting = threading.Lock()
+        self._in_flight = 0  # calls (and listings) that need the session now
+        self._last_used = 0.0  # monotonic time the last one ended
+        self.listed: Optional[str] = None  # where the tools shown come from: "cache" or "server" (this gateway listed them)
+        self.listed_at: Optional[float] = None  # when they were listed (time.time())
+        self.starts = 0  # how often this gateway started the server
+
+    def start(self) -> None:
+        if self.server.config_error:
+            self._set_state("failed", self.server.config_error)
+            return
+        if self.server.type in ("http", "sse"):
+            from toolscript.mcp.auth import store as oauth_store
+
+            self._auth = oauth_store.bearer_auth(self.server)
+        cached = toolcache.load(self.server)
+        if cached is not None:
+            self._adopt(cached)
+            self._set_state(IDLE)
+        self._thread = threading.Thread(target=self._run, name=f"upstream-{self.name}", daemon=True)
+        self._thread.start()
+
+    def _adopt(self, listing: Dict[str, Any]) -> None:
+        """Show a cached listing: the tools, and what the server said of itself then."""
+        tools = listing["tools"]
+        self.tools, self.hidden = servers.visible_tools(self.server, tools)
+        self.tools_total = len(tools)
+        info = listing.get("serverInfo")
+        self.server_info = info if isinstance(info, dict) else {}
+        self.protocol_version = listing.get("protocolVersion") if isinstance(listing.get("protocolVersion"), str) else None
+        self.instructions = listing.get("instructions") if isinstance(listing.get("instructions"), str) else None
+        self.listed, self.listed_at = "cache", listing.get("listedAt")
+
+    def _load_tools(self, session: ClientSession) -> None:
+        tools = session.list_tools(self.server.connect_timeout)
+        shown, hidden = servers.visible_tools(self.server, tools)
+        self.tools_total = len(tools)
+        self.tools, self.hidden = shown, hidden
+        self.listed, self.listed_at = "server", time.time()
+        toolcache.store(self.server, tools, server_info=session.server_info, protocol_version=session.protocol_version,
+                        instructions=session.instructions)
+
+    def _connect(self, target: Optional[ServerConfig] = None) -> Optional[ClientSession]:
+        if self.server.imported is not None and self.server.imported.headers_helper:
+            from toolscript.config.claude_code import helper_headers
+
+            try:
+                target = helper_headers(self.server)
+            except UserError as exc:
+                self._set_state("failed", str(exc))
+                return None
+        session = super()._connect(target)
+        if session is not None:
+            self.starts += 1
+            logger.info("%s: started (start %d of this gateway)", self.name, self.starts)
+        return session
+
+    def _run(self) -> None:
+        if self.listed is None:
+            with self._changed:
+                if self._changed.wait_for(lambda: self._stopped, LISTING_DELAY_SECONDS):
+                    return
+            self._list()
+        while True:
+            with self._changed:
+                while True:
+                    if self._stopped:
+                        return
+                    if self._refresh_wanted:
+                        break
+                    self._lost = False  # a session that went away: the next call starts the server again
+                    if self._session is not None and self._in_flight == 0:
+                        remaining = self._last_used + IDLE_RELEASE_SECONDS - time.monotonic()
+                        if remaining <= 0:
+                            break
+                        self._changed.wait(remaining)
+                    else:
+                        self._changed.wait()
+                refresh, self._refresh_wanted = self._refresh_wanted, False
+            if refresh:
+                self.refresh_tools()
+            else:
+                self._release(IDLE_RELEASE_SECONDS)
+
+    def _list(self) -> None:
+        """Start the server to list its tools (stored in the cache), then stop it unless a call needs it."""
+        with self._starting:
+            with self._lock:
+                if self._stopped or self._session is not None:
+                    return  # stopping, or a call started it and listed
+            if self._connect() is None:
+                return  # failed, with the reason: the next call tries again
+        self._release(0.0)
+
+    def _release(self, idle_for: float) -> None:
+        """Stop the running server if no call has needed it for ``idle_for`` seconds."""
+        with self._starting:
+            with self._lock:
+                session = self._session
+                if session is None or self._in_flight or time.monotonic() - self._last_used < idle_for:
+                    return
+                self._session = None
+                self._sessions = [s for s in self._sessions if s is not session]
+            logger.info("%s: not needed now; stopping it (a call starts it again)", self.name)
+            session.close()
+            self._set_state(IDLE)
+
+    def _ensure_running(self) -> None:
+        """Start the server for a call, unless it runs; raise ``UpstreamUnavailable`` saying why it cannot."""
+        with self._lock:
+            if self._session is not None and self.state == "ready":
+                return
+        with self._starting:
+            with self._lock:
+                if self._stopped:
+                    raise UpstreamUnavailable(f"server {self.name!r}: the gateway is stopping")
+                if self._session is not None and self.state == "ready":
+                    return
+            self._set_state("connecting")
+            if self._connect() is None:
+                raise UpstreamUnavailable(self.unavailable_reason())
+
+    def _needed(self, needed: bool) -> None:
+        with self._changed:
+            self._in_flight += 1 if needed else -1
+            self._last_used = time.monotonic()
+            self._changed.notify_all()
+
+    def call(self, tool: str, arguments: Dict[str, Any], **options: Any) -> Dict[str, Any]:
+        self._needed(True)
+        try:
+            self._ensure_running()
+            return super().call(tool, arguments, **options)
+        finally:
+            self._needed(False)
+
+    def list_now(self) -> None:
+        """Make the tool list fresh (start the server if it does not run); it is stopped when idle, as after a call."""
+        self._needed(True)
+        try:
+            self._ensure_running()
+        except UpstreamUnavailable:
+            pass  # the state says why
+        finally:
+            self._needed(False)
+
+    def unavailable_reason(self) -> str:
+        if self.state == NEEDS_AUTH:
+            return f"{self.error} (server {self.name!r} needs an OAuth sign-in; the next call after it uses it)"
+        if self.state == "failed":
+            return (f"server {self.name!r} could not be started: {self.error} (toolscript starts it again on the next call; "
+                    "a server that allows one running copy is busy while Claude Code's own copy runs)")
+        return super().unavailable_reason()
+
+    def describe(self) -> Dict[str, Any]:
+        info = super().describe()
+        with self._lock:
+            running = self._session is not None
+        info.update(lazy=True, running=running, listed=self.listed, starts=self.starts)
+        if self.listed_at is not None:
+            info["listedAt"] = self.listed_at
+        return info
