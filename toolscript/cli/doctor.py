@@ -204,6 +204,16 @@ def check_config(loaded: _Loaded) -> Check:
     if config.untrusted and not config.untrusted_servers():
         # A file with servers gets a line per server (check_servers); one with only settings gets it here.
         return Check("config", WARN, config.untrusted[0].reason(), "toolscript trust  (in a terminal: it shows the file, then asks)")
+    imported = [s for s in config.servers.values() if s.imported is not None]
+    from_claude = ""
+    if imported:
+        from_claude = f"{len(imported)} server{'s' if len(imported) != 1 else ''} from Claude Code ({', '.join(dict.fromkeys(s.imported.shown for s in imported if s.imported))})"
+    if not config.files and imported:
+        detail = f"no toolscript config file; {from_claude}"
+        if config.warnings:
+            count = len(config.warnings)
+            return Check("config", WARN, f"{detail}; {count} warning{'s' if count != 1 else ''}: {config.warnings[0]}", validate)
+        return Check("config", OK, detail)
     if not config.files:
         looked = ", ".join(loaded.paths) or "nothing"
         detail = f"no config file (looked for {looked}); built-in tools only"
@@ -214,9 +224,11 @@ def check_config(loaded: _Loaded) -> Check:
             detail + '; to add MCP servers create ./.toolscript.json with {"mcpServers": {"name": {"command": "...", "args": [...]}}}',
         )
     disabled = sum(1 for s in config.servers.values() if s.disabled)
-    enabled = len(config.servers) - disabled
+    enabled = len(config.servers) - disabled - len(imported)
     files = ", ".join(config.files)
     detail = f"{enabled} server{'s' if enabled != 1 else ''}" + (f" (+{disabled} disabled)" if disabled else "") + f" from {files}"
+    if from_claude:
+        detail += f"; {from_claude}"
     if config.warnings:
         count = len(config.warnings)
         return Check("config", WARN, f"{detail}; {count} warning{'s' if count != 1 else ''}: {config.warnings[0]}", validate)
@@ -255,11 +267,16 @@ def _check_servers(loaded: _Loaded, connect: bool) -> List[Check]:
     servers = loaded.config.enabled_servers()
     if not servers:
         return [Check("servers", OK, "no MCP servers configured")]
+    from toolscript.gateway import toolcache
     from toolscript.gateway.servers import probe_all  # the MCP client, only when there is something to probe
 
-    logger.info("doctor: connecting to %d server(s)", len(servers))
+    # A server Claude Code also runs is not started when its tool list is cached: Claude Code's copy may be
+    # running, and a second one can break a server that allows one running copy.
+    cached = {s.name: listing for s in servers if s.lazy and not s.config_error for listing in [toolcache.load(s)] if listing is not None}
+    to_probe = [s for s in servers if not s.config_error and s.name not in cached]
+    logger.info("doctor: connecting to %d server(s)", len(to_probe))
     # A server whose config names an unset ${VAR} is reported, never started.
-    probed = iter(probe_all([s for s in servers if not s.config_error]))
+    probed = iter(probe_all(to_probe))
     lines = []
     for server in servers:
         name = server.name
@@ -267,12 +284,17 @@ def _check_servers(loaded: _Loaded, connect: bool) -> List[Check]:
         if server.config_error:
             lines.append(_unstartable(server, loaded))
             continue
+        if name in cached:
+            lines.append(_cached_line(server, cached[name]))
+            continue
         report = next(probed)
+        if server.imported is not None:
+            report["detailSource"] = f"; from {server.describe_source()}"
         if report.get("ok"):
             info = report.get("server") or {}
             who = " ".join(str(v) for v in (info.get("name"), info.get("version")) if v) or "unnamed server"
             detail = f"{report.get('transport')}, {report.get('protocolVersion')}, {who}, {_tool_count(report)}, {report.get('seconds', 0):.2f}s"
-            lines.append(Check(f"server:{name}", OK, detail))
+            lines.append(Check(f"server:{name}", OK, detail + report.get("detailSource", "")))
         else:
             error = " ".join(str(report.get("error") or "failed").split())
             if report.get("needsAuth"):
@@ -280,8 +302,21 @@ def _check_servers(loaded: _Loaded, connect: bool) -> List[Check]:
             elif report.get("fix"):  # the server lacks a variable: re-running the same check would fail the same way
                 error = error.replace("; " + " ".join(str(report["fix"]).split()), "")  # said once, as the fix
                 fix = f"{report['fix']}; then: {fix}"
-            lines.append(Check(f"server:{name}", FAIL, f"{report.get('transport')}: {error}", fix))
+            lines.append(Check(f"server:{name}", FAIL, f"{report.get('transport')}: {error}{report.get('detailSource', '')}", fix))
     return lines
+
+
+def _cached_line(server: "configuration.ServerConfig", listing: Dict[str, Any]) -> Check:
+    """The line of a Claude Code server whose tool list is cached: reported from the list, not started."""
+    from toolscript.gateway.servers import visible_tools
+
+    shown, hidden = visible_tools(server, listing["tools"])
+    found = listing.get("serverInfo")
+    info: Dict[str, Any] = found if isinstance(found, dict) else {}
+    who = " ".join(str(v) for v in (info.get("name"), info.get("version")) if v) or "unnamed server"
+    detail = (f"{server.type}, {who}, {describe_count(len(shown), hidden)} (listed before; not started now: Claude Code "
+              f"runs its own copy, toolscript starts one when a script calls it); from {server.describe_source()}")
+    return Check(f"server:{server.name}", OK, detail)
 
 
 def _unstartable(server: "configuration.ServerConfig", loaded: _Loaded) -> Check:

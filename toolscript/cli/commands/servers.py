@@ -17,6 +17,10 @@ status with the end of its stderr, HTTP status, timeout, an unset ${VAR}).
 A server of a project's .toolscript.json that you have not approved with
 'toolscript trust' is listed as not checked, never started.
 
+The servers Claude Code is configured with for this project are checked too
+(see 'toolscript config show'); checking one also stores its tool list, which
+the gateway then uses without starting it.
+
 examples:
   toolscript servers check                    every enabled server, in parallel
   toolscript servers check github memory      just these two
@@ -83,7 +87,10 @@ def _select(config: "configuration.Config", names: list) -> list:
 
 def config_failure(server: "configuration.ServerConfig") -> dict:
     """The report of a server that cannot be started as configured (``config_error``)."""
-    return {"name": server.name, "ok": False, "transport": server.type, "source": server.source, "error": server.config_error, "seconds": 0.0}
+    report = {"name": server.name, "ok": False, "transport": server.type, "source": server.describe_source(), "error": server.config_error, "seconds": 0.0}
+    if server.imported is not None:
+        report["client"] = "Claude Code"
+    return report
 
 
 def untrusted_report(name: str, file: "configuration.UntrustedFile") -> dict:
@@ -111,6 +118,8 @@ def _print_reports(reports: list) -> None:
             rows.append((r["name"], "untrusted" if r.get("untrusted") else "FAIL", r["transport"], "-", "-", "-", f"{r['seconds']:.2f}s"))
     for line, r in zip(format_table(rows), reports):
         print(line)
+        if r.get("client"):  # a server of Claude Code's configuration: say which file and scope
+            echo(f"    from {r['source']}")
         if not r["ok"]:
             tail = (r.get("stderrTail") or "").splitlines()[-10:]
             error = r["error"]
