@@ -203,7 +203,7 @@ def check_config(loaded: _Loaded) -> Check:
     assert config is not None
     if config.untrusted and not config.untrusted_servers():
         # A file with servers gets a line per server (check_servers); one with only settings gets it here.
-        return Check("config", WARN, config.untrusted[0].reason(), "toolscript trust  (in a terminal: it shows the file, then asks)")
+        return Check("config", WARN, config.untrusted[0].reason(), f"{config.untrusted[0].fix()}  (in a terminal: it shows the file, then asks)")
     imported = [s for s in config.servers.values() if s.imported is not None]
     from_claude = ""
     if imported:
@@ -252,7 +252,7 @@ def _untrusted_lines(loaded: _Loaded) -> List[Check]:
         return []
     return [
         Check(f"server:{name}", WARN, f"not started: {file.reason()}",
-              "the user runs 'toolscript trust' in a terminal in this directory: it shows what the file runs, then asks")
+              f"the user runs '{file.fix()}' in a terminal in this directory: it shows what the file runs, then asks")
         for name, file in loaded.config.untrusted_servers().items()
     ]
 

@@ -153,7 +153,7 @@ def run_validate(args: argparse.Namespace) -> int:
         print(f"warning: {warning}")
     for file in config.untrusted:
         names = ", ".join(sorted(file.servers)) or "no servers"
-        print(f"warning: {file.reason()} (it names {names}; 'toolscript trust --show' prints what it would run)")
+        print(f"warning: {file.reason()} (it names {names}; '{file.fix()} --show' prints what it would run)")
     for problem in problems:
         print(f"error: {problem}")
     files = ", ".join(config.files) or "no config files found (zero servers is fine)"

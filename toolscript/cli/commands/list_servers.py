@@ -48,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
         print('no MCP servers configured: add them to ./.toolscript.json as {"mcpServers": {...}} (Claude Code\'s format), '
               "or to Claude Code (claude mcp add): toolscript serves Claude Code's servers too")
     if any(s["state"] == "untrusted" for s in answer["servers"]):
-        print("untrusted servers come from a project's .toolscript.json: the user reviews and approves it in a terminal with 'toolscript trust'")
+        print("untrusted servers come from a project's .toolscript.json, or a .mcp.json whose servers Claude Code has not approved: "
+              "the user reviews and approves the file in a terminal with 'toolscript trust FILE'")
     if answer.get("pending"):
         print(f"still connecting: {', '.join(answer['pending'])}")
     return 0

@@ -137,4 +137,4 @@ def _print_reports(reports: list) -> None:
     checked = len(reports) - pending
     failed = sum(not r["ok"] for r in reports) - pending
     print(f"{checked - failed} of {checked} servers connected" + (f"; {failed} failed" if failed else "")
-          + (f"; {pending} not checked: approve the project's .toolscript.json with 'toolscript trust' first" if pending else ""))
+          + (f"; {pending} not checked: approve the project's file with 'toolscript trust' first (see 'toolscript config validate')" if pending else ""))
