@@ -196,3 +196,16 @@ def test_a_failed_listing_is_reported_and_the_next_call_tries_again(layout, tmp_
         if holder.poll() is None:
             holder.kill()
             holder.wait()
+
+
+def test_a_claude_code_server_missing_a_variable_is_told_to_export_it(layout):
+    """It gets the whole environment: the fix is exporting the variable, not an "env" line."""
+    from toolscript.gateway import hints
+
+    layout.claude_json(user={"brave": {"command": "npx", "args": ["-y", "brave-search"]}})
+    server = layout.load().servers["brave"]
+    fix = hints.missing_variable_hint(server, "Error: BRAVE_API_KEY environment variable is required", environ=layout.env())
+    assert fix.startswith("BRAVE_API_KEY is not set: export BRAVE_API_KEY=...") and '"env"' not in fix
+    assert "~/.claude.json (user scope)" in fix
+    given = layout.load(BRAVE_API_KEY="k").servers["brave"]
+    assert hints.missing_variable_hint(given, "BRAVE_API_KEY environment variable is required", environ=layout.env(BRAVE_API_KEY="k")) is None

@@ -91,6 +91,10 @@ def missing_variable_hint(server: ServerConfig, said: str, environ: Optional[Map
     if not names:
         return None
     unset = [name for name in names if name not in environ]
+    if server.imported is not None:  # Claude Code's entry: it gets the whole environment, so exporting is the fix
+        exports = " ".join(f"{name}=..." for name in names)
+        return (f"{_listing(names)} {'is' if len(names) == 1 else 'are'} not set: export {exports} where Claude Code and "
+                f"toolscript start (server {json.dumps(server.name)} of {server.describe_source()} gets your whole environment)")
     where = f"server {json.dumps(server.name)} in {_shown_path(server.source)}"
     pairs = ", ".join(f"{json.dumps(name)}: {json.dumps('${' + name + '}')}" for name in names)
     if server.raw.get("env"):
