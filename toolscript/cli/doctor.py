@@ -272,7 +272,11 @@ def _check_servers(loaded: _Loaded, connect: bool) -> List[Check]:
 
     # A server Claude Code also runs is not started when its tool list is cached: Claude Code's copy may be
     # running, and a second one can break a server that allows one running copy.
-    cached = {s.name: listing for s in servers if s.lazy and not s.config_error for listing in [toolcache.load(s)] if listing is not None}
+    cached: Dict[str, Dict[str, Any]] = {}
+    for server in servers:
+        listing = toolcache.load(server) if server.lazy and not server.config_error else None
+        if listing is not None:
+            cached[server.name] = listing
     to_probe = [s for s in servers if not s.config_error and s.name not in cached]
     logger.info("doctor: connecting to %d server(s)", len(to_probe))
     # A server whose config names an unset ${VAR} is reported, never started.

@@ -62,6 +62,8 @@ from toolscript.errors import UserError
 
 USER, LOCAL, PROJECT = "user", "local", "project"
 PROJECT_FILE = ".mcp.json"
+# How a project server is marked when the user, not Claude Code, approved its file.
+TRUSTED_IN_TOOLSCRIPT = "trusted with toolscript trust"
 MAX_FILE_BYTES = 64 * 1024 * 1024  # ~/.claude.json keeps per-project history; larger is not Claude Code's
 HELPER_TIMEOUT = 10.0  # seconds for a headersHelper command
 
@@ -187,9 +189,6 @@ def read(cwd: str, environ: Mapping[str, str]) -> Found:
         pending.servers = {name: entry for name, entry in pending.servers.items() if name not in found.servers and name not in turned_off}
     found.pending = [pending for pending in found.pending if pending.servers]
     return found
-
-
-TRUSTED_IN_TOOLSCRIPT = "trusted with toolscript trust"
 
 
 def _layers(here: str, root: str, projects: Dict[str, Any], project_entry: Dict[str, Any],
