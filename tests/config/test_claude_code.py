@@ -429,6 +429,7 @@ def test_toolscript_itself_is_not_served_by_its_own_gateway(layout, entry):
     layout.claude_json(user={"toolscript": entry})
     config = layout.load()
     assert config.servers == {} and "toolscript itself" in config.not_imported[0].reason
+    assert not config.warnings  # the README's own advice: nothing to warn about
 
 
 def test_claude_codes_broken_file_does_not_break_toolscripts_configuration(layout):

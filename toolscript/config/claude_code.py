@@ -62,6 +62,8 @@ from toolscript.errors import UserError
 
 USER, LOCAL, PROJECT = "user", "local", "project"
 PROJECT_FILE = ".mcp.json"
+# Why an entry running toolscript itself (`claude mcp add toolscript -- toolscript mcp`) is not served: expected, not warned about.
+ITSELF = "it runs toolscript itself, which would serve its own gateway"
 # How a project server is marked when the user, not Claude Code, approved its file.
 TRUSTED_IN_TOOLSCRIPT = "trusted with toolscript trust"
 MAX_FILE_BYTES = 64 * 1024 * 1024  # ~/.claude.json keeps per-project history; larger is not Claude Code's
@@ -175,7 +177,7 @@ def read(cwd: str, environ: Mapping[str, str]) -> Found:
         helper_allowed = scope == USER or layers.trusted or approval == TRUSTED_IN_TOOLSCRIPT
         server, reason = convert(name, entry, where, path, here, environ, expand_from, settings_env, helper_allowed)
         if server is None:
-            found.not_imported.append(NotImported(name, where.describe(), reason))
+            found.not_imported.append(NotImported(name, where.describe(), reason, warn=reason != ITSELF))
             continue
         found.servers[name] = server
         if server.imported is not None and server.imported.unset:
@@ -350,7 +352,7 @@ def convert(
         server.command = expand(command, False)
         server.args = [expand(arg, False) for arg in args]
         if _is_toolscript(server.command, server.args):
-            return None, "it runs toolscript itself, which would serve its own gateway"
+            return None, ITSELF
         imported.env = {key: expand(value, False) for key, value in env.items()}  # keys are never expanded
         server.env = server_environment(environ, settings_env, imported.env)
         server.cwd = cwd
