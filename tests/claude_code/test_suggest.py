@@ -109,20 +109,68 @@ def test_the_prompt_sent_to_the_model_lists_the_skills_and_fences_the_request():
     assert len(long) < suggest.MAX_PROMPT_CHARS + 500 and "(none)" in long
 
 
-# -- merging tool hits and the context text ----------------------------------------------------------
+# -- choosing tool hits and the context text ----------------------------------------------------------
 
 
-def test_hits_are_kept_near_each_querys_best_deduplicated_and_capped():
-    per_query = [
-        [{"id": "a", "score": 1.0, "description": "A"}, {"id": "b", "score": 0.95}, {"id": "c", "score": 0.5}],
-        [{"id": "b", "score": 0.6}, {"id": "d", "score": 0.58}],
+def hit(tool_id, score, server="srv", name=None, description=None):
+    entry = {"id": tool_id, "score": score, "server": server, "name": name or tool_id.split("__")[-1]}
+    if description is not None:
+        entry["description"] = description
+    return entry
+
+
+def ids(hits):
+    return [h["id"] for h in hits]
+
+
+def test_each_query_shows_its_best_and_ties_then_all_are_deduplicated_and_capped():
+    by_words = [
+        [hit("a", 1.0, description="A"), hit("b", 1.0), hit("x", 1.0), hit("c", 0.9)],  # ties: the first two
+        [hit("b", 0.6), hit("d", 0.58)],  # d is near but not tied: a query's best alone
         [],
-        [{"id": "e", "score": 0.7}, {"id": None, "score": 0.7}],
+        [hit("e", 0.7), {"id": None, "score": 0.7}],
     ]
-    merged = suggest.merge_hits(per_query, max_tools=4)
-    assert [h["id"] for h in merged] == ["a", "b", "e", "d"]  # c is far below its query's best; b keeps its best score
-    assert merged[1]["score"] == 0.95 and merged[0]["description"] == "A" and merged[1]["description"] == ""
-    assert suggest.merge_hits(per_query, max_tools=2) == merged[:2]
+    shown = suggest.select_tools(["q a", "q b", "q c", "q e"], by_words, [], max_tools=4)
+    assert ids(shown) == ["a", "b", "e"]  # b keeps its best score; c, d and x are not shown
+    assert shown[1]["score"] == 1.0 and shown[0]["description"] == "A" and shown[1]["description"] == ""
+    assert suggest.select_tools(["q a", "q b", "q c", "q e"], by_words, [], max_tools=2) == shown[:2]
+
+
+def test_under_the_floor_only_a_clear_winner_is_shown():
+    lone = [[hit("w", 0.36), hit("v", 0.2)]]  # 1.8 times the next one, from CLEAR_FLOOR
+    assert ids(suggest.select_tools(["long query of many words"], lone, [], max_tools=5)) == ["w"]
+    close = [[hit("w", 0.36), hit("v", 0.3)]]
+    assert suggest.select_tools(["long query of many words"], close, [], max_tools=5) == []
+    faint = [[hit("w", 0.2), hit("v", 0.05)]]  # far ahead but faint: only when the query names the tool
+    assert suggest.select_tools(["tell joke"], faint, [], max_tools=5) == []
+    named = [[hit("builtin__tools.echo", 0.214, name="tools.echo"), hit("builtin__memory.get", 0.096, name="memory.get")]]
+    assert ids(suggest.select_tools(["echo text back exactly"], named, [], max_tools=5)) == ["builtin__tools.echo"]
+
+
+def test_an_obvious_match_by_meaning_is_shown_when_the_words_found_none():
+    words = [[hit("time.now", 0.424), hit("shell.pwd", 0.388)]]  # "current" is rarer than "working directory"
+    meaning = [[hit("shell.pwd", 0.667), hit("time.now", 0.463)]]
+    assert ids(suggest.select_tools(["current working directory"], words, meaning, max_tools=5)) == ["time.now"]
+    assert ids(suggest.select_tools(["current working directory"], words, meaning, max_tools=5,
+                                    question=True, prompt="what is the current working directory")) == ["shell.pwd"]
+    close = [[hit("shell.pwd", 0.6), hit("time.now", 0.5)]]
+    assert suggest.select_tools(["current working directory"], words, close, max_tools=5, question=True) == []
+
+
+def test_beside_a_chosen_skill_or_for_a_question_a_tool_needs_its_server_named():
+    words = [[hit("sqlite__create_table", 0.85, server="sqlite"), hit("sqlite__list_tables", 0.58, server="sqlite")]]
+    meaning = [[hit("sqlite__create_table", 0.9, server="sqlite"), hit("sqlite__list_tables", 0.3, server="sqlite")]]
+    assert ids(suggest.select_tools(["recreate database"], words, meaning, max_tools=5)) == ["sqlite__create_table"]
+    for flags in ({"skill_chosen": True}, {"question": True}):
+        quiet = suggest.select_tools(["recreate database"], words, [[]], max_tools=5, **flags,
+                                     prompt="terraform wants to recreate my database, why?")
+        assert quiet == [], flags
+    assert suggest.select_tools(["recreate database"], words, meaning, max_tools=5, skill_chosen=True) == []
+    # Named anywhere in the prompt counts, not only in the query's first words.
+    slack = [[hit("slack__slack_post_message", 0.65, server="slack"), hit("github__x", 0.7, server="github")]]
+    assert ids(suggest.select_tools(["read latest messages channel"], slack, [], max_tools=5, skill_chosen=True,
+                                    prompt="read the latest messages in #incident slack channel and write a postmortem")
+               ) == ["slack__slack_post_message"]
 
 
 def test_the_context_names_skills_and_tools_politely_and_stays_small():
@@ -245,6 +293,23 @@ def test_the_cache_forgets_after_its_ttl(scene):
     assert suggest.cache_get(key) is None  # a broken cache is no cache
     suggest.cache_put(key, {"skills": [], "toolQueries": []})
     assert suggest.cache_get(key) == {"skills": [], "toolQueries": []}
+
+
+@pytest.mark.parametrize("prompt, tool", [
+    ("echo this text back to me exactly", "builtin__tools.echo"),  # first by far, though its score is low
+    ("what is the current working directory", "builtin__shell.pwd"),  # first by meaning (by words, time.now is)
+])
+def test_an_obvious_single_best_match_is_suggested(scene, prompt, tool):
+    with running_gateway([], scene / "work") as (_, url):
+        result = suggest.suggest(prompt, backend="local", gateway_url=url)
+    assert [t["id"] for t in result.tools] == [tool], result
+
+
+def test_a_question_about_a_concept_gets_no_tool(scene):
+    with running_gateway([], scene / "work") as (_, url):
+        result = suggest.suggest("what's the difference between a list and a tuple in python?", backend="local",
+                                 gateway_url=url)
+    assert (result.tools, result.queries) == ([], [])
 
 
 def test_one_failing_search_loses_only_its_own_hits(scene):

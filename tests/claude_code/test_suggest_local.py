@@ -37,12 +37,11 @@ EMPTY = {"skills": [], "toolQueries": []}
 
 # -- the evaluation set ------------------------------------------------------------
 
-# Held-out figures measured after the thresholds and the pipeline's per-query cut
-# (suggest.RELATIVE_CUT) were chosen on dev only: skills precision 0.822, recall
-# 0.769; tools precision 0.667, recall 0.400; false positives on "nothing"
-# prompts 0.0.  Floors sit a few points under.
-HELDOUT_FLOORS = {"skills": {"precision": 0.78, "recall": 0.72}, "tools": {"precision": 0.62, "recall": 0.36}}
-HELDOUT_FP_CEILING = 0.05
+# Held-out figures, measured once after the rules were chosen on dev only (bench/suggest_eval/README.md):
+# skills precision 0.822, recall 0.769; tools precision 0.697, recall 0.511; no suggestion for any
+# "nothing" prompt.  Floors sit a few points under; the false-positive rate is held at what was measured.
+HELDOUT_FLOORS = {"skills": {"precision": 0.78, "recall": 0.72}, "tools": {"precision": 0.65, "recall": 0.47}}
+HELDOUT_FP_CEILING = 0.0
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +160,39 @@ def test_tool_queries_drop_chat_words_and_read_urls_as_url():
 
 def test_a_multi_clause_prompt_is_searched_clause_by_clause():
     queries = tool_queries("read the latest messages in #incidents on slack and then write a postmortem")
-    assert queries == ["read latest messages channel slack", "write postmortem"]
+    assert queries == ["read latest messages channel", "write postmortem"]  # a clause's first words
+
+
+@pytest.mark.parametrize("prompt", [
+    "what's the difference between a list and a tuple in python?", "what are the differences between tcp and udp",
+    "how does python's GIL affect threads", "explain what a closure is", "what is a monad", "why is my loop slow?",
+    "what does the walrus operator do",
+])
+def test_a_question_about_a_concept_gets_no_tool_query(prompt):
+    assert suggest_local.knowledge_question(prompt) and tool_queries(prompt) == []
+
+
+@pytest.mark.parametrize("prompt", [
+    "what time is it in Tokyo?", "what is the current working directory", "how do I list open PRs on github",
+    "show me the difference between main and this branch", "what's the git status",
+])
+def test_questions_about_the_state_of_things_and_tasks_still_get_queries(prompt):
+    assert not suggest_local.knowledge_question(prompt) and tool_queries(prompt)
+
+
+def test_a_question_is_told_from_a_request_by_its_first_word():
+    assert suggest_local.asks_question("what's the git status") and suggest_local.asks_question("Is the build green?")
+    assert not suggest_local.asks_question("show me the git status") and not suggest_local.asks_question("")
+
+
+def test_right_now_asks_for_the_current_state():
+    assert tool_queries("what time is it in Sydney right now") == ["time sydney current"]
+    assert tool_queries("what time is it now?") == ["time current"]
+    assert tool_queries("now fix the tests") == ["fix tests"]  # "now" as a word of the conversation
+
+
+def test_a_query_is_a_clauses_first_words():
+    assert tool_queries("search the web for the latest node.js LTS release notes") == ["search web latest node"]
 
 
 def test_names_of_particular_things_are_left_out_of_tool_queries():

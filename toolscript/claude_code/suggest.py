@@ -15,8 +15,9 @@ UserPromptSubmit hook:
    the tool search below runs live every time, so a changed catalog is never
    answered from the cache;
 4. search the session's gateway for each tool query, in parallel, without
-   waiting for servers still connecting; keep hits over the score floor and
-   near each query's best; de-duplicate; best ``maxTools``;
+   waiting for servers still connecting, by words and by meaning; show each
+   query's best hit when it scores well or leads clearly (``select_tools``);
+   de-duplicate; best ``maxTools``;
 5. format a short, polite context: ``Skill("name")`` per skill, tool ids with
    one-line descriptions and how to call them through the toolscript skill.
 
@@ -50,7 +51,6 @@ MAX_QUERY_CHARS = 200
 MAX_PROMPT_CHARS = 6000  # of the user's prompt sent to the model: enough to judge it, not a pasted log
 MAX_DESCRIPTION_CHARS = 240  # of a skill description in the model's list
 MAX_CONTEXT_CHARS = 2500  # of the text added to Claude's context
-RELATIVE_CUT = 0.9  # keep a query's hits scoring at least this share of its best (bench/suggest_eval.py, dev half)
 SEARCH_MARGIN = 0.4  # seconds of the budget kept for the gateway search after the model answers
 CACHE_TTL = 300.0  # seconds: a repeated prompt within 5 minutes costs no second model call
 CACHE_ENTRIES = 200
@@ -184,17 +184,87 @@ def parse_reply(text: str, known: Sequence[str]) -> Dict[str, List[str]]:
 # -- tools from the gateway ----------------------------------------------------------------------
 
 
-def merge_hits(per_query: Sequence[Sequence[Dict[str, Any]]], max_tools: int, relative: float = RELATIVE_CUT) -> List[Dict[str, Any]]:
-    """Each query's hits (best first, already over the floor) kept near that query's best, de-duplicated, best ``max_tools``."""
+# Which hits of a query's search are shown (tuned on the dev half of bench/suggest_eval/; see its README).
+TIES_KEPT = 2  # hits tied with a query's best that are shown ("show staged diff": git_diff and git_diff_staged)
+CLEAR_LEAD = 1.5  # a best hit scoring this many times the next one is a clear winner ...
+CLEAR_FLOOR = 0.3  # ... from this score (under the floor: a long query's extra words dilute every score)
+NAMED_TOOL_FLOOR = 0.15  # ... or from this one when the query names the tool itself ("echo ..." -> tools.echo)
+MEANING_LEAD = 1.4  # by meaning (the search's vectors), a best hit this far ahead of the next one ...
+MEANING_FLOOR = 0.5  # ... scoring this much is an obvious match, shown even when the words found none
+SEARCH_DEPTH = 8  # hits asked per query: the best, its ties, the next one, and those of a named server
+
+
+def _score(hit: Dict[str, Any]) -> float:
+    score = hit.get("score")
+    return float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else 0.0
+
+
+def _words_of(text: Any) -> set:
+    from toolscript.search.text import terms
+
+    return {t for t in terms(str(text or "").replace("-", " ").replace("_", " ").replace(".", " ")) if len(t) > 2}
+
+
+def _best_by_words(hits: Sequence[Dict[str, Any]], said: set, named: Optional[set], floor: float) -> List[Dict[str, Any]]:
+    """A query's hits to show, by the words' ranking: its best (and ties) over the floor, or a clear winner under it.
+
+    ``named``: when not None, only hits of a server one of these words names count.
+    """
+    if named is not None:
+        hits = [h for h in hits if _words_of(h.get("server")) & named]
+    if not hits:
+        return []
+    top = _score(hits[0])
+    if top >= floor:
+        return [h for h in hits if _score(h) >= top][:TIES_KEPT]
+    second = _score(hits[1]) if len(hits) > 1 else 0.0
+    if top >= CLEAR_LEAD * second and (
+            top >= CLEAR_FLOOR
+            or (top >= NAMED_TOOL_FLOOR and _words_of(str(hits[0].get("name") or "").rpartition(".")[2]) & said)):
+        return [hits[0]]
+    return []
+
+
+def _obvious_by_meaning(hits: Sequence[Dict[str, Any]], named: Optional[set]) -> List[Dict[str, Any]]:
+    """The one hit the search's meaning ranking puts far ahead of the rest ("current working directory" -> shell.pwd)."""
+    if named is not None:
+        hits = [h for h in hits if _words_of(h.get("server")) & named]
+    if not hits:
+        return []
+    top = _score(hits[0])
+    second = _score(hits[1]) if len(hits) > 1 else 0.0
+    return [hits[0]] if top >= MEANING_FLOOR and top >= MEANING_LEAD * second else []
+
+
+def select_tools(queries: Sequence[str], by_words: Sequence[Sequence[Dict[str, Any]]],
+                 by_meaning: Sequence[Sequence[Dict[str, Any]]], *, max_tools: int, skill_chosen: bool = False,
+                 question: bool = False, prompt: str = "", floor: Optional[float] = None) -> List[Dict[str, Any]]:
+    """The tools to show for these queries, from each query's hits (best first, words only / with meaning).
+
+    Per query: its best hit and those tied with it when the best scores
+    ``floor`` or more; under it, a clear winner (``CLEAR_LEAD`` times the
+    next, from ``CLEAR_FLOOR``, or from ``NAMED_TOOL_FLOOR`` when the query
+    names the tool); failing both, an obvious match by meaning.  Alongside a
+    chosen skill, or for a question rather than a request, a hit must come
+    from a server the prompt (or else the query) names: the skill covers the
+    rest, and a question about a concept is the model's -- except an obvious
+    match by meaning for a question.  Then de-duplicated, best ``max_tools``.
+    """
+    if floor is None:
+        from toolscript.claude_code.suggest_local import TOOL_SCORE_FLOOR
+
+        floor = TOOL_SCORE_FLOOR
     best: Dict[str, Dict[str, Any]] = {}
-    for hits in per_query:
-        if not hits:
-            continue
-        top = float(hits[0].get("score") or 0.0)
-        for hit in hits:
-            score = float(hit.get("score") or 0.0)
-            if score < relative * top or not isinstance(hit.get("id"), str):
-                continue
+    prompt_words = _words_of(prompt[:4000])
+    for index, query in enumerate(queries):
+        said = _words_of(query)
+        named = said | prompt_words
+        words = [h for h in (by_words[index] if index < len(by_words) else []) if isinstance(h.get("id"), str)]
+        meaning = [h for h in (by_meaning[index] if index < len(by_meaning) else []) if isinstance(h.get("id"), str)]
+        kept = (_best_by_words(words, said, named if skill_chosen or question else None, floor)
+                or _obvious_by_meaning(meaning, named if skill_chosen else None))
+        for hit in kept:
+            score = _score(hit)
             if hit["id"] not in best or score > best[hit["id"]]["score"]:
                 description = hit.get("description") if isinstance(hit.get("description"), str) else ""
                 best[hit["id"]] = {"id": hit["id"], "description": description, "score": score}
@@ -203,32 +273,29 @@ def merge_hits(per_query: Sequence[Sequence[Dict[str, Any]]], max_tools: int, re
 
 
 def search_gateway(url: str, queries: Sequence[str], *, timeout: float, max_tools: int,
-                   floor: Optional[float] = None, errors: Optional[List[str]] = None) -> List[Dict[str, Any]]:
-    """Every query searched on the gateway at once (one thread each); a failing query only loses its own hits.
-
-    ``floor``: the lowest score kept (default: the local ranker's ``TOOL_SCORE_FLOOR``, tuned on the eval set).
+                   floor: Optional[float] = None, errors: Optional[List[str]] = None,
+                   skill_chosen: bool = False, question: bool = False, prompt: str = "") -> List[Dict[str, Any]]:
+    """Every query searched on the gateway at once, by words and by meaning (one thread each); a failing
+    search only loses its own hits.  ``select_tools`` picks what is shown (``floor`` and the flags are its).
     """
-    if floor is None:
-        from toolscript.claude_code.suggest_local import TOOL_SCORE_FLOOR
-
-        floor = TOOL_SCORE_FLOOR
     from toolscript.gateway.client import GatewayClient, redact_text
 
     errors = [] if errors is None else errors
-    results: List[List[Dict[str, Any]]] = [[] for _ in queries]
+    # [i]: query i by words alone (what the floors were tuned on); [n + i]: the same query by meaning too.
+    results: List[List[Dict[str, Any]]] = [[] for _ in range(2 * len(queries))]
 
     def one(index: int, query: str) -> None:
         try:
             answer = GatewayClient(url, timeout=max(timeout, 0.05)).get(
-                "/search", q=query, limit=str(max_tools), threshold=f"{floor:g}", wait="0",
-                semantic="0")  # the floors were tuned on word scores, without the semantic signal
+                "/search", q=query, limit=str(SEARCH_DEPTH), threshold="0", wait="0",
+                semantic="1" if index >= len(queries) else "0")
             hits = answer.get("results") if isinstance(answer, dict) else None
             results[index] = [h for h in hits if isinstance(h, dict)] if isinstance(hits, list) else []
         except Exception as exc:  # noqa: BLE001 - any failure of one query is that query's alone
             errors.append(f"search {query!r}: {redact_text(str(exc))}")
             logger.info("suggest: gateway search %r failed: %s", query, redact_text(str(exc)))
 
-    threads = [threading.Thread(target=one, args=(i, q), daemon=True) for i, q in enumerate(queries)]
+    threads = [threading.Thread(target=one, args=(i, q), daemon=True) for i, q in enumerate(list(queries) * 2)]
     for thread in threads:
         thread.start()
     deadline = time.monotonic() + timeout
@@ -236,7 +303,9 @@ def search_gateway(url: str, queries: Sequence[str], *, timeout: float, max_tool
         thread.join(max(0.0, deadline - time.monotonic()))
     if any(thread.is_alive() for thread in threads):
         errors.append(f"gateway search took longer than {timeout:.1f}s; its late answers were dropped")
-    return merge_hits([list(r) for r in results], max_tools)
+    n = len(queries)
+    return select_tools(queries, [list(r) for r in results[:n]], [list(r) for r in results[n:]], max_tools=max_tools,
+                        skill_chosen=skill_chosen, question=question, prompt=prompt, floor=floor)
 
 
 # -- the context text ---------------------------------------------------------------------------
@@ -463,7 +532,11 @@ def suggest(
     queries = answer.get("toolQueries", [])
     if gateway_url and queries and max_tools > 0:
         remaining = max(0.2, timeout - (clock() - started))
-        tools = search_gateway(gateway_url, queries, timeout=remaining, max_tools=max_tools, errors=errors)
+        # The local ranker's queries are the prompt's own words, read more strictly than a model's.
+        local = who == "local"
+        tools = search_gateway(gateway_url, queries, timeout=remaining, max_tools=max_tools, errors=errors,
+                               skill_chosen=local and bool(answer.get("skills")),
+                               question=local and suggest_local.asks_question(text), prompt=text)
     elif queries and not gateway_url:
         reason = reason or "no gateway for this session: skills only"
     return done(found, answer, tools, who, reason)

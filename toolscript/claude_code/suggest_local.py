@@ -16,14 +16,17 @@ no clock, no randomness, so the same prompt and skills give the same answer.
   for a terse prompt, :data:`SKILL_SHORT_FLOOR` while it accounts for most
   of the prompt (:data:`SKILL_COVERAGE_FLOOR`); and, after the first, when it comes close to the best one
   (:data:`SKILL_RELATIVE_FLOOR`), so unrelated prompts get nothing.
-* Tool queries are the prompt's content words (stopwords, chat words and
-  pasted code dropped, URLs read as "url", quoted text and paths left out,
-  "#name" read as "channel"): one per clause for a prompt of several
-  clauses, else the whole prompt.  A query a chosen skill already accounts
-  for (:data:`QUERY_COVERED_FLOOR`) is dropped: "write release notes" would
-  only find tools that share its topic words.  The gateway's /search ranks
-  the queries against the catalog; :data:`TOOL_SCORE_FLOOR` is the score
-  under which the pipeline drops a hit.
+* Tool queries are the first content words of the prompt (stopwords, chat
+  words and pasted code dropped, URLs read as "url", quoted text and paths
+  left out, "#name" read as "channel"): one per clause for a prompt of
+  several clauses, else the whole prompt.  A question about a concept
+  ("what's the difference between ...", "how does ... work", "explain ...")
+  gets none: the model answers it itself (:func:`knowledge_question`).  A
+  query a chosen skill already accounts for (:data:`QUERY_COVERED_FLOOR`) is
+  dropped: "write release notes" would only find tools that share its topic
+  words.  The gateway's /search ranks the queries against the catalog; the
+  pipeline (``suggest.select_tools``) decides which hits are shown, from
+  :data:`TOOL_SCORE_FLOOR` and the other rules there.
 
 The thresholds were tuned on the dev half of bench/suggest_eval/ (see
 bench/suggest_eval.py, which prints the figures for both halves).
@@ -37,11 +40,13 @@ from typing import Any, Dict, List, Sequence, Tuple
 # will read it (its stopwords and edit distance, not copies of them).
 from toolscript.search.text import STOPWORDS, edit_distance, stem, terms, tokenize
 
-__all__ = ["suggest", "nothing_wanted", "tool_queries", "rank_skills", "TOOL_SCORE_FLOOR", "SKILL_SCORE_FLOOR",
+__all__ = ["suggest", "nothing_wanted", "knowledge_question", "asks_question", "tool_queries", "rank_skills",
+           "TOOL_SCORE_FLOOR", "SKILL_SCORE_FLOOR",
            "SKILL_SHORT_FLOOR", "SKILL_COVERAGE_FLOOR", "SKILL_RELATIVE_FLOOR", "QUERY_COVERED_FLOOR"]
 
-# The gateway /search score (0..1) under which a tool hit is not suggested.
-TOOL_SCORE_FLOOR = 0.45
+# The gateway /search score (0..1) from which a query's best hit is suggested
+# (suggest.select_tools has the rules for a best hit under it).
+TOOL_SCORE_FLOOR = 0.40
 # A skill's BM25 score (see _SkillIndex.rank) from which it is suggested: several
 # of the prompt's rarer words found in the skill, or one in its name and more.
 SKILL_SCORE_FLOOR = 9.0
@@ -56,7 +61,11 @@ SKILL_RELATIVE_FLOOR = 0.8
 
 MAX_ITEMS = 3  # skills and queries in an answer, as the model is asked for
 _MAX_PROMPT_CHARS = 4000  # a prompt is read this far: pasted logs add noise, not meaning
-_MAX_QUERY_WORDS = 12  # words in one tool query
+# Words in one tool query: a clause's first content words name the action and
+# its object ("insert test row sqlite", "search web latest node"); what
+# follows is detail no tool describes, and every word a tool lacks lowers
+# its score on the gateway's scale (the share of the query it accounts for).
+_MAX_QUERY_WORDS = 4
 _MAX_CORRECTIONS = 20  # unknown prompt words tried for typo correction
 
 # -- prompts that need nothing ---------------------------------------------------
@@ -133,6 +142,9 @@ _PATH = re.compile(r"(?<![\w.@~-])[\w.@~-]*/[\w./@~-]*")
 _CHANNEL = re.compile(r"(?<![\w&])#[A-Za-z][\w-]*")
 # "PRs" splits into "p" + "rs" as an identifier; read it as the words first.
 _PULL_REQUESTS = re.compile(r"\bPRs?\b")
+
+# "right now" (or a clause ending in "now") asks for the current state of something; tools say "current".
+_NOW = re.compile(r"\bright\s+now\b|\bnow(?=\s*(?:[?.!,;]|$))", re.IGNORECASE | re.MULTILINE)
 
 _URL = re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+", re.IGNORECASE)
 # A line that looks like pasted code: indented, or mostly punctuation.
@@ -338,16 +350,42 @@ def _query_words(text: str) -> List[str]:
     return words
 
 
+# Questions about a concept, which the model answers from what it knows: no tool serves them.
+_KNOWLEDGE_QUESTION = re.compile(
+    r"^\s*(?:(?:what|how|why)\b[^?\n]{0,40}\bdifferen(?:ces?|t)\b"  # "what's the difference between ..."
+    r"|what(?:'s|\s+is|\s+are)\s+(?:an?|some)\s"  # "what is a closure", not "what is the current ..."
+    r"|what\s+(?:does|do)\b|how\s+(?:does|is|are)\b|why\b|explain\b)",  # not "how do I list ...": a task
+    re.IGNORECASE,
+)
+# How a question starts; only its first word counts ("what time is it", "is the build green?").
+_QUESTION_WORDS = frozenset("what whats how why who whom whose when where which is are does do did explain".split())
+
+
+def knowledge_question(prompt: str) -> bool:
+    """True for a question about a concept ("what does the walrus operator do"): the model's own knowledge answers it."""
+    return bool(_KNOWLEDGE_QUESTION.search(prompt[:_MAX_PROMPT_CHARS]))
+
+
+def asks_question(prompt: str) -> bool:
+    """True when the prompt is a question rather than a request for an action (its first word says so)."""
+    words = tokenize(prompt[:200])
+    return bool(words) and words[0] in _QUESTION_WORDS
+
+
 def tool_queries(prompt: str) -> List[str]:
     """Up to 3 search strings for the gateway: one per clause of the prompt, or the whole prompt.
 
     A short query scores higher on the gateway's scale (the share of the query
     a tool accounts for), so a prompt of several clauses ("read #incidents on
-    slack and write a postmortem") is searched clause by clause.
+    slack and write a postmortem") is searched clause by clause, each by its
+    first words.  A question about a concept gets none.
     """
+    if knowledge_question(prompt):
+        return []
     text = _prose(_clean(prompt))
     text = _PATH.sub(" ", _QUOTED.sub(" ", text))
     text = _PULL_REQUESTS.sub(" pull requests ", _CHANNEL.sub(" channel ", text))
+    text = _NOW.sub(" current ", text)
     whole = _query_words(text)
     if not whole:
         return []
