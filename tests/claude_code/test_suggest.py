@@ -98,7 +98,23 @@ def test_a_reply_without_the_object_is_an_error_not_a_crash(text):
 
 def test_missing_fields_mean_empty_lists():
     assert suggest.parse_reply('{"skills": ["pptx"]}', KNOWN) == {"skills": ["pptx"], "toolQueries": []}
-    assert suggest.parse_reply('{"skills": "pptx", "toolQueries": null}', KNOWN) == {"skills": [], "toolQueries": []}
+    assert suggest.parse_reply('{"skills": ["pptx"], "toolQueries": null}', KNOWN) == {"skills": ["pptx"], "toolQueries": []}
+
+
+@pytest.mark.parametrize("text", ['{"skills": "pdf-tools"}', '{"skills": [], "toolQueries": "merge pdfs"}',
+                                  '{"skills": {"pdf": 1}}', '{"toolQueries": 3}'])
+def test_a_field_of_the_wrong_type_is_an_error_not_an_empty_answer(text):
+    with pytest.raises(ValueError, match="not a list"):
+        suggest.parse_reply(text, KNOWN)
+
+
+def test_a_wrong_type_reply_is_logged_counted_and_answered_by_the_local_ranker(scene, caplog):
+    with FakeAnthropic([{"text": '{"skills": "pdf-tools"}'}]) as api, caplog.at_level("WARNING", logger="toolscript"):
+        result = suggest.suggest("merge these two pdf files", backend="api", env=api_env(api), use_cache=False)
+    assert result.backend == "local" and [s.name for s in result.skills] == ["pdf"]
+    assert "not a list" in result.reason and "local ranker answered" in result.reason
+    assert any("'skills' is a string, not a list" in e for e in result.errors)
+    assert any("'skills' is a string" in r.getMessage() for r in caplog.records)
 
 
 def test_the_prompt_sent_to_the_model_lists_the_skills_and_fences_the_request():

@@ -140,12 +140,14 @@ def _json_objects(text: str) -> List[Any]:
 
 
 def parse_reply(text: str, known: Sequence[str]) -> Dict[str, List[str]]:
-    """``{"skills", "toolQueries"}`` from a model's reply; ValueError when it holds no such object.
+    """``{"skills", "toolQueries"}`` from a model's reply; ValueError when it holds no such object,
+    or when a field is there but not a list (``{"skills": "pdf"}``: the model misread the format).
 
     The first JSON object with either field wins (whole text, fenced, or
-    inside chatty prose).  Skill names not in ``known`` are dropped (matched
-    case-insensitively, and a bare skill name matches one ``plugin:skill``),
-    as are non-strings, blanks and duplicates; each list is cut to 3.
+    inside chatty prose).  A field that is missing or null is empty.  Skill
+    names not in ``known`` are dropped (matched case-insensitively, and a bare
+    skill name matches one ``plugin:skill``), as are non-strings, blanks and
+    duplicates; each list is cut to 3.
     """
     reply = None
     for value in _json_objects(text or ""):
@@ -158,9 +160,9 @@ def parse_reply(text: str, known: Sequence[str]) -> Dict[str, List[str]]:
     by_short: Dict[str, List[str]] = {}
     for known_name in known:
         by_short.setdefault(known_name.rsplit(":", 1)[-1].lower(), []).append(known_name)
+    raw_skills, raw_queries = _list_field(reply, "skills"), _list_field(reply, "toolQueries")
     skills: List[str] = []
-    raw_skills = reply.get("skills")
-    for item in raw_skills if isinstance(raw_skills, list) else []:
+    for item in raw_skills:
         if not isinstance(item, str):
             continue
         wanted = item.strip().lower()
@@ -172,13 +174,22 @@ def parse_reply(text: str, known: Sequence[str]) -> Dict[str, List[str]]:
         elif name not in skills:
             skills.append(name)
     queries: List[str] = []
-    raw_queries = reply.get("toolQueries")
-    for item in raw_queries if isinstance(raw_queries, list) else []:
+    for item in raw_queries:
         if isinstance(item, str):
             query = " ".join(item.split())[:MAX_QUERY_CHARS]
             if query and query.lower() not in (q.lower() for q in queries):
                 queries.append(query)
     return {"skills": skills[:MAX_SKILLS], "toolQueries": queries[:MAX_QUERIES]}
+
+
+def _list_field(reply: Dict[str, Any], field: str) -> List[Any]:
+    value = reply.get(field)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        kind = {str: "a string", dict: "an object", bool: "a boolean"}.get(type(value), "a number")
+        raise ValueError(f"the reply's {field!r} is {kind}, not a list: {json.dumps(value)[:80]}")
+    return value
 
 
 # -- tools from the gateway ----------------------------------------------------------------------
@@ -519,12 +530,14 @@ def suggest(
         else:
             note_model_call(session)
             budget = timeout - (clock() - started) - (SEARCH_MARGIN if gateway_url else 0.0)
+            failures = len(errors)
             if budget > 0.2:
                 answer = _ask_model(text, found, chosen, model, budget, env, errors)
                 if answer is not None and use_cache:
                     cache_put(key, answer)
             if answer is None:
-                reason = f"the {chosen} backend gave no usable answer in time: the local ranker answered"
+                why = errors[-1].split(": ", 1)[-1] if len(errors) > failures else f"only {budget:.2f}s of the budget left"
+                reason = f"the {chosen} backend gave no usable answer ({why}): the local ranker answered"
     if answer is None:
         answer = suggest_local.suggest(text, found)
         who = "local"
