@@ -408,6 +408,76 @@ def test_the_hook_uses_the_sessions_gateway(scene, run_cli):
     assert "builtin__time.now" in context and "toolscript get-types" in context
 
 
+# -- the claude backend's warm conversation, kept by the session's gateway -------------------------------
+
+
+@pytest.fixture
+def warm_gateway(scene):
+    """warm_gateway(**fake_env) -> (gateway URL, model key, fake claude's record, env): a gateway whose warm model
+    is a fake ``claude`` (tests/fake_claude_stream.py) answering as the env says; stopped with the test."""
+    import fake_claude_stream as fake
+    from toolscript.config.load import Config
+    from toolscript.gateway.http_api import serve
+    from toolscript.gateway.service import Gateway
+    from toolscript.gateway.warm_model import WarmModels
+    from toolscript.models import claude_cli
+
+    served = []
+
+    def start(**fake_env):
+        bin_dir, record = scene / "bin", str(scene / "claude-record.jsonl")
+        bin_dir.mkdir(exist_ok=True)
+        fake.install(str(bin_dir), record)
+        env = dict(fake.env(str(bin_dir), record, **fake_env), HOME=str(scene / "home"),
+                   TOOLSCRIPT_STATE_DIR=str(scene / "state"))
+        warm = WarmModels(lambda system, model: claude_cli.Conversation(system, model, env, cwd=str(scene / "work")))
+        gateway = Gateway(Config(servers={}, files=[], warnings=[]), workspace=str(scene / "work"))
+        server, _ = serve(gateway, models=warm)
+        gateway.start()
+        warm.begin()
+        served.append((server, gateway))
+        return server.url, warm.key, record, env
+
+    yield start
+    for server, gateway in served:
+        server.shutdown_all()
+        gateway.stop()
+
+
+def test_the_hook_asks_the_sessions_warm_model_not_a_new_claude_per_prompt(scene, run_cli, warm_gateway):
+    import fake_claude_stream as fake
+    from toolscript.gateway import state
+
+    url, key, record, env = warm_gateway(FAKE_CLAUDE_ANSWER='{"skills": ["pptx"], "toolQueries": []}')
+    state.write_state("s-warm", dict(state.new_state(url, os.getpid(), "s-warm", None, str(scene / "work")), modelKey=key), env)
+    (scene / "config.json").write_text(json.dumps({"suggestions": {"minInterval": 0}}))
+    hook_env = dict(cli_env(scene, TOOLSCRIPT_SUGGEST_BACKEND="claude", TOOLSCRIPT_CONFIG=str(scene / "config.json")),
+                    PATH=env["PATH"] + os.pathsep + os.environ["PATH"], FAKE_CLAUDE_RECORD=record,
+                    FAKE_CLAUDE_ANSWER='{"skills": ["pptx"], "toolQueries": []}')
+    for prompt in ("make slides from these notes", "now a deck about the roadmap"):
+        event = json.dumps({"session_id": "s-warm", "cwd": str(scene / "work"), "prompt": prompt})
+        proc = run_cli("hook", "user-prompt-submit", env=hook_env, input=event)
+        assert proc.returncode == 0 and 'Skill("pptx")' in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert len(fake.starts(record)) == 1  # one conversation for both prompts, not a claude -p each
+    questions = [m for m in fake.messages(record) if m != "/clear"]
+    assert len(questions) == 2 and "make slides from these notes" in questions[0] and "roadmap" in questions[1]
+    log = (scene / "state" / "hooks.log").read_text()
+    assert log.count("prompt: claude answered") == 2
+
+
+def test_a_warm_model_too_slow_for_the_budget_falls_back_to_local_and_says_so(scene, warm_gateway):
+    url, key, record, env = warm_gateway(FAKE_CLAUDE_DELAY="5", FAKE_CLAUDE_ANSWER='{"skills": [], "toolQueries": []}')
+    result = suggest.suggest("turn these notes into a pptx slide deck", backend="claude", gateway_url=url, model_key=key,
+                             env=env, timeout=1.5, use_cache=False)
+    assert result.backend == "local" and [s.name for s in result.skills] == ["pptx"]
+    reason = result.as_dict()["reason"]
+    assert "claude backend gave no usable answer" in reason and "did not answer" in reason and "local ranker" in reason
+
+
+def test_the_default_budget_fits_the_prompt_hooks_two_seconds():
+    assert configkeys.SUGGESTION_DEFAULTS["timeout"] + 0.2 <= 2.0 and suggest.HOOK_TIMEOUT_CAP <= 2.0
+
+
 # -- the evaluation set, through the api backend's whole path -----------------------------------------------------
 
 

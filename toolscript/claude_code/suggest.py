@@ -24,7 +24,8 @@ UserPromptSubmit hook:
 Nothing here raises on a backend, network or file problem: the problem is
 logged and recorded in ``Suggestion.errors``, and the answer is what could
 still be worked out (skills without tools, the local ranker's answer, or
-nothing).  The whole thing stays within ``timeout`` seconds (5 by default).
+nothing).  The whole thing stays within ``timeout`` seconds (1.5 by default: the
+prompt hook has 2 s in all).
 
 "Session" here is Claude Code's session (the hook event's ``session_id``):
 its gateway is the one the SessionStart hook started under that id, and the
@@ -458,12 +459,13 @@ def note_model_call(session: Optional[str]) -> None:
 
 
 def _ask_model(prompt: str, found: Sequence[Any], backend: str, model: Optional[str], timeout: float,
-               env: Mapping[str, str], errors: List[str]) -> Optional[Dict[str, List[str]]]:
+               env: Mapping[str, str], errors: List[str],
+               gateway: Optional[Tuple[str, str]] = None) -> Optional[Dict[str, List[str]]]:
     from toolscript.models import backends as models
 
     try:
         reply = models.complete(SYSTEM_PROMPT, user_message(prompt, found), backend=backend, model=model, timeout=timeout,
-                                max_tokens=300, env=env)
+                                max_tokens=300, env=env, gateway=gateway)
     except models.ModelError as exc:
         errors.append(f"{backend} backend: {exc}")
         logger.warning("suggest: %s backend failed (%s); the local ranker answers", backend, exc)
@@ -484,16 +486,21 @@ def suggest(
     cwd: Optional[str] = None,
     env: Optional[Mapping[str, str]] = None,
     gateway_url: Optional[str] = None,
+    model_key: Optional[str] = None,
     backend: str = "auto",
     model: Optional[str] = None,
-    timeout: float = 5.0,
+    timeout: float = 1.5,
     session: Optional[str] = None,
     min_interval: float = 5.0,
     max_tools: int = 5,
     use_cache: bool = True,
     clock: Callable[[], float] = time.monotonic,
 ) -> Suggestion:
-    """The suggestion for ``prompt`` (see the module docstring); never raises for backend or network trouble."""
+    """The suggestion for ``prompt`` (see the module docstring); never raises for backend or network trouble.
+
+    ``model_key``: the key of the gateway's warm model (from the session's state file): with it, the
+    ``claude`` backend asks the gateway's warm conversation instead of starting ``claude -p``.
+    """
     started = clock()
     env = os.environ if env is None else env
     errors: List[str] = []
@@ -532,7 +539,8 @@ def suggest(
             budget = timeout - (clock() - started) - (SEARCH_MARGIN if gateway_url else 0.0)
             failures = len(errors)
             if budget > 0.2:
-                answer = _ask_model(text, found, chosen, model, budget, env, errors)
+                warm = (gateway_url, model_key) if gateway_url and model_key and chosen == "claude" else None
+                answer = _ask_model(text, found, chosen, model, budget, env, errors, warm)
                 if answer is not None and use_cache:
                     cache_put(key, answer)
             if answer is None:
@@ -567,13 +575,51 @@ def enabled(settings: Mapping[str, Any], env: Mapping[str, str]) -> Tuple[bool, 
     return True, ""
 
 
+# -- the warm model the session's gateway keeps -----------------------------------------------------
+
+
+def gateway_warm_model(env: Mapping[str, str], workspace: str, for_session: bool) -> Optional[Any]:
+    """The warm model conversation a gateway serves (``gateway.warm_model.WarmModels``), or None.
+
+    Only when suggestions are on and their backend is the ``claude`` CLI (as the
+    prompt hook would choose it from this environment): a gateway that serves a
+    Claude Code session (``for_session``) starts it at once, so that even the
+    first prompt finds it warm; any other starts it on the first question.
+    """
+    from toolscript.config import keys as configkeys
+    from toolscript.gateway.warm_model import WarmModels
+    from toolscript.models import backends as models
+
+    settings, _ = configkeys.suggestion_settings(None, workspace, env)
+    if not enabled(settings, env)[0]:
+        return None
+    requested = env.get("TOOLSCRIPT_SUGGEST_BACKEND", "").strip() or settings["backend"]
+    try:
+        if models.choose_backend(requested, env) != "claude":
+            return None
+    except ValueError:
+        return None  # an unknown backend name: the hook says so, and uses the configured one
+    from toolscript.models import claude_cli
+
+    model = settings["model"]
+    child_env = dict(env)
+
+    def start(system: str, wanted: Optional[str]) -> Any:
+        return claude_cli.Conversation(system, wanted, child_env, cwd=workspace)
+
+    return WarmModels(start, prewarm=(SYSTEM_PROMPT, model) if for_session else None)
+
+
 # -- the UserPromptSubmit hook -------------------------------------------------------------------------
 
-HOOK_TIMEOUT_CAP = 8.0  # seconds: hooks.json gives this hook 10, and Python's start and the output need the rest
+# Seconds: a prompt's hook has 2 s in all (the plugin registers it with 3, so a slow start on a busy
+# machine is not killed at once); Python's start, memory and the output need the rest.
+HOOK_TIMEOUT_CAP = 1.8
 
 
-def _session_gateway(session: Optional[str], env: Mapping[str, str]) -> Optional[str]:
-    """This session's gateway: its state file (written by the SessionStart hook), else TOOLSCRIPT_GATEWAY_URL."""
+def _session_gateway(session: Optional[str], env: Mapping[str, str]) -> Tuple[Optional[str], Optional[str]]:
+    """This session's gateway and its warm model's key: its state file (written by the SessionStart hook),
+    else TOOLSCRIPT_GATEWAY_URL (and no key: the warm model is only for the session's own gateway)."""
     from toolscript.gateway import state
 
     try:
@@ -582,8 +628,18 @@ def _session_gateway(session: Optional[str], env: Mapping[str, str]) -> Optional
         logger.info("suggest: session %s has no readable gateway state (%s)", session, exc)
         found = None
     if found and isinstance(found.get("url"), str):
-        return found["url"]
-    return env.get("TOOLSCRIPT_GATEWAY_URL") or None
+        key = found.get("modelKey")
+        return found["url"], key if isinstance(key, str) else None
+    return env.get("TOOLSCRIPT_GATEWAY_URL") or None, None
+
+
+def model_key_for(gateway_url: Optional[str], session: Optional[str] = None,
+                  env: Optional[Mapping[str, str]] = None) -> Optional[str]:
+    """The warm model key of the gateway at ``gateway_url``, when it is the one the state file of ``session``
+    (else ``CLAUDE_CODE_SESSION_ID``'s, else the default session's) names."""
+    env = os.environ if env is None else env
+    url, key = _session_gateway(session or env.get("CLAUDE_CODE_SESSION_ID") or "default", env)
+    return key if gateway_url and url == gateway_url else None
 
 
 def prompt_hook(event: Dict[str, Any]) -> Optional[Dict[str, Any]]:
@@ -611,11 +667,13 @@ def prompt_hook(event: Dict[str, Any]) -> Optional[Dict[str, Any]]:
                     backend, ", ".join(configkeys.SUGGESTION_BACKENDS), settings["backend"])
         backend = settings["backend"]
     session = event.get("session_id") or None
+    gateway_url, model_key = _session_gateway(session, env)
     result = suggest(
         hooks.valid_text(prompt),
         cwd=cwd,
         env=env,
-        gateway_url=_session_gateway(session, env),
+        gateway_url=gateway_url,
+        model_key=model_key,
         backend=backend,
         model=settings["model"],
         timeout=min(float(settings["timeout"]), HOOK_TIMEOUT_CAP),

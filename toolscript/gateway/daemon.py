@@ -79,6 +79,7 @@ def serve(
     exit_with: Optional[int] = None,
     release_lock: Optional[Callable[[], None]] = None,
     on_listening: Optional[Callable[[Dict[str, Any], Any], None]] = None,
+    models: Any = None,
 ) -> int:
     """Serve until a stop signal (or ``exit_with``'s process ending); return the exit status.
 
@@ -87,6 +88,8 @@ def serve(
     ``on_listening(state, gateway)`` tells the user where the gateway listens;
     it is not called in a detached gateway, whose output is its log (the
     token-bearing URL stays out of it: the parent reads the state file).
+    ``models``: the session's warm model (``warm_model.WarmModels``), served
+    at ``/model``; its key goes into the state file.
     """
     from toolscript.gateway.http_api import serve as serve_http
     from toolscript.gateway.service import Gateway, kill_child_process_groups
@@ -98,13 +101,17 @@ def serve(
     signals = StopSignals()
     gateway = Gateway(config, workspace=workspace, session=session)
     try:
-        server, _thread = serve_http(gateway, host, port)
+        server, _thread = serve_http(gateway, host, port, models=models)
     except OSError as exc:
         signals.close()
         raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another --port, or omit it") from exc
     gateway.start()
+    if models is not None:
+        models.begin()
     log_file = os.environ.get(state.LOG_VAR)
     info = state.new_state(server.url, os.getpid(), session, log_file, workspace)
+    if models is not None:
+        info["modelKey"] = models.key
     state.write_state(session, info)
     if release_lock is not None:
         release_lock()

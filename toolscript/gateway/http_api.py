@@ -34,6 +34,7 @@ JSON API (paths relative to the token prefix):
     GET  /types?lang=python|ts&filter=a,b__x&full=1  stubs (pre-generated when unfiltered)
     GET  /runtime/names                the sandbox runtime's attribute -> tool id map
     GET  /runtime/tools.ts             the module TypeScript scripts import (exec --lang ts)
+    POST /model                        a question to the session's warm model (``warm_model``; its own key)
     *    /mcp                          the standard MCP endpoint (Streamable HTTP)
     *    /mcp/code                     the code-mode profile: three tools (search, stubs, run a script)
 """
@@ -150,10 +151,12 @@ class GatewayServer(ThreadingHTTPServer):
         head_timeout: float = HEAD_TIMEOUT_SECONDS,
         body_timeout: float = BODY_TIMEOUT_SECONDS,
         admission_wait: float = ADMISSION_WAIT_SECONDS,
+        models: Any = None,
     ) -> None:
         if max_connections < 1:
             raise ValueError("max_connections must be at least 1")
         self.gateway = gateway
+        self.models = models  # the session's warm model (warm_model.WarmModels), or None
         self.max_connections = max_connections
         self.head_timeout = head_timeout
         self.body_timeout = body_timeout
@@ -204,6 +207,8 @@ class GatewayServer(ThreadingHTTPServer):
         return f"http://{host}:{self.port}/t/{self.gateway.token}"
 
     def shutdown_all(self) -> None:
+        if self.models is not None:
+            self.models.close()
         self.mcp.close()
         self.mcp_code.close()
         self.disconnects.close()
@@ -549,6 +554,10 @@ class GatewayHandler(BaseHTTPRequestHandler):
         elif method == "GET" and below == "/runtime/names":
             gateway.wait_for_servers()
             self._json(200, gateway.derived.names())
+        elif method == "POST" and below == "/model":
+            from toolscript.gateway import warm_model
+
+            self._json(*warm_model.answer(self.server.models, self.headers.get(warm_model.KEY_HEADER), body))
         elif method == "GET" and below == "/runtime/tools.ts":
             from toolscript.gateway.tsruntime import typescript_runtime
 
@@ -741,7 +750,8 @@ def _split(value: Optional[str]) -> List[str]:
 def serve(gateway: Gateway, host: str = "127.0.0.1", port: int = 0, **limits: Any) -> Tuple[GatewayServer, threading.Thread]:
     """Bind and serve in a background thread; returns the server (whose ``url`` is ready).
 
-    ``limits`` are GatewayServer's keyword arguments (max_connections, head_timeout, body_timeout, admission_wait).
+    ``limits`` are GatewayServer's keyword arguments (max_connections, head_timeout, body_timeout, admission_wait,
+    models).
     """
     server = GatewayServer(gateway, host, port, **limits)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, name="gateway-http", daemon=True)

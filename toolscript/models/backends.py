@@ -22,7 +22,7 @@ import logging
 import os
 import sys
 import time
-from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional
+from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Tuple
 
 from toolscript import paths
 from toolscript.models import ModelError
@@ -49,11 +49,13 @@ def complete(
     timeout: float = 5.0,
     max_tokens: int = 400,
     env: Optional[Mapping[str, str]] = None,
+    gateway: Optional[Tuple[str, str]] = None,
 ) -> Reply:
     """One user turn, one text answer, within ``timeout`` seconds overall (retries included).
 
     ``backend`` is "api" or "claude" ("auto" is resolved with ``choose_backend``;
-    "local" is not a model: ValueError).  Raises ModelError.
+    "local" is not a model: ValueError).  Raises ModelError.  ``gateway``: (URL, model key)
+    of the session's gateway, whose warm conversation the claude backend asks first.
     """
     env = os.environ if env is None else env
     name = choose_backend(backend, env)
@@ -72,7 +74,7 @@ def complete(
     else:
         from toolscript.models import claude_cli
 
-        text, model_used, usage = claude_cli.complete(system, prompt, model, timeout, env)
+        text, model_used, usage = claude_cli.complete(system, prompt, model, timeout, env, gateway)
     ms = int((time.monotonic() - started) * 1000)
     log.debug("model %s via %s answered %d characters in %d ms", model_used, name, len(text), ms)
     return Reply(text=text, backend=name, model=model_used, usage=usage, ms=ms)

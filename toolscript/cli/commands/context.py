@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
     parser.add_argument("--backend", choices=("auto", "api", "claude", "local"), default=None,
                         help='who picks: auto (default; config "suggestions.backend", env TOOLSCRIPT_SUGGEST_BACKEND), api, claude or local')
     parser.add_argument("--model", default=None, help="the model for api/claude (default: config, then ANTHROPIC_DEFAULT_HAIKU_MODEL, then the backend's haiku)")
-    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="the whole suggestion's budget (default 5, config suggestions.timeout)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="the whole suggestion's budget (default 1.5, config suggestions.timeout)")
     parser.add_argument("--cwd", default=None, metavar="DIR", help="the project whose skills count (default: the current directory)")
     parser.add_argument("--no-cache", action="store_true", help="ask the backend even if it answered this prompt in the last 5 minutes")
     parser.set_defaults(handler=run)
@@ -66,10 +66,12 @@ def run(args: argparse.Namespace) -> int:
     backend = args.backend or os.environ.get("TOOLSCRIPT_SUGGEST_BACKEND", "").strip() or settings["backend"]
     if backend not in configkeys.SUGGESTION_BACKENDS:
         raise UserError(f"TOOLSCRIPT_SUGGEST_BACKEND={backend!r}: use one of {', '.join(configkeys.SUGGESTION_BACKENDS)}", exit_code=2)
+    gateway_url = _gateway_url(args)
     result = suggest.suggest(
         prompt,
         cwd=cwd,
-        gateway_url=_gateway_url(args),
+        gateway_url=gateway_url,
+        model_key=suggest.model_key_for(gateway_url, args.session),  # the session's warm model, as the hook has it
         backend=backend,
         model=args.model or settings["model"],
         timeout=args.timeout or float(settings["timeout"]),

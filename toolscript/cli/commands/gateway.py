@@ -105,7 +105,11 @@ def run_start(args: argparse.Namespace) -> int:
         config = configuration.load_config(args.config_paths)
         for warning in config.warnings:
             echo(f"toolscript: warning: {warning}", file=sys.stderr)
-        return daemon.serve(config, session, release_lock=lock.release,
+        from toolscript.claude_code.suggest import gateway_warm_model
+
+        # The prompt hook's model, kept warm for the claude backend (for a Claude Code session: started now).
+        models = gateway_warm_model(os.environ, os.path.abspath(where["workspace"]), for_session=bool(args.exit_with))
+        return daemon.serve(config, session, release_lock=lock.release, models=models,
                             on_listening=lambda info, gateway: _listening(args, info, gateway), **where)
 
 
