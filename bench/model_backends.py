@@ -25,7 +25,21 @@ once, so the figures are pure client overhead.  The variants run in rotation
 - ``claude_cli``: ``models.complete(backend="claude")``: the real ``claude -p``
   from the test peers (scratch HOME, hooks off), pointed at the same fake.
 
-    python3 bench/model_backends.py [--rounds 20] [--no-claude]
+Then, against a fake whose every answer takes ``--latency`` seconds (300 ms by
+default, a small model's time), the ``claude`` backend cold and warm, in
+rotation in the same run:
+
+- ``claude_cold``: ``models.complete(backend="claude")``, a new ``claude -p`` per question;
+- ``claude_warm``: the same through a gateway's warm conversation (``POST /model``,
+  ``toolscript.gateway.warm_model``), the way the prompt hook asks it;
+- ``hook_cold`` / ``hook_warm``: the whole ``toolscript hook user-prompt-submit``
+  process with the ``claude`` backend, its session's gateway without / with the
+  warm model (a new prompt each time: nothing comes from the cache).
+
+``added_ms`` is each median minus the fake's latency; ``warm / cold`` is the ratio of
+the medians (the aim: at most 0.5).
+
+    python3 bench/model_backends.py [--rounds 20] [--latency 0.3] [--no-claude]
 
 Prints one JSON document: per variant ``{n, median_ms, p95_ms}``, ratios, and
 ``import_cost_ms``.
@@ -52,7 +66,7 @@ from toolscript.models import backends as models  # noqa: E402
 SYSTEM = "You suggest skills. Answer with JSON."
 PROMPT = "help me write a changelog entry"
 ONESHOT_API = (
-    "import sys; sys.path.insert(0, {root!r}); from toolscript import models; "
+    "import sys; sys.path.insert(0, {root!r}); from toolscript.models import backends as models; "
     "print(models.complete({system!r}, {prompt!r}, backend='api', timeout=10).text)"
 )
 ONESHOT_URLLIB = (
@@ -73,7 +87,7 @@ ONESHOT_HTTPCLIENT = (
     "'content-type': 'application/json'}}); "
     "print(json.loads(c.getresponse().read())['content'][0]['text'])"
 )
-IMPORT_ONLY = "import sys; sys.path.insert(0, {root!r}); from toolscript import models"
+IMPORT_ONLY = "import sys; sys.path.insert(0, {root!r}); from toolscript.models import backends"
 
 
 def progress(text: str) -> None:
@@ -123,10 +137,100 @@ def claude_setup(scratch: str) -> Dict[str, str]:
     return {"HOME": home, "PATH": os.pathsep.join([bin_dir, "/usr/bin", "/bin"])}
 
 
+def cold_and_warm(rounds: int, latency: float) -> Dict[str, object]:
+    """The claude backend per question, cold (a new claude -p) and warm (a gateway's conversation), same run."""
+    from toolscript.claude_code import suggest
+    from toolscript.config.load import Config
+    from toolscript.gateway import state
+    from toolscript.gateway.http_api import serve
+    from toolscript.gateway.service import Gateway
+    from toolscript.gateway.warm_model import WarmModels
+    from toolscript.models import claude_cli
+
+    answer = {"text": json.dumps({"skills": [], "toolQueries": []}), "delay": latency}
+    with FakeAnthropic([answer]) as api, tempfile.TemporaryDirectory() as scratch:
+        cli_env = dict(claude_setup(scratch), ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="bench-key")
+        work = os.path.join(scratch, "work")
+        os.makedirs(work)
+        warm_models = WarmModels(lambda system, model: claude_cli.Conversation(system, model, cli_env, cwd=work),
+                                 prewarm=(suggest.SYSTEM_PROMPT, None))
+        gateway = Gateway(Config(servers={}, files=[], warnings=[]), workspace=work)
+        server, _ = serve(gateway, models=warm_models)
+        gateway.start()
+        warm_models.begin()
+        try:
+            message = suggest.user_message(PROMPT, [])
+            hook_env = dict(cli_env, TOOLSCRIPT_STATE_DIR=os.path.join(scratch, "state"), TOOLSCRIPT_SUGGEST_BACKEND="claude",
+                            PYTHONPATH=ROOT)
+            config = os.path.join(scratch, "config.json")
+            with open(config, "w", encoding="utf-8") as fh:
+                json.dump({"suggestions": {"minInterval": 0}}, fh)  # every prompt may ask the model
+            hook_env["TOOLSCRIPT_CONFIG"] = config
+            for session, key in (("s-cold", None), ("s-warm", warm_models.key)):
+                info = state.new_state(server.url, os.getpid(), session, None, work)
+                if key:
+                    info["modelKey"] = key
+                state.write_state(session, info, hook_env)
+            counter = iter(range(10 ** 9))
+            hook_log = os.path.join(scratch, "state", "hooks.log")
+            fell_back: Dict[str, int] = {}
+
+            def hook(session: str) -> Callable[[], object]:
+                def go() -> object:
+                    before = os.path.getsize(hook_log) if os.path.exists(hook_log) else 0
+                    event = {"session_id": session, "cwd": work, "hook_event_name": "UserPromptSubmit",
+                             "prompt": f"write a changelog entry for release {next(counter)}"}
+                    # In the project (a cold claude -p runs where the hook runs), toolscript from this checkout.
+                    proc = subprocess.run([sys.executable, "-S", "-m", "toolscript", "hook", "user-prompt-submit"],
+                                          input=json.dumps(event), env=hook_env, cwd=work, capture_output=True,
+                                          text=True, timeout=60)
+                    if proc.returncode != 0:
+                        raise RuntimeError(f"hook failed: {proc.stderr[-500:]}")
+                    with open(hook_log, "rb") as fh:
+                        fh.seek(before)
+                        if b"local answered" in fh.read():  # the model missed the hook's budget
+                            fell_back[session] = fell_back.get(session, 0) + 1
+                    return proc.stdout
+
+                return go
+
+            variants: Dict[str, Callable[[], object]] = {
+                "claude_cold": lambda: models.complete(suggest.SYSTEM_PROMPT, message, backend="claude", timeout=60,
+                                                       env=cli_env),
+                "claude_warm": lambda: models.complete(suggest.SYSTEM_PROMPT, message, backend="claude", timeout=60,
+                                                       env=cli_env, gateway=(server.url, warm_models.key)),
+                "hook_cold": hook("s-cold"),
+                "hook_warm": hook("s-warm"),
+            }
+            for fn in variants.values():  # warm-up: page cache, the conversation's first question
+                fn()
+            fell_back.clear()
+            samples: Dict[str, List[float]] = {name: [] for name in variants}
+            progress(f"{rounds} rounds of {', '.join(variants)} at {latency:g} s model latency")
+            for _ in range(rounds):
+                for name, fn in variants.items():
+                    samples[name].append(timed(fn))
+        finally:
+            server.shutdown_all()
+            gateway.stop()
+    figures = {name: summary(values) for name, values in samples.items()}
+    added = {name: round(figure["median_ms"] - latency * 1000, 1) for name, figure in figures.items()}
+    return {
+        "latency_ms": round(latency * 1000),
+        "figures": figures,
+        "added_ms": added,
+        "warm / cold": round(figures["claude_warm"]["median_ms"] / figures["claude_cold"]["median_ms"], 2),
+        "hook_warm / hook_cold": round(figures["hook_warm"]["median_ms"] / figures["hook_cold"]["median_ms"], 2),
+        # Hook runs whose model answer missed the budget (1.5 s), so the local ranker answered.
+        "hook_fallbacks_to_local": {"hook_cold": fell_back.get("s-cold", 0), "hook_warm": fell_back.get("s-warm", 0)},
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--no-claude", action="store_true", help="skip the claude CLI variant")
+    parser.add_argument("--no-claude", action="store_true", help="skip the claude CLI variants")
+    parser.add_argument("--latency", type=float, default=0.3, help="seconds the fake takes per answer in the cold/warm part")
     args = parser.parse_args()
 
     with FakeAnthropic(["{\"skills\": [], \"toolQueries\": []}"]) as api, tempfile.TemporaryDirectory() as scratch:
@@ -176,6 +280,7 @@ def main() -> int:
             return None
         return round(figures[name]["median_ms"] - figures["python_floor"]["median_ms"], 1)
 
+    warm_part = None if args.no_claude or claude_version is None else cold_and_warm(args.rounds, args.latency)
     print(
         json.dumps(
             {
@@ -183,6 +288,7 @@ def main() -> int:
                 "claude_version": claude_version,
                 "rounds": args.rounds,
                 "figures": figures,
+                "claude_cold_vs_warm": warm_part,
                 "ratios": {
                     "claude_cli / api_in_process": ratio("claude_cli", "api_in_process"),
                     "claude_cli / api_oneshot": ratio("claude_cli", "api_oneshot"),

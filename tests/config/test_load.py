@@ -568,7 +568,7 @@ def test_masked_view_masks_literals_and_shows_templates():
         "mcpToolNames": "prefixed",
         "maxMessageBytes": 8 * 1024 * 1024,
         "requireIsolation": False,
-        "suggestions": {"enabled": True, "backend": "auto", "model": None, "timeout": 5.0, "minInterval": 5.0, "maxTools": 5},
+        "suggestions": {"enabled": True, "backend": "auto", "model": None, "timeout": 1.5, "minInterval": 5.0, "maxTools": 5},
         "memory": {"enabled": True, "dataDir": None, "captureReadOnly": False, "injectBudget": 600, "briefBudget": 200, "briefInterval": 60.0,
                    "summaryBackend": "none", "summaryModel": None},
         "servers": {

@@ -30,7 +30,7 @@ SUGGESTION_DEFAULTS: Dict[str, Any] = {
     "enabled": True,  # false: the hook adds nothing (TOOLSCRIPT_SUGGEST=0 does the same)
     "backend": "auto",  # auto | api | claude | local
     "model": None,  # None: the backend's small model ("haiku")
-    "timeout": 5.0,  # seconds for the whole suggestion, model included
+    "timeout": 1.5,  # seconds for the whole suggestion, model included (the prompt hook has 2 s in all)
     "minInterval": 5.0,  # seconds between two model calls of one session; sooner -> the local ranker answers
     "maxTools": 5,
 }
