@@ -487,3 +487,108 @@ def test_skills_command_empty_and_usage_error(run_cli, tmp_path):
     assert proc.stderr.startswith("toolscript: error: --cwd ") and "no such directory" in proc.stderr
     help_text = run_cli("skills", "--help", env=env).stdout
     assert "examples:" in help_text and "--cwd" in help_text
+
+
+# --- skills MCP servers offer (the MCP Skills extension), through the gateway -------------------------
+
+SKILLS_SERVER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "mcp_servers", "skills_server.py")
+RELEASE_NOTES = "Draft release notes from merged pull requests. Use when preparing a release announcement."
+
+
+@pytest.fixture
+def skills_gateway(tmp_path):
+    """skills_gateway(mode="modern") -> (gateway, URL, the server's request log): a gateway whose server "billing"
+    is tests/mcp_servers/skills_server.py; stopped with the test."""
+    import contextlib
+    import sys
+
+    from conftest import running_gateway
+    from toolscript.config.load import ServerConfig
+
+    stack = contextlib.ExitStack()
+
+    def start(mode: str = "modern"):
+        log = str(tmp_path / f"skills-server-{mode}.log")
+        server = ServerConfig(name="billing", type="stdio", source="test", command=sys.executable,
+                              args=[SKILLS_SERVER, mode, log], timeout=10.0)
+        (tmp_path / "work").mkdir(exist_ok=True)
+        gateway, url = stack.enter_context(running_gateway([server], tmp_path / "work"))
+        gateway.wait_for_servers()
+        return gateway, url, log
+
+    with stack:
+        yield start
+
+
+@pytest.mark.parametrize("mode", ["modern", "handshake"])
+def test_the_skills_an_mcp_server_offers_join_the_list_with_their_server(tree, skills_gateway, mode):
+    from toolscript.gateway.client import GatewayClient
+
+    gateway, url, log = skills_gateway(mode)
+    listed = GatewayClient(url).get("/skills")["skills"]
+    assert [(s["server"], s["name"], s["uri"]) for s in listed] == [
+        ("billing", "release-notes", "skill://release-notes/SKILL.md"),
+        ("billing", "refunds", "skill://acme/billing/refunds/SKILL.md"),
+    ]  # both pages; the entries without resources or whose uri does not end in their name are left out
+    with open(log, encoding="utf-8") as fh:
+        assert [line.split()[1] for line in fh if line.startswith("skills/list")] == ["null", '"page-2"']
+    add_skill(tree.user_skills, "mine", "A user skill")
+    found = discover(tree.project, tree.env(), [], gateway_url=url)
+    assert names(found) == ["billing:refunds", "billing:release-notes", "mine"]
+    notes = next(s for s in found if s.name == "billing:release-notes")
+    assert notes == Skill("billing:release-notes", RELEASE_NOTES, "mcp:billing", "skill://release-notes/SKILL.md")
+
+
+def test_a_gateway_that_cannot_be_asked_costs_the_mcp_skills_alone(tree):
+    add_skill(tree.user_skills, "mine", "A user skill")
+    warnings: List[str] = []
+    found = discover(tree.project, tree.env(), warnings, gateway_url="http://127.0.0.1:9/t/secret-token")
+    assert names(found) == ["mine"]
+    assert len(warnings) == 1 and "MCP skills" in warnings[0] and "secret-token" not in warnings[0]
+
+
+def test_an_mcp_skill_never_shadows_a_skill_on_disk(tree, skills_gateway):
+    _, url, _ = skills_gateway()
+    tree.plugin("billing@market", ["refunds"])
+    tree.settings("user", {"billing@market": True})
+    found = discover(tree.project, tree.env(), [], gateway_url=url)
+    by_name = {skill.name: skill.source for skill in found}
+    assert by_name["billing:refunds"] == "plugin" and by_name["mcp:billing:refunds"] == "mcp:billing"
+
+
+def test_toolscript_skills_shows_them_with_their_server_and_reads_one(tree, skills_gateway, run_cli):
+    _, url, _ = skills_gateway()
+    env = dict(tree.env(), TOOLSCRIPT_GATEWAY_URL=url)
+    listed = json.loads(run_cli("--json", "skills", "--cwd", tree.project, env=env).stdout)
+    assert {"name": "billing:refunds", "source": "mcp:billing", "path": "skill://acme/billing/refunds/SKILL.md",
+            "description": "Process customer refund \x1b[31mrequests\x1b[0m per company policy."} in listed
+    table = run_cli("skills", "--cwd", tree.project, env=env).stdout
+    assert "billing:release-notes  mcp:billing" in table and "\x1b" not in table
+    read = run_cli("skills", "--read", "billing:release-notes", env=env)
+    assert read.returncode == 0 and read.stdout.startswith("---\nname: release-notes\n") and read.stderr == ""
+    dynamic = run_cli("skills", "--read", "billing:refunds", env=env)
+    assert dynamic.returncode == 0 and "Issue refunds within 30 days." in dynamic.stdout and "\x1b" not in dynamic.stdout
+    assert "dynamic" in dynamic.stderr  # no digest vouches for it: said so
+    unknown = run_cli("skills", "--read", "billing:nope", env=env)
+    assert unknown.returncode != 0 and "billing:release-notes" in unknown.stderr
+
+
+def test_a_skill_file_that_does_not_match_its_listing_is_not_used(tree, skills_gateway, run_cli):
+    _, url, _ = skills_gateway("tampered")
+    read = run_cli("skills", "--read", "billing:release-notes", env=dict(tree.env(), TOOLSCRIPT_GATEWAY_URL=url))
+    assert read.returncode != 0 and read.stdout == "" and "does not match the digest" in read.stderr
+
+
+def test_a_suggested_mcp_skill_is_named_with_its_server_not_as_a_skill_tool_call(tree, skills_gateway, monkeypatch):
+    from toolscript.claude_code import suggest
+
+    _, url, _ = skills_gateway()
+    for name, value in tree.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("TOOLSCRIPT_STATE_DIR", str(tree.root))
+    result = suggest.suggest("draft the release notes from the merged pull requests", backend="local", gateway_url=url,
+                             cwd=tree.project, env=tree.env())
+    assert [s.name for s in result.skills] == ["billing:release-notes"]
+    context = result.context()
+    assert "- billing:release-notes (from the MCP server billing): Draft release notes" in context
+    assert 'Skill("billing:release-notes")' not in context and "toolscript skills --read" in context

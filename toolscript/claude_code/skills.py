@@ -58,6 +58,13 @@ directory marketplace, the request body a fake Messages API received, and
 * Skills nested below the project (listed with a path prefix, ``apps/web:deploy``) and the
   binary's built-in skills are not discovered here.
 
+MCP servers may offer skills too (the Skills extension, ``gateway.mcp_skills``): with a
+gateway URL, ``discover`` adds the ones the session's gateway lists, named
+``<server>:<name>`` with source ``mcp:<server>`` and the ``SKILL.md`` URI as path.  They
+are added last and never shadow a skill found on disk: a name already taken becomes
+``mcp:<server>:<name>``.  Claude Code does not load them (its Skill tool knows only its own);
+the suggestion names them with their server instead.
+
 Everything is bounded: at most ``MAX_SKILL_BYTES`` of each SKILL.md are read (the
 frontmatter must end within them), at most ``MAX_SKILL_DIRS`` entries of a skills
 directory are looked at, only regular files are opened (a FIFO named SKILL.md cannot
@@ -80,8 +87,8 @@ MAX_DESCRIPTION = 1024  # characters kept of a description (the Agent Skills for
 class Skill(NamedTuple):
     name: str  # as Claude Code lists it: "skill" for user/project skills, "plugin:skill" for plugin skills
     description: str  # frontmatter ``description`` (or the first body line after one), whitespace-collapsed, <= 1024 chars
-    source: str  # "project" | "user" | "plugin"
-    path: str  # absolute path of the SKILL.md
+    source: str  # "project" | "user" | "plugin" | "mcp:<server>"
+    path: str  # absolute path of the SKILL.md (an MCP skill: its URI)
 
 
 # -- discovery -------------------------------------------------------------------------------
@@ -110,6 +117,7 @@ def discover(
     env: Optional[Mapping[str, str]] = None,
     warnings: Optional[List[str]] = None,
     skipped: Optional[List[str]] = None,
+    gateway_url: Optional[str] = None,
 ) -> List[Skill]:
     """Every skill Claude Code would list to the model in a session started in ``cwd``, sorted by name.
 
@@ -121,6 +129,8 @@ def discover(
     naming its path (and is logged at info level); missing directories are fine.
     A skill whose SKILL.md resolves outside its skills directory (a symlink) is
     not read: a line naming it goes to ``skipped`` (and the log, at debug level).
+    ``gateway_url``: also the skills MCP servers offer through that gateway
+    (``mcp_skills``; a gateway that does not answer adds a warning, no skill).
     """
     env = os.environ if env is None else env
     project = os.path.abspath(env.get("CLAUDE_PROJECT_DIR") or (os.getcwd() if cwd is None else cwd))
@@ -162,7 +172,77 @@ def discover(
     for root, plugin_name in plugin_roots:
         for skill in _scan(os.path.join(root, "skills"), "plugin", plugin_name + ":", warn, skip):
             chosen.setdefault(skill.name, skill)
+    if gateway_url:
+        for skill in mcp_skills(gateway_url, warn):
+            if skill.name in chosen:  # never shadowing, never dropped: named by its origin in full
+                skill = skill._replace(name="mcp:" + skill.name)
+            chosen.setdefault(skill.name, skill)
     return sorted(chosen.values(), key=lambda skill: skill.name)
+
+
+MCP_SKILLS_TIMEOUT = 1.0  # seconds for the gateway's /skills (it answers from memory, not waiting for servers)
+
+
+def mcp_skills(gateway_url: str, warn: Optional[Callable[[str], None]] = None, wait: float = 0.0) -> List[Skill]:
+    """The skills MCP servers offer through the gateway at ``gateway_url`` (``GET /skills``), as ``Skill``s.
+
+    ``wait``: seconds the gateway may wait for servers still connecting.  A
+    gateway that cannot be asked gives none (and a line to ``warn``).
+    """
+    from toolscript.gateway.client import GatewayClient, redact_text
+
+    try:
+        answer = GatewayClient(gateway_url, timeout=MCP_SKILLS_TIMEOUT + wait).get("/skills", wait=f"{wait:g}")
+    except Exception as exc:  # noqa: BLE001 - any failure costs the MCP skills alone
+        if warn is not None:
+            warn(f"the gateway's MCP skills could not be listed: {redact_text(str(exc))}")
+        return []
+    found = []
+    for entry in answer.get("skills", []) if isinstance(answer, dict) and isinstance(answer.get("skills"), list) else []:
+        if not isinstance(entry, dict):
+            continue
+        server, name, uri = entry.get("server"), entry.get("name"), entry.get("uri")
+        if isinstance(server, str) and isinstance(name, str) and isinstance(uri, str):
+            description = entry.get("description")
+            found.append(Skill(f"{server}:{name}", _clip(description if isinstance(description, str) else ""),
+                               f"mcp:{server}", uri))
+    return found
+
+
+def read_mcp_skill(gateway_url: str, name: str) -> Tuple[Skill, str, bool]:
+    """(the MCP skill listed as ``name``, its SKILL.md, whether its content was checked against a digest).
+
+    The gateway reads it from its server and checks it against the listing's
+    digest and size; here its frontmatter must name and describe it as the
+    listing does, as the Skills extension asks of a host.  Raises UserError.
+    """
+    from toolscript.errors import UserError
+    from toolscript.gateway.client import GatewayClient
+
+    problems: List[str] = []
+    listed = mcp_skills(gateway_url, problems.append, wait=5.0)
+    if problems:
+        raise UserError(problems[0])
+    wanted = name[len("mcp:"):] if name.startswith("mcp:") else name
+    matches = [skill for skill in listed if skill.name == wanted]
+    if not matches:
+        known = ", ".join(skill.name for skill in listed) or "none"
+        raise UserError(f"no MCP server offers a skill named {name!r} (offered: {known}); 'toolscript skills' lists them")
+    skill = matches[0]
+    server = skill.source[len("mcp:"):]
+    answer = GatewayClient(gateway_url, timeout=30).get("/skills/read", server=server, uri=skill.path)
+    text = answer.get("text") if isinstance(answer, dict) else None
+    if not isinstance(text, str):
+        raise UserError(f"the gateway gave no SKILL.md for {name!r}")
+    try:
+        lines, _ = frontmatter.split(text)
+        meta = frontmatter.parse(lines) if lines is not None else {}
+    except frontmatter.FrontmatterError as exc:
+        raise UserError(f"the SKILL.md of {name!r} has no readable frontmatter ({exc}): not used") from None
+    short = skill.name.split(":", 1)[1]
+    if meta.get("name") != short or _clip(_text_of(meta.get("description"))) != skill.description:
+        raise UserError(f"the SKILL.md of {name!r} names or describes it otherwise than its server's listing: not used")
+    return skill, text, bool(answer.get("verified"))
 
 
 def _real(path: str) -> str:

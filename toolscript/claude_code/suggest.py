@@ -339,10 +339,19 @@ def context_text(skills: Sequence[Any], tools: Sequence[Dict[str, Any]]) -> str:
         parts.append("toolscript: these skills look relevant to this request; use them if they fit.")
     else:
         parts.append("toolscript: these MCP tools look relevant to this request; use them if they fit.")
-    if skills:
+    own = [skill for skill in skills if not str(skill.source).startswith("mcp:")]
+    served = [skill for skill in skills if str(skill.source).startswith("mcp:")]
+    if own:
         parts.append("Skills (load one with the Skill tool):")
-        for skill in skills:
+        for skill in own:
             parts.append(f'- Skill("{skill.name}"): {_one_line(skill.description, 160)}' if skill.description else f'- Skill("{skill.name}")')
+    if served:
+        parts.append("Skills that MCP servers offer through toolscript (not for the Skill tool; "
+                     "`toolscript skills --read NAME` prints one):")
+        for skill in served:
+            server = str(skill.source)[4:]
+            line = f"- {skill.name} (from the MCP server {server})"
+            parts.append(f"{line}: {_one_line(skill.description, 160)}" if skill.description else line)
     if tools:
         parts.append("MCP tools, through the toolscript skill (`toolscript get-types --filter ID` for a typed stub, "
                      "then `toolscript exec` a script that calls it):")
@@ -522,7 +531,7 @@ def suggest(
     from toolscript.claude_code import skills as skill_discovery
 
     warnings: List[str] = []
-    found = skill_discovery.discover(cwd, env, warnings)
+    found = skill_discovery.discover(cwd, env, warnings, gateway_url=gateway_url)
     errors += warnings
     chosen = models.choose_backend(backend, env)
     answer: Optional[Dict[str, List[str]]] = None

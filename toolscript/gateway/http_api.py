@@ -32,6 +32,8 @@ JSON API (paths relative to the token prefix):
     POST /call  {"tool": id, "arguments": {...}, "timeout": s}   -> ToolResult
     GET  /search?q=..&limit=3&threshold=0&server=a&wait=S&explain=1&semantic=0   ranked tools, scores 0..1
     GET  /types?lang=python|ts&filter=a,b__x&full=1  stubs (pre-generated when unfiltered)
+    GET  /skills?wait=S                the skills servers offer (the MCP Skills extension), with their server
+    GET  /skills/read?server=S&uri=U   one listed skill's SKILL.md, checked against its listing
     GET  /runtime/names                the sandbox runtime's attribute -> tool id map
     GET  /runtime/tools.ts             the module TypeScript scripts import (exec --lang ts)
     POST /model                        a question to the session's warm model (``warm_model``; its own key)
@@ -554,6 +556,20 @@ class GatewayHandler(BaseHTTPRequestHandler):
         elif method == "GET" and below == "/runtime/names":
             gateway.wait_for_servers()
             self._json(200, gateway.derived.names())
+        elif method == "GET" and below == "/skills":
+            wait = query.get("wait")
+            try:
+                seconds = min(60.0, max(0.0, float(wait))) if wait else None
+            except ValueError:
+                seconds = None
+            self._json(200, gateway.skills(seconds))
+        elif method == "GET" and below == "/skills/read":
+            try:
+                self._json(200, gateway.read_skill(query.get("server", ""), query.get("uri", "")))
+            except LookupError as exc:
+                self._json(404, {"error": str(exc.args[0])})
+            except ValueError as exc:
+                self._json(502, {"error": str(exc)})
         elif method == "POST" and below == "/model":
             from toolscript.gateway import warm_model
 

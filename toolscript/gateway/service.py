@@ -152,6 +152,31 @@ class Gateway:
             entries = [e for e in entries if e.id in wanted]
         return {"tools": [e.describe() for e in entries], "pending": pending}
 
+    def skills(self, wait: Optional[float] = None) -> Dict[str, Any]:
+        """What servers offer through the Skills extension, each with its server (``gateway.mcp_skills``)."""
+        pending = self.wait_for_servers() if wait is None else self.wait_for_servers(timeout=wait)
+        skills = [dict(skill, server=u.name) for u in self.upstreams.values() if u.state == "ready" for skill in u.skills]
+        return {"skills": skills, "pending": pending}
+
+    def read_skill(self, server: str, uri: str) -> Dict[str, Any]:
+        """One listed skill's SKILL.md, checked against its listing.
+
+        Raises LookupError when ``server`` lists no skill at ``uri``, ValueError when it cannot be read as listed.
+        """
+        from toolscript.gateway import mcp_skills
+
+        upstream = self.upstreams.get(server)
+        entry = next((s for s in upstream.skills if s["uri"] == uri), None) if upstream is not None else None
+        if upstream is None or entry is None:
+            raise LookupError(f"server {server!r} lists no skill at {uri!r}: see 'toolscript skills'")
+        try:
+            result = upstream.read_resource(uri, upstream.server.connect_timeout)
+        except (McpError, UpstreamUnavailable) as exc:
+            raise ValueError(f"server {server!r} could not read {uri!r}: {exc}") from exc
+        text = mcp_skills.verified_text(entry, result)
+        return {"server": server, "uri": uri, "name": entry["name"], "description": entry["description"],
+                "text": text, "verified": not entry.get("dynamic")}
+
     def known_servers(self) -> List[str]:
         return [BUILTIN_SERVER] + list(self.upstreams)
 

@@ -84,6 +84,7 @@ class Upstream:
         self.tools: List[Dict[str, Any]] = []  # the tools toolscript shows (servers.visible_tools)
         self.hidden: Dict[str, int] = {}  # hidden tools: reason -> count
         self.tools_total = 0
+        self.skills: List[Dict[str, Any]] = []  # what it offers through the Skills extension (gateway.mcp_skills)
         self.transport = server.type
         self.protocol_version: Optional[str] = None
         self.server_info: Dict[str, Any] = {}
@@ -282,6 +283,7 @@ class Upstream:
             else:
                 raise
             return None
+        self._load_skills(session)
         self.stderr_tail = ""
         self._set_state("ready")
         logger.info("%s: ready (%s, %s)", self.name, self.transport, servers.describe_count(len(self.tools), self.hidden))
@@ -365,6 +367,27 @@ class Upstream:
         shown, hidden = servers.visible_tools(self.server, tools)
         self.tools_total = len(tools)
         self.tools, self.hidden = shown, hidden
+
+    def _load_skills(self, session: ClientSession) -> None:
+        """The skills the server offers (the Skills extension), if it declares it; a failure costs only them."""
+        from toolscript.gateway import mcp_skills
+
+        if not mcp_skills.advertised(session.server_capabilities):
+            self.skills = []
+            return
+        try:
+            self.skills = mcp_skills.list_skills(session.request, self.name, self.server.connect_timeout)["skills"]
+        except Exception as exc:  # noqa: BLE001 - skills are extra: the server's tools work without them
+            logger.warning("%s: skills/list failed, so its skills are not offered: %s", self.name, exc)
+            self.skills = []
+
+    def read_resource(self, uri: str, timeout: float) -> Any:
+        """``resources/read`` of one resource (a skill's SKILL.md); raises UpstreamUnavailable when not ready."""
+        with self._lock:
+            session = self._session
+        if session is None or self.state != "ready":
+            raise UpstreamUnavailable(f"server {self.name!r} is not ready: {self.unavailable_reason()}")
+        return session.request("resources/read", {"uri": uri}, timeout=timeout)
 
     def _tools_changed(self) -> None:
         # Called on the transport's reader thread: the worker lists, once per burst.
