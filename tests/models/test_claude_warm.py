@@ -315,3 +315,50 @@ def test_the_real_cli_answers_each_question_in_a_fresh_conversation_without_hook
         assert f"question number {i}" in said and all(f"question number {j}" not in said for j in range(3) if j != i)
         assert "OUR-SYSTEM-PROMPT" in json.dumps(request["body"]["system"]) and request["body"]["tools"] == []
     assert not os.path.exists(marker), "a hook fired inside the warm conversation"
+
+
+@pytest.mark.timeout(240)
+def test_a_sessions_gateway_starts_the_real_cli_warm_and_the_hook_asks_it(real_claude, tmp_path, run_cli) -> None:
+    """The whole path: `gateway start` for a session starts the conversation, the state file carries its key, and
+    two prompts' hooks are answered by that one process (the fake API sees each prompt once, no cold claude -p)."""
+    import subprocess
+
+    from toolscript.gateway import state
+
+    work = tmp_path / "work"
+    work.mkdir()
+    answer = {"text": json.dumps({"skills": [], "toolQueries": ["current time"]})}
+    with FakeAnthropic([answer]) as api:
+        env = dict(os.environ, HOME=real_claude["home"], TOOLSCRIPT_STATE_DIR=str(tmp_path / "state"),
+                   PATH=os.pathsep.join([real_claude["bin"], os.environ["PATH"]]), ANTHROPIC_BASE_URL=api.url,
+                   ANTHROPIC_API_KEY="test-key", TOOLSCRIPT_SUGGEST_BACKEND="claude", TOOLSCRIPT_SUGGEST="1")
+        env.pop("TOOLSCRIPT_HOOKS_DISABLED", None)
+        owner = subprocess.Popen(["sleep", "200"])  # stands for Claude Code: the gateway ends with it
+        try:
+            started = run_cli("gateway", "start", "--detach", "--session", "warm-e2e", "--exit-with", str(owner.pid),
+                              env=env, cwd=str(work))
+            assert started.returncode == 0, started.stderr
+            info = state.read_state("warm-e2e", env)
+            assert info is not None and isinstance(info.get("modelKey"), str)
+            for prompt in ("what time is it in utc now", "and what time is it in utc now, once more"):
+                event = json.dumps({"session_id": "warm-e2e", "cwd": str(work), "prompt": prompt})
+                hook = run_cli("hook", "user-prompt-submit", env=dict(env, TOOLSCRIPT_CONFIG=_no_rate_limit(tmp_path)),
+                               input=event, cwd=str(work))
+                assert hook.returncode == 0 and "builtin__time.now" in hook.stdout, hook.stdout + hook.stderr
+            requests = api.message_requests()
+        finally:
+            owner.kill()
+            owner.wait()
+            run_cli("gateway", "stop", "--session", "warm-e2e", env=env)
+    log = (tmp_path / "state" / "hooks.log").read_text()
+    assert log.count("prompt: claude answered") == 2 and log.count("warm conversation answered") == 2, log
+    assert "cold claude -p" not in log
+    said = [json.dumps(r["body"]["messages"]) for r in requests]
+    assert len(said) == 2 and "what time is it in utc now" in said[0] and "once more" in said[1] and "once more" not in said[0]
+    assert all(r["body"]["system"] for r in requests) and not any('"--output-format", "json"' in s for s in said)
+
+
+def _no_rate_limit(tmp_path) -> str:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"suggestions": {"minInterval": 0}}), encoding="utf-8")
+    return str(path)

@@ -180,7 +180,7 @@ def discover(
     return sorted(chosen.values(), key=lambda skill: skill.name)
 
 
-MCP_SKILLS_TIMEOUT = 1.0  # seconds for the gateway's /skills (it answers from memory, not waiting for servers)
+MCP_SKILLS_TIMEOUT = 0.5  # seconds for the gateway's /skills (it answers from memory, not waiting for servers)
 
 
 def mcp_skills(gateway_url: str, warn: Optional[Callable[[str], None]] = None, wait: float = 0.0) -> List[Skill]:

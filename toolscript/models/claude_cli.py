@@ -23,6 +23,7 @@ reports maps to the same kind), never with a key or token in them.
 
 import collections
 import json
+import logging
 import os
 import queue
 import shutil
@@ -35,6 +36,8 @@ from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
 
 from toolscript.models import ModelError
 from toolscript.models.messages import MAX_DETAIL, STATUS_KINDS, clip, scrub, secret, usage
+
+logger = logging.getLogger("toolscript.models.claude")
 
 DEFAULT_CLI_MODEL = "haiku"  # the CLI's alias: it maps it to the current Haiku (and honours ANTHROPIC_DEFAULT_HAIKU_MODEL)
 # The inner ``claude -p`` call: one turn, no tools, no session file, no hooks (the
@@ -116,8 +119,11 @@ def complete(system: str, prompt: str, model: Optional[str], timeout: float, env
     started = time.monotonic()
     if gateway is not None:
         try:
-            return complete_warm(gateway[0], gateway[1], system, prompt, model, timeout, env)
+            answered = complete_warm(gateway[0], gateway[1], system, prompt, model, timeout, env)
+            logger.info("claude: the gateway's warm conversation answered in %d ms", (time.monotonic() - started) * 1000)
+            return answered
         except WarmUnavailable as exc:
+            logger.info("claude: %s; a cold claude -p instead", exc)
             timeout -= time.monotonic() - started
             if timeout < COLD_MINIMUM:
                 raise ModelError("timeout", f"{exc}; {timeout:.2f}s left is too little for a cold claude -p") from None
