@@ -5,9 +5,11 @@ UserPromptSubmit hook:
 
 1. skip prompts that need nothing (slash commands, greetings, acks, very
    short prompts: ``suggest_local.nothing_wanted``);
-2. discover the skills Claude Code would list (``toolscript.claude_code.skills``);
+2. discover the skills Claude Code would list (``toolscript.claude_code.skills``),
+   and those the gateway's MCP servers offer;
 3. ask a backend for ``{"skills": [...], "toolQueries": [...]}``: a small
-   model (``toolscript.models.backends``: the Messages API or the ``claude`` CLI) or,
+   model (``toolscript.models.backends``: the Messages API, or the ``claude`` CLI:
+   the warm conversation the session's gateway keeps, else a ``claude -p``) or,
    with no model, on a model failure or timeout, or when the session asked a
    model less than ``minInterval`` seconds ago, the local ranker
    (``toolscript.claude_code.suggest_local``).  A model's answer is cached for
@@ -18,8 +20,9 @@ UserPromptSubmit hook:
    waiting for servers still connecting, by words and by meaning; show each
    query's best hit when it scores well or leads clearly (``select_tools``);
    de-duplicate; best ``maxTools``;
-5. format a short, polite context: ``Skill("name")`` per skill, tool ids with
-   one-line descriptions and how to call them through the toolscript skill.
+5. format a short, polite context: ``Skill("name")`` per skill (an MCP
+   server's skill named with its server), tool ids with one-line descriptions
+   and how to call them through the toolscript skill.
 
 Nothing here raises on a backend, network or file problem: the problem is
 logged and recorded in ``Suggestion.errors``, and the answer is what could
