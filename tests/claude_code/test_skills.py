@@ -204,7 +204,8 @@ def test_the_install_entry_of_this_project_is_read_first(tree):
     tree.plugin("p@m", ["from-local"], scope="local", project_path=tree.project, version="2.0.0")
     tree.plugin("q@m", ["only-elsewhere"], scope="project", project_path=other)
     tree.settings("user", {"p@m": True, "q@m": True})
-    assert names(run_discover(tree)[0]) == ["p:from-local"]
+    # q is enabled for the user and installed only for another project: Claude Code loads it from that install.
+    assert names(run_discover(tree)[0]) == ["p:from-local", "q:only-elsewhere"]
     assert names(run_discover(tree, cwd=other)[0]) == ["p:from-user", "q:only-elsewhere"]
 
 

@@ -69,7 +69,7 @@ def test_real_claude_enables_and_lists_what_discover_finds(tree):
     tree.settings("project", {"tp-b@m": False, "tp-c@m": True, "tp-d@m": True}, where=tree.sub)
     tree.settings("local", {"tp-d@m": False})  # the git root's local settings: read from tree.sub
     found = discover(tree.sub, tree.env(), [])
-    expected = ["t-dirname", "t-dup", "t-nofm", "t-root", "t-sub", "t-user", "tp-c:s1", "tp-manifest-a:s1"]
+    expected = ["t-dirname", "t-dup", "t-nofm", "t-root", "t-sub", "t-user", "tp-c:s1", "tp-f:s1", "tp-manifest-a:s1"]
     assert names(found) == expected
     assert next(s for s in found if s.name == "t-dup").source == "user"
 
@@ -80,7 +80,7 @@ def test_real_claude_enables_and_lists_what_discover_finds(tree):
     assert proc.returncode == 0, proc.stderr
     # Claude Code's own plugins (2.1.337 lists "cc-plugin-...@builtin") are not installed ones: left out.
     enabled = {row["id"].partition("@")[0] for row in json.loads(proc.stdout) if row.get("enabled") and not row["id"].endswith("@builtin")}
-    # tp-f is enabled, but its only install is another project's: not loaded here (see below).
+    # tp-f is enabled, and its only install is another project's: Claude Code loads it from there.
     assert enabled == {"tp-a", "tp-c", "tp-f"}, proc.stdout
 
     with FakeAnthropic(["ok"]) as api:

@@ -453,14 +453,14 @@ _SCOPE_RANK = {"local": 0, "project": 1, "user": 2}
 
 
 def _install_path(entries: List[Dict[str, Any]], project: str) -> Optional[str]:
-    """The installPath to read: this project's local, then project, then the user install; None when none applies.
+    """The installPath to read: this project's local, then project, then the user install, else another project's.
 
-    Claude Code 2.1.330, given a plugin enabled in user settings whose only install entry
-    was a project-scope one for ANOTHER project, did not load it ("not cached") in that
-    session; it added a user-scope entry to installed_plugins.json, which later sessions
-    (and ``discover()``) then use.
+    Claude Code 2.1.337, given a plugin enabled in user settings whose only install entry
+    is a project-scope one for ANOTHER project, loads the plugin from that entry in the
+    same session (2.1.330 did not, and added a user-scope entry for later sessions).
     """
-    usable = [entry for entry in entries if isinstance(entry.get("installPath"), str) and entry["installPath"] and install_applies(entry, project)]
+    installed = [entry for entry in entries if isinstance(entry.get("installPath"), str) and entry["installPath"]]
+    usable = [entry for entry in installed if install_applies(entry, project)] or installed
     if not usable:
         return None
     return str(min(usable, key=lambda entry: _SCOPE_RANK.get(str(entry.get("scope") or "user"), 3))["installPath"])
