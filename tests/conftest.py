@@ -599,3 +599,24 @@ def as_unprivileged_user(job):
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, output
     return json.loads(output)
+
+
+@pytest.fixture(autouse=True)
+def _toolscript_logger_as_found():
+    """Each test leaves the ``toolscript`` logger as it found it.
+
+    An in-process ``main()`` calls ``log.setup()``, which attaches a handler to
+    the stderr pytest captured for that test (closed afterwards) and stops
+    propagation, so a later test's ``caplog`` would see nothing.
+    """
+    import logging
+
+    logger = logging.getLogger("toolscript")
+    handlers, level, propagate = list(logger.handlers), logger.level, logger.propagate
+    yield
+    for handler in logger.handlers:
+        if handler not in handlers:
+            logger.removeHandler(handler)
+            handler.close()
+    logger.setLevel(level)
+    logger.propagate = propagate
