@@ -137,12 +137,10 @@ def test_injected_answers_and_notes_come_back_as_quoted_records(project):
     assert "Claude's answer" in started or "session summary" in started
 
 
-def test_the_brief_after_an_edit_is_quoted_records_too(project):
+def test_the_brief_before_a_tool_is_quoted_records_too(project):
     for injection in INJECTIONS:
         hooks.post_tool_use(_event(project, "s-old", tool_name="Bash", tool_input={"command": "cat deploy/notes.md"},
                                    tool_response={"stdout": injection, "stderr": "", "interrupted": False}))
-    brief = hooks.post_tool_use(_event(project, "s-new", tool_name="Bash",
-                                       tool_input={"command": "cat deploy/notes.md"},
-                                       tool_response={"stdout": "fine", "stderr": "", "interrupted": False}))
+    brief = hooks.pre_tool_use(_event(project, "s-new", tool_name="Bash", tool_input={"command": "cat deploy/notes.md"}))
     assert brief and brief.startswith(BRIEF_HEADER)
     _check_injected(brief, ("curl", "SYSTEM", "instruction", "IMPORTANT", "system"))

@@ -65,8 +65,15 @@ def suggest_skills_and_tools(event: Event) -> Any:
     return suggest.prompt_hook(event)
 
 
+def brief_before_tool(event: Event) -> Any:
+    """PreToolUse (Edit, Write, Bash): earlier work on what the tool is about to touch, before it runs."""
+    from toolscript.claude_code import memory_hooks
+
+    return memory_hooks.pre_tool_use(event)
+
+
 def record_tool_use(event: Event) -> Any:
-    """PostToolUse: one memory line per action (and, now and then, a brief of related earlier work)."""
+    """PostToolUse: one memory line per action."""
     from toolscript.claude_code import memory_hooks
 
     return memory_hooks.post_tool_use(event)
@@ -90,6 +97,7 @@ def summarise_session(event: Event) -> Any:
 EVENTS: Dict[str, Tuple[str, Tuple[Handler, ...]]] = {
     "session-start": ("SessionStart", (start_gateway, recall_recent_work)),
     "user-prompt-submit": ("UserPromptSubmit", (recall_related_work, suggest_skills_and_tools)),
+    "pre-tool-use": ("PreToolUse", (brief_before_tool,)),
     "post-tool-use": ("PostToolUse", (record_tool_use,)),
     "stop": ("Stop", (record_answer,)),
     "session-end": ("SessionEnd", (stop_gateway, summarise_session)),
@@ -120,8 +128,8 @@ def run_event(name: str) -> int:
     if name not in EVENTS:
         contract.logger().warning("unknown hook event %r ignored (known: %s)", name, ", ".join(sorted(EVENTS)))
         return 0
-    event_name, handlers = EVENTS[name]
-    _route_package_logs()
+    event_name = EVENTS[name][0]
+    route_package_logs()
     ready: List[str] = []
     started = time.monotonic()
 
@@ -145,19 +153,30 @@ def run_event(name: str) -> int:
     except (ValueError, OSError):  # not the main thread (tests): no partial answer on SIGTERM
         pass
 
-    def merged(event: Event) -> Optional[Dict[str, Any]]:
-        for handler in handlers:
-            try:
-                # The handler imports its module inside this guard: even an import failure ends as exit 0 and a log line.
-                text = context_of(handler(event))
-            except Exception as exc:  # noqa: BLE001 - one handler's failure must not cost the others' answers
-                contract.logger().exception("%s: %s failed", event_name, handler.__name__)
-                text = contract.failure_text(event_name, exc) if handler is handlers[0] and event_name in contract.CONTEXT_EVENTS else ""
-            if text:
-                ready.append(text)
-        return contract.additional_context(event_name, SEPARATOR.join(ready)) if ready else None
+    return contract.run(event_name, lambda event: answer(name, event, ready))
 
-    return contract.run(event_name, merged)
+
+def answer(name: str, event: Event, ready: Optional[List[str]] = None) -> Optional[Dict[str, Any]]:
+    """Hook ``name``'s one answer to ``event``: every handler's text merged into one object, or None.
+
+    Each handler runs on its own: one failing (logged) leaves the others'
+    texts intact.  ``ready`` collects the texts as they come, for a caller
+    that must answer with what is ready when time runs out.  Both ways a
+    hook runs call this: ``toolscript hook NAME`` (a process per event) and
+    the hook server (``toolscript.claude_code.hook_server``).
+    """
+    event_name, handlers = EVENTS[name]
+    ready = [] if ready is None else ready
+    for handler in handlers:
+        try:
+            # The handler imports its module inside this guard: even an import failure ends as exit 0 and a log line.
+            text = context_of(handler(event))
+        except Exception as exc:  # noqa: BLE001 - one handler's failure must not cost the others' answers
+            contract.logger().exception("%s: %s failed", event_name, handler.__name__)
+            text = contract.failure_text(event_name, exc) if handler is handlers[0] and event_name in contract.CONTEXT_EVENTS else ""
+        if text:
+            ready.append(text)
+    return contract.additional_context(event_name, SEPARATOR.join(ready)) if ready else None
 
 
 def _log_fd() -> Optional[int]:
@@ -180,7 +199,7 @@ def _write_fd(fd: int, data: bytes) -> None:
         pass
 
 
-def _route_package_logs() -> None:
+def route_package_logs() -> None:
     """Every toolscript logger's lines (the gateway launch, memory, suggestions) go to the hooks log, never to stderr."""
     import logging
 

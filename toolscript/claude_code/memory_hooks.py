@@ -16,25 +16,43 @@ as stdin JSON (``session_id``, ``cwd``, ``prompt``, ``tool_name``,
   work from earlier sessions is injected.
 - UserPromptSubmit: memories related to the prompt, with an activity-shift
   note when the prompt leaves the session's recent work.
-- PostToolUse: one line per action; after an Edit, Write or Bash, a brief of
-  related earlier work (at most one per ``briefInterval`` per session).
-  The brief comes after the action, not before it: Claude Code's PreToolUse
-  cannot add context.
+- PreToolUse: before an Edit, Write or Bash runs, a brief of related earlier
+  work (at most ``briefBudget`` tokens, one per ``briefInterval`` per
+  session), found within ``PRE_TOOL_BUDGET`` seconds or not at all.
+- PostToolUse: one line per action, nothing injected.
 - Stop: the answer (not when ``stop_hook_active``: a stop hook is already
   making the model continue, and its answer comes again at the next Stop).
+  Stop never answers with context: Claude Code would send it to the model as
+  a new turn and the session would go on.
 - SessionEnd: an extractive summary of the session, then the session ends.
+
+A memory is injected into a Claude Code session once: SessionStart, the
+prompts and the briefs share a record of the ids already injected, one small
+file per session in the state directory (``INJECTED_DIR``).  A file, not a
+column of the memory store: what a session was shown is a fact about that
+Claude Code session, not about the memory, the store may be shared by several
+machines' sessions (``dataDir``), and the record must cost the hooks no write
+transaction on the database they search.  An exclusive lock on the file makes
+reading the record, choosing the memories and adding them one step, so two
+hooks running at once (parallel tool calls) never show the same memory twice.
 
 ``TOOLSCRIPT_MEMORY=0`` or ``"memory": {"enabled": false}`` turns it all off.
 """
 
 import logging
 import os
-from typing import Any, Dict, Mapping, Optional, Tuple
+import time
+from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Tuple
 
 logger = logging.getLogger("toolscript.memory")
 
 BRIEF_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit", "Bash")
 BRIEFS_DIR = "memory-briefs"  # <state dir>/memory-briefs/<session>: its mtime is the session's last brief
+INJECTED_DIR = "memory-injected"  # <state dir>/memory-injected/<session>: ids already in that session's context
+RECORD_DAYS = 7  # a session's records (injected ids, brief mark) untouched this long are swept at SessionStart
+# Seconds the PreToolUse brief may take, from the handler's start: the tool waits for it.  Past it
+# the search is interrupted and the tool runs without a brief.
+PRE_TOOL_BUDGET = 0.5
 
 
 def _settings(event: Mapping[str, Any]) -> Tuple[Dict[str, Any], bool]:
@@ -104,11 +122,13 @@ def session_start(event: Dict[str, Any]) -> Optional[str]:
     from toolscript.memory import context
 
     session, project, _ = _ids(event)
+    _sweep_records()
     with _open(settings) as db:
         if session:
             db.start_session(session, project)
-        text = context.inject(db, _text(os.environ.get("CLAUDE_CONTEXT")), project=project, session=session,
-                              budget_tokens=int(settings["injectBudget"]))
+        text = once_per_session(session, lambda exclude, shown: context.inject(
+            db, _text(os.environ.get("CLAUDE_CONTEXT")), project=project, session=session,
+            budget_tokens=int(settings["injectBudget"]), exclude=exclude, shown=shown))
     logger.info("memory: session %s started (%s)%s", session or "-", project, ", recent work injected" if text else "")
     return text or None
 
@@ -124,8 +144,65 @@ def prompt(event: Dict[str, Any]) -> Optional[str]:
         return None
     session, project, _ = _ids(event)
     with _open(settings) as db:
-        text = context.inject(db, query, project=project, session=session, budget_tokens=int(settings["injectBudget"]))
+        text = once_per_session(session, lambda exclude, shown: context.inject(
+            db, query, project=project, session=session, budget_tokens=int(settings["injectBudget"]),
+            exclude=exclude, shown=shown))
     return text or None
+
+
+def pre_tool_use(event: Dict[str, Any]) -> Optional[str]:
+    """The brief of earlier work on what an Edit, Write or Bash is about to touch, or None.
+
+    Within ``PRE_TOOL_BUDGET`` seconds of its start or not at all (the store's
+    search is interrupted there): the tool is waiting.
+    """
+    started = time.monotonic()
+    tool = _text(event.get("tool_name")) or _text(os.environ.get("TOOL_NAME"))
+    if tool not in BRIEF_TOOLS:
+        return None
+    settings, on = _settings(event)
+    if not on:
+        return None
+    session, project, cwd = _ids(event)
+    if not _brief_due(session, float(settings["briefInterval"])):
+        return None
+    tool_input = event.get("tool_input") if "tool_input" in event else _env_json("TOOL_INPUT")
+    query = brief_query(tool, tool_input, cwd)
+    if not query:
+        return None
+    from toolscript.memory import context
+
+    deadline = started + PRE_TOOL_BUDGET
+    with _open(settings) as db:
+        # SQLite calls this every 1,000 steps of a query; a non-zero answer interrupts it.
+        db.conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 1000)
+        try:
+            text = once_per_session(session, lambda exclude, shown: context.brief(
+                db, query, project=project, session=session, budget_tokens=int(settings["briefBudget"]),
+                exclude=exclude, shown=shown))
+        except Exception as exc:  # noqa: BLE001 - interrupted at the budget, or a store problem: no brief, the tool runs
+            if time.monotonic() <= deadline:
+                raise
+            logger.info("memory: no brief for %s: not found within %.1f s", tool, PRE_TOOL_BUDGET)
+            return None
+    if text:
+        _note_brief(session)
+    return text or None
+
+
+def brief_query(tool: str, tool_input: Any, cwd: str) -> str:
+    """What the brief searches for: a Bash command as written, the file an Edit or Write is about to change."""
+    if not isinstance(tool_input, dict):
+        return ""
+    if tool == "Bash":
+        return " ".join(_text(tool_input.get(key)) for key in ("command", "description"))[:1000].strip()
+    path = next((v for v in (tool_input.get(k) for k in ("file_path", "notebook_path", "path")) if isinstance(v, str) and v), "")
+    if not path:
+        return ""
+    if cwd and os.path.isabs(path):
+        relative = os.path.relpath(path, cwd)
+        path = path if relative.startswith("..") else relative
+    return path[:1000]
 
 
 def post_tool_use(event: Dict[str, Any]) -> Optional[str]:
@@ -143,14 +220,7 @@ def post_tool_use(event: Dict[str, Any]) -> Optional[str]:
         return None
     with _open(settings) as db:
         _record(db, session, project, captured)
-        if tool not in BRIEF_TOOLS or not _brief_due(session, float(settings["briefInterval"])):
-            return None
-        from toolscript.memory import context  # only now: most tool calls record and return
-
-        text = context.brief(db, captured.content, project=project, session=session, budget_tokens=int(settings["briefBudget"]))
-    if text:
-        _note_brief(session)
-    return text or None
+    return None
 
 
 def stop(event: Dict[str, Any]) -> Optional[str]:
@@ -226,16 +296,106 @@ def model_summary(memories: Any, extractive: str, backend: str, model: Any = Non
     return text[:1500] if text else None
 
 
+# -- what a session was already shown --------------------------------------------------------------
+
+Render = Callable[[Collection[int], List[Any]], str]
+
+
+def once_per_session(session: str, render: Render) -> str:
+    """``render(exclude, shown)``'s text, with the memories already injected into ``session`` excluded.
+
+    ``render`` gets the ids to leave out and a list to fill with the ids its
+    text holds; those are added to the session's record when the text is
+    not empty.  Reading the record, rendering and adding are one step under
+    an exclusive lock on the record file.  Without a session or a state
+    directory there is no record, and nothing is excluded.
+    """
+    path = _record_file(INJECTED_DIR, session) if session else None
+    fd = None
+    if path is not None:
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+        except OSError as exc:
+            logger.info("memory: no record of injected memories (%s)", exc)
+    if fd is None:
+        return render(frozenset(), [])
+    try:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd closes
+        exclude = _read_ids(fd)
+        shown: List[Any] = []
+        text = render(exclude, shown)
+        new = [str(i) for i in dict.fromkeys(shown) if i not in exclude]
+        if text and new:
+            os.write(fd, (" ".join(new) + "\n").encode("ascii"))
+        return text
+    finally:
+        os.close(fd)
+
+
+def _read_ids(fd: int) -> Collection[int]:
+    data = b""
+    while True:
+        chunk = os.pread(fd, 65536, len(data))
+        if not chunk:
+            break
+        data += chunk
+    return frozenset(int(word) for word in data.split() if word.isdigit())
+
+
+def injected_ids(session: str) -> Collection[int]:
+    """The ids of the memories already injected into ``session`` (for ``status`` and the tests)."""
+    path = _record_file(INJECTED_DIR, session) if session else None
+    try:
+        fd = os.open(path, os.O_RDONLY) if path else None
+    except OSError:
+        return frozenset()
+    if fd is None:
+        return frozenset()
+    try:
+        return _read_ids(fd)
+    finally:
+        os.close(fd)
+
+
+def _record_file(directory: str, session: str) -> Optional[str]:
+    try:
+        from toolscript import paths
+
+        return os.path.join(paths.state_dir(), directory, paths.safe_name(session or "default"))
+    except Exception:  # noqa: BLE001 - no state dir: no record
+        return None
+
+
+def _sweep_records(now: Optional[float] = None) -> None:
+    """Remove the per-session records nobody touched for ``RECORD_DAYS`` (sessions that ended long ago)."""
+    try:
+        from toolscript import paths
+
+        base = paths.state_dir()
+    except Exception:  # noqa: BLE001 - no state dir: nothing to sweep
+        return
+    cutoff = (time.time() if now is None else now) - RECORD_DAYS * 86400
+    for directory in (INJECTED_DIR, BRIEFS_DIR):
+        try:
+            entries = list(os.scandir(os.path.join(base, directory)))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                    os.unlink(entry.path)
+            except OSError:
+                pass
+
+
 # -- the brief's per-session rate limit ----------------------------------------------------------
 
 
 def _brief_file(session: str) -> Optional[str]:
-    try:
-        from toolscript import paths
-
-        return os.path.join(paths.state_dir(), BRIEFS_DIR, paths.safe_name(session or "default"))
-    except Exception:  # noqa: BLE001 - no state dir: no rate limit record, so no brief
-        return None
+    return _record_file(BRIEFS_DIR, session)  # None (no state dir): no rate limit record, so no brief
 
 
 def _brief_due(session: str, interval: float) -> bool:

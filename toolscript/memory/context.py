@@ -55,7 +55,7 @@ import re
 import time
 from collections import Counter
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Collection, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from toolscript.search import terms, tokenize
 
@@ -298,12 +298,13 @@ def activity_shift(query: str, recent: Sequence["Memory"]) -> Optional[str]:
 class _Item(object):
     """One bullet: possibly several near-identical memories folded together."""
 
-    __slots__ = ("text", "files", "count", "created", "score", "ident", "source")
+    __slots__ = ("text", "files", "count", "created", "score", "ident", "source", "ids")
 
     def __init__(self, text: str, files: Sequence[str], created: float, score: float, ident: Any,
                  source: str) -> None:
         self.text, self.files, self.count = text, list(files), 1
         self.created, self.score, self.ident, self.source = created, score, ident, source
+        self.ids = [ident]  # every memory folded into this bullet: what counts as injected when it is shown
 
 
 # Durations and decimals differ between runs of the same command ("12 passed in 0.31s").
@@ -335,6 +336,7 @@ def _fold(scored: Iterable[Tuple["Memory", float]]) -> List[_Item]:
             items[key] = _Item(text, memory.files or (), created, score, memory.id, _source(memory))
             continue
         item.count += 1
+        item.ids.append(memory.id)
         item.score = max(item.score, score)
         if created > item.created or (created == item.created and str(memory.id) > str(item.ident)):
             item.created, item.ident, item.text = created, memory.id, text  # the newest wording
@@ -377,14 +379,15 @@ def _fits(lines: List[str], budget: int) -> bool:
 
 
 def render_inject(query: str, related: Sequence[Tuple["Memory", float]], recent: Sequence["Memory"], *,
-                  now: float, budget_tokens: int = 600) -> str:
+                  now: float, budget_tokens: int = 600, shown: Optional[List[Any]] = None) -> str:
     """The inject markdown (see the module's docstring) for ``query``, or "" when nothing is worth saying.
 
     ``related``: (memory, score 0..1) from the store's search, best first;
     memories under ``MIN_SCORE`` are ignored.  ``recent``: the session's own
     newest memories (for the activity shift only).  Priority when the budget
     is short: recent related work, then the shift note, then older or weaker
-    matches.
+    matches.  ``shown``, when given, gets the id of every memory the output
+    holds (a folded bullet holds several).
     """
     items = _fold((m, s) for m, s in related if _score(s) >= MIN_SCORE)
     strong = max(STRONG_FLOOR, STRONG_RELATIVE * max([i.score for i in items] or [0.0]))
@@ -424,6 +427,9 @@ def render_inject(query: str, related: Sequence[Tuple["Memory", float]], recent:
             break
     if not (kept_recent or kept_potential or kept_note):
         return ""
+    if shown is not None:  # the kept lines are each list's first ones
+        for item in recent_items[:len(kept_recent)] + potential[:len(kept_potential)]:
+            shown.extend(item.ids)
     return "\n".join(render())
 
 
@@ -436,22 +442,30 @@ def _score(value: Any) -> float:
 
 
 def render_brief(query: str, related: Sequence[Tuple["Memory", float]], *, now: float,
-                 budget_tokens: int = BRIEF_MAX_TOKENS) -> str:
+                 budget_tokens: int = BRIEF_MAX_TOKENS, shown: Optional[List[Any]] = None) -> str:
     """1-3 bullets of earlier related work, at most ``budget_tokens`` (never over 200), or "".
 
-    For PostToolUse ``additionalContext``: Claude Code's PreToolUse cannot add
-    context, so the brief about a tool lands after the tool ran.
+    The PreToolUse hook's ``additionalContext``: what earlier sessions did
+    with the file or command an Edit, Write or Bash is about to touch, before
+    it runs.  ``shown`` gets the ids of the memories the brief holds.
     """
     budget = min(BRIEF_MAX_TOKENS, max(0, int(budget_tokens)))
     items = sorted(_fold((m, s) for m, s in related if _score(s) >= MIN_SCORE),
                    key=lambda i: (-i.score, -i.created, str(i.ident)))[:MAX_BRIEF_BULLETS]
     lines = [BRIEF_HEADER]
+    kept: List[_Item] = []
     for item in items:
         lines.append(_bullet(item, now))
         if not _fits(lines, budget):
             lines.pop()
             break
-    return "\n".join(lines) if len(lines) > 1 else ""
+        kept.append(item)
+    if not kept:
+        return ""
+    if shown is not None:
+        for item in kept:
+            shown.extend(item.ids)
+    return "\n".join(lines)
 
 
 # -- glue --------------------------------------------------------------------
@@ -473,33 +487,43 @@ def _query_words(query: str) -> str:
     return " ".join(by_stem.get(s, s) for s in stems[:QUERY_WORDS])
 
 
+def _extra(exclude: Collection[Any]) -> int:
+    """How many more candidates to ask for when ``exclude`` may take some: bounded, a long session must not slow search."""
+    return min(len(exclude), 80)
+
+
 def inject(store: Any, query: str, *, project: str, session: str, budget_tokens: int = 600,
-           now: Optional[float] = None) -> str:
+           now: Optional[float] = None, exclude: Collection[Any] = (), shown: Optional[List[Any]] = None) -> str:
     """The inject markdown for ``query`` in ``project`` (see ``render_inject``), from ``store``.
 
     Related memories come from other sessions: this session's own actions
     are already in Claude's context.  An empty query (SessionStart) shows the
-    project's newest work from earlier sessions instead.
+    project's newest work from earlier sessions instead.  Memories whose id
+    is in ``exclude`` (already injected into this session) are left out;
+    ``shown`` gets the ids of those the text holds.
     """
     now = time.time() if now is None else now
     words = _query_words(query)
     if words:
-        found = store.search(words, project=project, limit=20)
-        related = [(m, s) for m, s in found if not session or m.session != session]
+        found = store.search(words, project=project, limit=20 + _extra(exclude))
+        related = [(m, s) for m, s in found if (not session or m.session != session) and m.id not in exclude]
     else:
-        related = [(m, 1.0) for m in store.recent(project=project, limit=MAX_RECENT_BULLETS * 2,
-                                                  exclude_session=session or None)]
+        newest = store.recent(project=project, limit=MAX_RECENT_BULLETS * 2 + _extra(exclude), exclude_session=session or None)
+        related = [(m, 1.0) for m in newest if m.id not in exclude]
     recent = store.recent(project=project, session=session, limit=SHIFT_LOOKBACK) if session and words else []
-    return render_inject(query, related, recent, now=now, budget_tokens=budget_tokens)
+    return render_inject(query, related, recent, now=now, budget_tokens=budget_tokens, shown=shown)
 
 
 def brief(store: Any, query: str, *, project: str, session: str, budget_tokens: int = BRIEF_MAX_TOKENS,
-          now: Optional[float] = None) -> str:
-    """The brief for ``query`` (a tool's input: a command, a file path) from ``store``, or ""."""
+          now: Optional[float] = None, exclude: Collection[Any] = (), shown: Optional[List[Any]] = None) -> str:
+    """The brief for ``query`` (a tool's input: a command, a file path) from ``store``, or "".
+
+    ``exclude`` and ``shown`` as for ``inject``.
+    """
     now = time.time() if now is None else now
     words = _query_words(query)
     if not words:
         return ""
-    found = store.search(words, project=project, limit=10)
-    related = [(m, s) for m, s in found if not session or m.session != session]
-    return render_brief(query, related, now=now, budget_tokens=budget_tokens)
+    found = store.search(words, project=project, limit=10 + _extra(exclude))
+    related = [(m, s) for m, s in found if (not session or m.session != session) and m.id not in exclude]
+    return render_brief(query, related, now=now, budget_tokens=budget_tokens, shown=shown)
