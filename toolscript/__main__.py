@@ -37,6 +37,11 @@ def main():
         from toolscript.claude_code.events import main_fast
 
         main_fast(sys.argv[2])
+    if sys.argv[1:] == ["hooks-mcp"]:
+        # Claude Code waits for its MCP servers before the first prompt: answer initialize without the CLI's imports.
+        from toolscript.claude_code.hook_server import main_fast as serve_hooks
+
+        serve_hooks()
     from toolscript.cli.frame import exit_main
 
     exit_main()

@@ -49,7 +49,7 @@ MAX_DESCRIPTION = 300  # characters
 MAX_BODY_LINES = 50
 MIN_COMMANDS = 60  # toolscript commands across the docs; guards against a parser that finds none
 SHELL_LANGS = {"bash", "sh", "shell", "console"}
-INTERNAL_COMMANDS = {"hook"}  # run by the plugin's hooks, not by the model
+INTERNAL_COMMANDS = {"hook", "hooks-mcp"}  # run by the plugin (its hooks, its hook server), not by the model
 
 # The project the transcripts run in (the gateway's workspace).  The docs' outputs
 # depend on exactly these files; examples.md lists them.

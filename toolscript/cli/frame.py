@@ -50,6 +50,7 @@ COMMANDS = {
     "status": ("toolscript.cli.commands.status", "memory, sessions and this session's gateway at a glance"),
     "context": ("toolscript.cli.commands.context", "skills and MCP tools that fit a prompt (the prompt hook)"),
     "hook": ("toolscript.cli.commands.hook", "run a Claude Code hook (used by the plugin)"),
+    "hooks-mcp": ("toolscript.cli.commands.hooks_mcp", "answer Claude Code hooks as an MCP server (plugin)"),
     "setup": ("toolscript.cli.commands.setup", "add toolscript's hooks to a project (no plugin)"),
 }
 
