@@ -38,23 +38,53 @@ def test_manifests_and_versions_agree():
     assert os.path.normpath(os.path.join(REPO_ROOT, entry["source"])) == PLUGIN
 
 
-def test_hooks_json_runs_our_one_line_scripts():
+def test_hooks_json_runs_the_one_hook_script_for_all_six_events():
     with open(os.path.join(PLUGIN, "hooks", "hooks.json")) as f:
         hooks = json.load(f)["hooks"]
-    scripts = {"SessionStart": "session-start.sh", "UserPromptSubmit": "user-prompt-submit.sh", "PostToolUse": "post-tool-use.sh",
-               "Stop": "stop.sh", "SessionEnd": "session-end.sh"}
-    assert set(hooks) == set(scripts)
+    events = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt-submit", "PreToolUse": "pre-tool-use",
+              "PostToolUse": "post-tool-use", "Stop": "stop", "SessionEnd": "session-end"}
+    assert set(hooks) == set(events)
     assert hooks["PostToolUse"][0]["matcher"] == "*"  # memory records every tool's action
-    for event, script in scripts.items():
+    assert hooks["PreToolUse"][0]["matcher"] == "Edit|Write|Bash"  # the brief is about what these touch
+    for event, name in events.items():
         [group] = hooks[event]
         [hook] = group["hooks"]
-        assert hook["type"] == "command" and script in hook["command"] and "${CLAUDE_PLUGIN_ROOT}" in hook["command"]
+        assert hook["type"] == "command" and hook["command"] == f'"${{CLAUDE_PLUGIN_ROOT}}/hooks/hook.sh" {name}'
         assert isinstance(hook["timeout"], int) and hook["timeout"] <= 10  # seconds, not milliseconds
-        path = os.path.join(PLUGIN, "hooks", script)
-        assert os.access(path, os.X_OK)
-        with open(path) as f:
-            lines = [line for line in f.read().splitlines() if line and not line.startswith("#")]
-        assert len(lines) == 1 and "toolscript.pyz\" hook " in lines[0]  # all logic is in Python
+    script = os.path.join(PLUGIN, "hooks", "hook.sh")
+    assert os.access(script, os.X_OK)
+    with open(script) as f:
+        lines = [line for line in f.read().splitlines() if line and not line.startswith("#")]
+    assert lines[-1] == 'exec python3 -I -S "$(dirname "$0")/../bin/toolscript.pyz" hook "$1"'  # all logic is in Python
+
+
+def test_the_hook_server_answers_four_events_through_mcp_tool_hooks():
+    """plugin.json adds mcp-hooks.json (a Claude Code without mcp_tool hooks fails to load that file alone) and
+    .mcp.json declares the server those hooks call, by the name Claude Code gives a plugin's server."""
+    from toolscript.claude_code import hook_server
+
+    with open(os.path.join(PLUGIN, ".claude-plugin", "plugin.json")) as f:
+        assert json.load(f)["hooks"] == "./hooks/mcp-hooks.json"
+    with open(os.path.join(PLUGIN, ".mcp.json")) as f:
+        server = json.load(f)["mcpServers"][hook_server.SERVER_NAME]
+    assert server == {"command": "${CLAUDE_PLUGIN_ROOT}/bin/toolscript", "args": ["hooks-mcp"]}
+    with open(os.path.join(PLUGIN, "hooks", "mcp-hooks.json")) as f:
+        fast = json.load(f)["hooks"]
+    with open(os.path.join(PLUGIN, "hooks", "hooks.json")) as f:
+        commands = json.load(f)["hooks"]
+    names = {"UserPromptSubmit": "user-prompt-submit", "PreToolUse": "pre-tool-use", "PostToolUse": "post-tool-use",
+             "Stop": "stop"}
+    assert set(fast) == set(names) and set(names.values()) == set(hook_server.EVENTS)
+    needs = {"UserPromptSubmit": {"prompt"}, "PreToolUse": {"tool_name", "tool_input"},
+             "PostToolUse": {"tool_name", "tool_input", "tool_response"}, "Stop": {"stop_hook_active", "last_assistant_message"}}
+    for event, name in names.items():
+        [group] = fast[event]
+        assert group.get("matcher") == commands[event][0].get("matcher")  # the same tools as the command hook
+        [hook] = group["hooks"]
+        assert (hook["type"], hook["server"], hook["tool"]) == ("mcp_tool", f"plugin:toolscript:{hook_server.SERVER_NAME}", name)
+        assert isinstance(hook["timeout"], int) and hook["timeout"] <= 10
+        fields = needs[event] | {"session_id", "cwd"}
+        assert {key: hook["input"][key] for key in fields} == {key: "${%s}" % key for key in fields}
 
 
 def test_bundled_zipapp_is_not_stale(tmp_path):
@@ -87,9 +117,9 @@ def wait_until(predicate, timeout=10.0):
     return predicate()
 
 
-def hook(script, event, *, env, timeout=30):
+def hook(name, event, *, env, timeout=30):
     started = time.monotonic()
-    result = subprocess.run([os.path.join(PLUGIN, "hooks", script)], input=json.dumps(event) if isinstance(event, dict) else event,
+    result = subprocess.run([os.path.join(PLUGIN, "hooks", "hook.sh"), name], input=json.dumps(event) if isinstance(event, dict) else event,
                             env=env, capture_output=True, text=True, timeout=timeout)
     return result, time.monotonic() - started
 
@@ -125,7 +155,7 @@ def test_session_start_and_end(tmp_path, claude_env):
     (project / ".toolscript.json").write_text(json.dumps({"mcpServers": {"fixture": {"command": sys.executable, "args": ["-c", gated], "timeout": 120}}}))
     trust_project_file(project / ".toolscript.json", claude_env)  # the user approved it: its server does start
     event = {"session_id": "sess-1", "cwd": str(project), "hook_event_name": "SessionStart", "source": "startup"}
-    result, _ = hook("session-start.sh", event, env=claude_env)
+    result, _ = hook("session-start", event, env=claude_env)
     gate.write_text("")
     assert result.returncode == 0 and result.stdout == "" and result.stderr == ""
     with open(state_file(claude_env, "sess-1")) as f:
@@ -143,21 +173,21 @@ def test_session_start_and_end(tmp_path, claude_env):
 
     # resume / clear / compact reuse the gateway and do not pile up lines.
     for source in ("resume", "clear", "compact"):
-        again, _ = hook("session-start.sh", dict(event, source=source), env=claude_env)
+        again, _ = hook("session-start", dict(event, source=source), env=claude_env)
         assert again.returncode == 0 and again.stdout == ""
     assert open(claude_env["CLAUDE_ENV_FILE"]).read().splitlines() == exports
     with open(state_file(claude_env, "sess-1")) as f:
         assert json.load(f)["pid"] == info["pid"]
 
-    ended, seconds = hook("session-end.sh", {"session_id": "sess-1", "hook_event_name": "SessionEnd", "reason": "other"}, env=claude_env)
+    ended, seconds = hook("session-end", {"session_id": "sess-1", "hook_event_name": "SessionEnd", "reason": "other"}, env=claude_env)
     assert ended.returncode == 0 and ended.stdout == ""
     assert not os.path.exists(state_file(claude_env, "sess-1"))
     assert wait_until(lambda: not pid_alive(info["pid"]))
 
 
 def test_sessions_are_isolated(tmp_path, claude_env):
-    hook("session-start.sh", {"session_id": "A", "cwd": str(tmp_path)}, env=claude_env)
-    hook("session-start.sh", {"session_id": "B", "cwd": str(tmp_path)}, env=claude_env)
+    hook("session-start", {"session_id": "A", "cwd": str(tmp_path)}, env=claude_env)
+    hook("session-start", {"session_id": "B", "cwd": str(tmp_path)}, env=claude_env)
     try:
         with open(state_file(claude_env, "A")) as f:
             url_a = json.load(f)["url"]
@@ -171,7 +201,7 @@ def test_sessions_are_isolated(tmp_path, claude_env):
         assert crossed.returncode == 1 and "refused our token" in crossed.stderr
     finally:
         for session in ("A", "B"):
-            hook("session-end.sh", {"session_id": session}, env=claude_env)
+            hook("session-end", {"session_id": session}, env=claude_env)
 
 
 def test_hooks_never_break_the_session(tmp_path, claude_env):
@@ -180,7 +210,7 @@ def test_hooks_never_break_the_session(tmp_path, claude_env):
     project.mkdir()
     (project / ".toolscript.json").write_text('{"mcpServers": {"x": {"command": 1}}}')
     trust_project_file(project / ".toolscript.json", claude_env)  # approved, so it is read, and found invalid
-    result, _ = hook("session-start.sh", json.dumps({"session_id": "bad-1", "cwd": str(project)}), env=claude_env)
+    result, _ = hook("session-start", json.dumps({"session_id": "bad-1", "cwd": str(project)}), env=claude_env)
     assert result.returncode == 0
     answer = json.loads(result.stdout)
     context = answer["hookSpecificOutput"]
@@ -190,30 +220,30 @@ def test_hooks_never_break_the_session(tmp_path, claude_env):
     assert f'export PATH={PLUGIN}/bin:"$PATH"' in open(claude_env["CLAUDE_ENV_FILE"]).read()  # the CLI still works
 
     for garbage in ("", "not json", "[1, 2]", '{"session_id": 5}'):
-        result, _ = hook("session-end.sh", garbage, env=claude_env)
+        result, _ = hook("session-end", garbage, env=claude_env)
         assert result.returncode == 0 and result.stdout == "" and result.stderr == ""
     no_env_file = {k: v for k, v in claude_env.items() if k != "CLAUDE_ENV_FILE"}
-    result, _ = hook("session-start.sh", {"session_id": "ok-2", "cwd": str(tmp_path)}, env=no_env_file)
+    result, _ = hook("session-start", {"session_id": "ok-2", "cwd": str(tmp_path)}, env=no_env_file)
     assert result.returncode == 0 and result.stdout == ""
-    hook("session-end.sh", {"session_id": "ok-2"}, env=no_env_file)
+    hook("session-end", {"session_id": "ok-2"}, env=no_env_file)
     assert "gateway did not start" in open(os.path.join(claude_env["TOOLSCRIPT_STATE_DIR"], "hooks.log")).read()
 
 
 def test_session_end_without_a_gateway_or_with_a_stale_state_file(tmp_path, claude_env):
-    result, _ = hook("session-end.sh", {"session_id": "never-started"}, env=claude_env)
+    result, _ = hook("session-end", {"session_id": "never-started"}, env=claude_env)
     assert result.returncode == 0 and result.stdout == ""
     os.makedirs(os.path.dirname(state_file(claude_env, "stale")), exist_ok=True)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     with open(state_file(claude_env, "stale"), "w") as f:
         json.dump({"url": "http://127.0.0.1:9/t/x", "pid": dead.pid, "session": "stale"}, f)
-    result, _ = hook("session-end.sh", {"session_id": "stale"}, env=claude_env)
+    result, _ = hook("session-end", {"session_id": "stale"}, env=claude_env)
     assert result.returncode == 0 and not os.path.exists(state_file(claude_env, "stale"))
 
 
 def test_hooks_can_be_disabled_and_unknown_events_are_ignored(tmp_path, claude_env):
     env = dict(claude_env, TOOLSCRIPT_HOOKS_DISABLED="1")
-    result, _ = hook("session-start.sh", {"session_id": "off", "cwd": str(tmp_path)}, env=env)
+    result, _ = hook("session-start", {"session_id": "off", "cwd": str(tmp_path)}, env=env)
     assert result.returncode == 0 and not os.path.exists(state_file(env, "off"))
     unknown = subprocess.run([sys.executable, BUNDLED, "hook", "some-future-event"], input="{}", env=claude_env, capture_output=True, text=True, timeout=30)
     assert unknown.returncode == 0 and unknown.stdout == ""
@@ -223,7 +253,7 @@ def test_gateway_exits_with_its_claude_session(tmp_path, claude_env):
     claude = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         env = dict(claude_env, CLAUDE_PID=str(claude.pid))
-        hook("session-start.sh", {"session_id": "crashy", "cwd": str(tmp_path)}, env=env)
+        hook("session-start", {"session_id": "crashy", "cwd": str(tmp_path)}, env=env)
         with open(state_file(env, "crashy")) as f:
             pid = json.load(f)["pid"]
         claude.kill()  # Claude Code dies without running SessionEnd

@@ -1,0 +1,12 @@
+#!/bin/sh
+# Runs `toolscript hook EVENT` (EVENT: session-start, user-prompt-submit, pre-tool-use, post-tool-use, stop,
+# session-end) with the event JSON on stdin. It always exits 0 and prints nothing or one JSON object.
+# While this Claude Code process's hook server runs (the plugin's MCP server, called through
+# hooks/mcp-hooks.json), it answers the events in between, so this ends before any Python starts.
+case "$1" in session-start|session-end) ;; *)
+  s="${TOOLSCRIPT_STATE_DIR:-}"
+  if [ -z "$s" ]; then case "${XDG_STATE_HOME:-}" in /*) s="$XDG_STATE_HOME/toolscript" ;; *) s="$HOME/.local/state/toolscript" ;; esac; fi
+  s="$s/hook-servers/${CLAUDE_PID:-none}"
+  if [ -r "$s" ] && read -r pid < "$s" && kill -0 "$pid" 2>/dev/null; then exit 0; fi ;;
+esac
+exec python3 -I -S "$(dirname "$0")/../bin/toolscript.pyz" hook "$1"

@@ -1,2 +1,0 @@
-#!/bin/sh
-exec python3 -I -S "$(dirname "$0")/../bin/toolscript.pyz" hook session-end
