@@ -328,6 +328,38 @@ def test_a_question_about_a_concept_gets_no_tool(scene):
     assert (result.tools, result.queries) == ([], [])
 
 
+def late_server(name, seconds):
+    """A stdio fixture server that starts answering only after ``seconds`` (a PyPI server still installing)."""
+    import shlex
+    import sys
+
+    from mcp_servers.launch import stdio_command
+    from toolscript.config.load import ServerConfig
+
+    command = f"sleep {seconds}; exec {' '.join(shlex.quote(part) for part in stdio_command('--name', name))}"
+    return ServerConfig(name=name, type="stdio", source="test", command="/bin/sh", args=["-c", command], timeout=60)
+
+
+ECHO_REPLY = {"text": '{"skills": [], "toolQueries": ["echo a message back"]}'}
+
+
+def test_the_first_prompt_waits_for_a_server_still_connecting(scene):
+    """A prompt right after the session starts finds the tools of a server that connects a second later."""
+    with FakeAnthropic([ECHO_REPLY]) as api, running_gateway([late_server("late", 1)], scene / "work") as (gateway, url):
+        assert gateway.upstreams["late"].state != "ready"  # the prompt comes before the server is up
+        result = suggest.suggest("say it back to me", backend="api", gateway_url=url, env=api_env(api), timeout=8)
+    assert [t["id"] for t in result.tools][:1] == ["late__echo"], result
+    assert result.reason == "", result
+
+
+def test_servers_still_connecting_at_the_budgets_end_are_named(scene):
+    with FakeAnthropic([ECHO_REPLY]) as api, running_gateway([late_server("slowpoke", 30)], scene / "work") as (_, url):
+        result = suggest.suggest("say it back to me", backend="api", gateway_url=url, env=api_env(api), timeout=2)
+    assert not any(t["id"].startswith("slowpoke__") for t in result.tools)
+    # It gave up at the end of its budget: the server was still connecting then.
+    assert "still connecting" in result.reason and "slowpoke" in result.reason, result
+
+
 def test_one_failing_search_loses_only_its_own_hits(scene):
     with running_gateway([], scene / "work") as (_, url):
         errors = []

@@ -16,10 +16,12 @@ UserPromptSubmit hook:
    ``CACHE_TTL`` seconds, keyed by the prompt, the skill list and the model:
    the tool search below runs live every time, so a changed catalog is never
    answered from the cache;
-4. search the session's gateway for each tool query, in parallel, without
-   waiting for servers still connecting, by words and by meaning; show each
-   query's best hit when it scores well or leads clearly (``select_tools``);
-   de-duplicate; best ``maxTools``;
+4. search the session's gateway for each tool query, in parallel, by words
+   and by meaning, waiting for servers still connecting (a session's first
+   prompt often comes before they are up) until the budget's end, and naming
+   in ``reason`` those that were still not ready; show each query's best hit
+   when it scores well or leads clearly (``select_tools``); de-duplicate;
+   best ``maxTools``;
 5. format a short, polite context: ``Skill("name")`` per skill (an MCP
    server's skill named with its server), tool ids with one-line descriptions
    and how to call them through the toolscript skill.
@@ -289,9 +291,13 @@ def select_tools(queries: Sequence[str], by_words: Sequence[Sequence[Dict[str, A
 
 def search_gateway(url: str, queries: Sequence[str], *, timeout: float, max_tools: int,
                    floor: Optional[float] = None, errors: Optional[List[str]] = None,
-                   skill_chosen: bool = False, question: bool = False, prompt: str = "") -> List[Dict[str, Any]]:
+                   skill_chosen: bool = False, question: bool = False, prompt: str = "",
+                   wait: float = 0.0, pending: Optional[List[str]] = None) -> List[Dict[str, Any]]:
     """Every query searched on the gateway at once, by words and by meaning (one thread each); a failing
     search only loses its own hits.  ``select_tools`` picks what is shown (``floor`` and the flags are its).
+
+    ``wait``: seconds the gateway waits for servers still connecting before it searches; ``pending``
+    gets the names of those still not ready then.
     """
     from toolscript.gateway.client import GatewayClient, redact_text
 
@@ -302,9 +308,12 @@ def search_gateway(url: str, queries: Sequence[str], *, timeout: float, max_tool
     def one(index: int, query: str) -> None:
         try:
             answer = GatewayClient(url, timeout=max(timeout, 0.05)).get(
-                "/search", q=query, limit=str(SEARCH_DEPTH), threshold="0", wait="0",
+                "/search", q=query, limit=str(SEARCH_DEPTH), threshold="0", wait=f"{max(0.0, min(wait, 60.0)):.2f}",
                 semantic="1" if index >= len(queries) else "0")
             hits = answer.get("results") if isinstance(answer, dict) else None
+            late = answer.get("pending") if isinstance(answer, dict) else None
+            if pending is not None and isinstance(late, list):
+                pending.extend(name for name in late if isinstance(name, str) and name not in pending)
             results[index] = [h for h in hits if isinstance(h, dict)] if isinstance(hits, list) else []
         except Exception as exc:  # noqa: BLE001 - any failure of one query is that query's alone
             errors.append(f"search {query!r}: {redact_text(str(exc))}")
@@ -567,9 +576,14 @@ def suggest(
         remaining = max(0.2, timeout - (clock() - started))
         # The local ranker's queries are the prompt's own words, read more strictly than a model's.
         local = who == "local"
+        pending: List[str] = []
         tools = search_gateway(gateway_url, queries, timeout=remaining, max_tools=max_tools, errors=errors,
                                skill_chosen=local and bool(answer.get("skills")),
-                               question=local and suggest_local.asks_question(text), prompt=text)
+                               question=local and suggest_local.asks_question(text), prompt=text,
+                               wait=remaining - SEARCH_MARGIN, pending=pending)
+        if pending:
+            late = f"servers still connecting at the end of the budget, not searched: {', '.join(sorted(set(pending)))}"
+            reason = f"{reason}; {late}" if reason else late
     elif queries and not gateway_url:
         reason = reason or "no gateway for this session: skills only"
     return done(found, answer, tools, who, reason)
