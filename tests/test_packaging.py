@@ -107,7 +107,7 @@ def test_archive_entries_sorted_fixed_time_no_pycache(pyz):
     sources = {os.path.relpath(p, REPO_ROOT).replace(os.sep, "/") for p in package_sources()}
     expected = {"__main__.py"} | sources | {name + "c" for name in sources}
     hook_scripts = {f"toolscript/claude_code/hook_scripts/{event}.sh"
-                    for event in ("session-start", "user-prompt-submit", "post-tool-use", "stop", "session-end")}
+                    for event in ("session-start", "user-prompt-submit", "pre-tool-use", "post-tool-use", "stop", "session-end")}
     assert set(names) == expected | hook_scripts | {"toolscript/gateway/runtime.ts", "toolscript/search/data/embeddings.bin",
                                                     "toolscript/search/data/thesaurus.tsv"}
     for info in infos:

@@ -33,6 +33,7 @@ from toolscript.errors import UserError
 HOOKS: Tuple[Tuple[str, str, Optional[str], int], ...] = (
     ("SessionStart", "session-start", None, 10),
     ("UserPromptSubmit", "user-prompt-submit", None, 10),
+    ("PreToolUse", "pre-tool-use", "Edit|Write|Bash", 5),
     ("PostToolUse", "post-tool-use", "*", 5),
     ("Stop", "stop", None, 5),
     ("SessionEnd", "session-end", None, 5),
