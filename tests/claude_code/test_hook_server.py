@@ -314,3 +314,13 @@ def test_hook_sh_looks_where_the_server_registers(world, tmp_path, monkeypatch, 
                "tool_response": {"stdout": "ok", "stderr": "", "interrupted": False}}
     assert hook_sh("post-tool-use", payload, plugin_env(555555)).returncode == 0
     assert stored("s1") == []
+
+
+def test_the_server_can_be_told_to_leave_everything_to_the_command_hooks(world):
+    seed(world)
+    wire = Wire(environ=dict(os.environ, TOOLSCRIPT_HOOK_SERVER="0"))
+    assert not wire.server.answering
+    assert not os.path.exists(hook_server.registry_path(os.getpid()))
+    result = wire.call("pre-tool-use", session_id="s-new", cwd=str(world), tool_name="Bash",
+                       tool_input=json.dumps({"command": "make deploy-canary"}))
+    assert result == {"content": []}

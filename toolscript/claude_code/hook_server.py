@@ -34,7 +34,8 @@ stdin or signals it); one whose process is gone is ignored by the scripts
 and removed by the next server.
 
 ``TOOLSCRIPT_HOOKS_DISABLED=1`` makes it answer nothing at all, as it does the
-command hooks.  Failures are logged to ``hooks.log``, never raised: a call
+command hooks.  ``TOOLSCRIPT_HOOK_SERVER=0`` makes it stand aside (no
+registration, no answers): the command hooks answer every event.  Failures are logged to ``hooks.log``, never raised: a call
 always gets an answer.
 """
 
@@ -48,6 +49,7 @@ from typing import Any, BinaryIO, Callable, Dict, List, Mapping, Optional, Set, 
 
 from toolscript.claude_code import hooks as contract
 
+OFF_VAR = "TOOLSCRIPT_HOOK_SERVER"  # 0: leave every event to the command hooks
 SERVER_NAME = "hooks"  # in the plugin's .mcp.json; Claude Code calls it plugin:toolscript:hooks
 # Claude Code versions proven to call a plugin server's mcp_tool hooks and to give command hooks
 # CLAUDE_PID (2.1.118 calls them but gives no CLAUDE_PID, so the scripts could not step aside).
@@ -176,6 +178,9 @@ class HookServer:
         log = contract.logger()
         if self.disabled:
             log.info("hook server: hooks are disabled (%s); answering nothing", contract.DISABLE_VAR)
+            return
+        if self.environ.get(OFF_VAR, "").strip().lower() in ("0", "false", "no", "off"):
+            log.info("hook server: %s=0; the command hooks answer", OFF_VAR)
             return
         if self.client is None or self.client < MIN_CLIENT:
             shown = ".".join(map(str, self.client)) if self.client else "unknown"
@@ -312,6 +317,21 @@ def warm_imports() -> None:
     contract.logger().info("hook server: handlers imported in %d ms", (time.monotonic() - started) * 1000)
 
 
+def _reopen_log_when_moved() -> None:
+    """Write hooks.log through a handler that reopens it when a command hook rotated it (this process outlives many)."""
+    import logging
+    import logging.handlers
+
+    log = contract.logger()
+    for handler in list(log.handlers):
+        if type(handler) is logging.FileHandler:
+            reopening = logging.handlers.WatchedFileHandler(handler.baseFilename, encoding="utf-8")
+            reopening.setFormatter(handler.formatter)
+            log.removeHandler(handler)
+            handler.close()
+            log.addHandler(reopening)
+
+
 def _version() -> str:
     from toolscript import __version__
 
@@ -328,6 +348,7 @@ def serve(stdin: Optional[BinaryIO] = None, stdout: Optional[BinaryIO] = None, *
     if stdout is None:
         # Only JSON-RPC may reach Claude Code on stdout: anything else printed goes to stderr.
         sys.stdout = sys.stderr
+    _reopen_log_when_moved()
     events.route_package_logs()
     server = HookServer(out, environ=os.environ if environ is None else environ,
                         claude_pid=os.getppid() if claude_pid is None else claude_pid, warm=warm_imports)
