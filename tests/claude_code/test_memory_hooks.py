@@ -189,3 +189,13 @@ def test_old_session_records_are_swept_at_session_start(project, tmp_path):
     os.utime(record, (old, old))
     hooks.session_start(event(project, "s-new"))
     assert not record.exists()
+
+
+def test_a_brief_budget_of_zero_turns_the_brief_off(project):
+    bash(project, "s-old", "make deploy-canary")
+    (project / ".toolscript.json").write_text(json.dumps({"memory": {"briefBudget": 0}}))
+    from conftest import trust_project_file
+
+    trust_project_file(project / ".toolscript.json", os.environ)
+    assert hooks.pre_tool_use(event(project, "s-new", tool_name="Bash", tool_input={"command": "make deploy-canary"})) is None
+    assert hooks.prompt(event(project, "s-new", prompt="the deploy-canary make target"))  # the rest of memory stays on

@@ -163,6 +163,8 @@ def pre_tool_use(event: Dict[str, Any]) -> Optional[str]:
     settings, on = _settings(event)
     if not on:
         return None
+    if int(settings["briefBudget"]) <= 0:  # "briefBudget": 0 turns the brief off
+        return None
     session, project, cwd = _ids(event)
     if not _brief_due(session, float(settings["briefInterval"])):
         return None

@@ -41,7 +41,7 @@ MEMORY_DEFAULTS: Dict[str, Any] = {
     "dataDir": None,  # None: TOOLSCRIPT_DATA_DIR, else ~/.toolscript
     "captureReadOnly": False,  # also record Read/Grep/Glob/LS calls
     "injectBudget": 600,  # tokens of related memories added at SessionStart and per prompt
-    "briefBudget": 200,  # tokens of the brief added after an Edit/Write/Bash (PostToolUse)
+    "briefBudget": 200,  # tokens of the brief added before an Edit/Write/Bash runs (PreToolUse); 0: no brief
     "briefInterval": 60.0,  # seconds between two briefs of one session
     "summaryBackend": "none",  # none | auto | api | claude: a model rewrites the SessionEnd summary (optional)
     "summaryModel": None,  # the model for it (default: the backend's haiku)
