@@ -51,6 +51,8 @@ def test_hooks_json_runs_the_one_hook_script_for_all_six_events():
         [hook] = group["hooks"]
         assert hook["type"] == "command" and hook["command"] == f'"${{CLAUDE_PLUGIN_ROOT}}/hooks/hook.sh" {name}'
         assert isinstance(hook["timeout"], int) and hook["timeout"] <= 10  # seconds, not milliseconds
+        # Capture that answers nothing runs in the background where Claude Code runs the command hook.
+        assert hook.get("async", False) is (event == "PostToolUse")
     script = os.path.join(PLUGIN, "hooks", "hook.sh")
     assert os.access(script, os.X_OK)
     with open(script) as f:

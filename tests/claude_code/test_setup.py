@@ -112,6 +112,8 @@ def _assert_registered(settings: Dict[str, Any], project: str) -> None:
         assert len(ours) == 1, f"{event}: expected exactly one toolscript hook, got {ours}"
         hook = ours[0]
         assert hook["type"] == "command" and hook["timeout"] == timeout and hook["matcher"] == matcher
+        # Only the capture that answers nothing runs in the background: no one waits for its Python start.
+        assert hook.get("async", False) is (event == "PostToolUse")
         assert hook["command"] == f'"$CLAUDE_PROJECT_DIR"/.claude/hooks/toolscript-{script_event}.sh'
         script = os.path.join(project, ".claude", "hooks", f"toolscript-{script_event}.sh")
         mode = os.stat(script).st_mode
