@@ -11,7 +11,8 @@ what is checked:
   with the memory, which no earlier request had.  Run with the plugin as
   shipped (the hook server answers, ``hook.sh`` steps aside) and without its
   server (``hook.sh`` runs ``toolscript hook pre-tool-use``, as on a Claude Code
-  before 2.1.330).
+  before 2.1.330); and with no plugin, through the hooks ``toolscript setup``
+  wrote into the project.
 - **Suggestions on a session's first prompt** while its MCP server is still
   connecting: the server starts answering 2 s after the gateway starts it,
   the prompt comes before that, and the suggestion in the first request still
@@ -27,7 +28,7 @@ import uuid
 import pytest
 
 from claude_scene import CLAUDE_TIMEOUT, PLUGIN_DIR, Scene, claude_binary, tail
-from conftest import trust_project_file
+from conftest import run_pyz, trust_project_file
 from fake_anthropic import FakeAnthropic
 from mcp_servers.launch import stdio_command
 
@@ -110,6 +111,25 @@ def test_the_pre_tool_use_brief_reaches_the_model_after_a_bash_call(tmp_path, py
         assert [line for line in log.splitlines() if "PreToolUse: done in" in line and "(hook server)" not in line] == [], explain
     else:
         assert "PreToolUse: done in" in log and "(hook server)" not in log, explain
+
+
+@pytest.mark.timeout(300)
+def test_setup_users_get_the_brief_before_a_bash_call_too(tmp_path, pyz, monkeypatch):
+    scene = Scene(str(tmp_path))
+    marker = f"zephyr{uuid.uuid4().hex[:8]}"
+    seed_memory(scene, monkeypatch, marker)
+    done = run_pyz(pyz, "setup", "--project", scene.project, cwd=scene.project, env=scene.env())
+    assert done.returncode == 0, done.stderr
+    script = [{"bash": f"echo deploying {marker} canary", "description": "Deploy the canary"}, {"text": "Deployed."}]
+    with FakeAnthropic(script, log_path=scene.request_log) as api:
+        argv = [claude_binary(), "-p", "ship it", "--model", "haiku", "--output-format", "json", "--debug-file",
+                scene.debug_log, "--allowedTools", "Bash(echo *)"]
+        proc = subprocess.run(argv, env=scene.env(api.url), cwd=scene.project, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=CLAUDE_TIMEOUT)
+    explain = scene.diagnostics(api, proc)
+    assert proc.returncode == 0, explain
+    before, after = (json.dumps(r["body"]) for r in conversation(api))
+    assert marker not in before and PRE_CONTEXT in after and "eu-west quota" in after, explain
 
 
 @pytest.mark.timeout(300)
