@@ -58,9 +58,9 @@ def hooks(servers, repeats):
         start, end = [], []
         for i in range(repeats):
             event = json.dumps({"session_id": f"bench-{servers}-{i}", "cwd": project, "source": "startup"})
-            start.append(timed([os.path.join(PLUGIN, "hooks", "session-start.sh")], stdin=event, env=env))
+            start.append(timed([os.path.join(PLUGIN, "hooks", "hook.sh"), "session-start"], stdin=event, env=env))
             time.sleep(0.3)  # let the servers connect, as they would during a real session
-            end.append(timed([os.path.join(PLUGIN, "hooks", "session-end.sh")], stdin=json.dumps({"session_id": f"bench-{servers}-{i}"}), env=env))
+            end.append(timed([os.path.join(PLUGIN, "hooks", "hook.sh"), "session-end"], stdin=json.dumps({"session_id": f"bench-{servers}-{i}"}), env=env))
         time.sleep(1.0)  # stopping gateways finish closing their servers
         return summary(start, digits=1), summary(end, digits=1)
     finally:
