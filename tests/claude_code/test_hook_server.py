@@ -150,7 +150,7 @@ def test_a_prompt_call_gives_the_same_answer_as_the_command_hook(world):
 
 
 def test_the_event_is_rebuilt_from_the_mapped_fields():
-    event = hook_server.event_from_arguments("post-tool-use", {
+    event = hook_server.event_from_arguments({
         "session_id": "s1", "cwd": "/x", "prompt_id": "", "tool_name": "Bash",
         "tool_input": '{"command": "ls"}', "tool_response": "plain text output", "stop_hook_active": "false"})
     assert event["tool_input"] == {"command": "ls"} and event["tool_response"] == "plain text output"

@@ -76,7 +76,7 @@ def client_version(text: Any) -> Optional[Tuple[int, ...]]:
         return None
 
 
-def event_from_arguments(name: str, arguments: Any) -> contract.Event:
+def event_from_arguments(arguments: Any) -> contract.Event:
     """The hook event a tool call stands for: the mapped fields, objects decoded, missing ones left to ``read_event``."""
     event: Dict[str, Any] = {}
     for key, value in (arguments.items() if isinstance(arguments, dict) else ()):
@@ -225,7 +225,7 @@ def run_event(name: str, arguments: Any, environ: Mapping[str, str]) -> Optional
     if environ.get(contract.DISABLE_VAR, "").strip() not in ("", "0"):
         return None
     started = time.monotonic()
-    event = event_from_arguments(name, arguments)
+    event = event_from_arguments(arguments)
     log = contract.logger()
     log.debug("%s: event %s", event_name, json.dumps(event, default=str)[:2000])
     answer = events.answer(name, event)
