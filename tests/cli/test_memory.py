@@ -123,8 +123,11 @@ def test_the_whole_hook_lifecycle_records_and_brings_back(world):
     # The next session gets it back: at SessionStart (recent work), and with a related prompt.
     started = context(world.hook("session-start", {"session_id": "s2", "source": "startup"}))
     assert "## Relevant Context" in started and "cluster" in started
-    related = context(world.hook("user-prompt-submit", {"session_id": "s2", "prompt": "the clustering tests fail again"}))
+    assert "pytest tests/test_cluster.py" in started
+    again = context(world.hook("user-prompt-submit", {"session_id": "s2", "prompt": "the clustering tests fail again"}))
     world.hook("session-end", {"session_id": "s2", "reason": "exit"})
+    assert "pytest tests/test_cluster.py" not in again  # a memory is injected into a session once
+    related = context(world.hook("user-prompt-submit", {"session_id": "s3", "prompt": "the clustering tests fail again"}))
     assert "## Relevant Context" in related and "pytest tests/test_cluster.py" in related
     assert not list((world.root / "state" / "gateways").glob("*.json"))  # both sessions' gateways stopped
 
