@@ -80,6 +80,7 @@ bench: venv peers peer-proxy
 	$(VPY) bench/model_backends.py
 	$(VPY) bench/memory_store.py
 	$(VPY) bench/memory_hooks.py
+	$(VPY) bench/hooks_mechanisms.py
 	$(VPY) bench/ask_loop.py
 	$(VPY) bench/mcp_modern.py
 	$(VPY) bench/oauth.py

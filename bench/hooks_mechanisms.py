@@ -36,7 +36,8 @@ the brief rate limit off so every call searches.
 
 Prints one JSON document: per event and mechanism n, median_ms, p95_ms and
 the median's difference from ``none``; per store size the brief's median and
-p95.  ``python3 bench/hooks_mechanisms.py [--rounds 4] [--claude PATH]``;
+p95.  ``python3 bench/hooks_mechanisms.py [--rounds 4] [--claude PATH]`` (the CLI: ``$CLAUDE_BIN``, else
+tests/peers' pinned one, else PATH);
 ``--part latency`` or ``--part brief`` runs one part.
 """
 
@@ -79,8 +80,7 @@ def progress(message: str) -> None:
 
 
 def default_claude() -> Optional[str]:
-    for candidate in (os.environ.get("CLAUDE_BIN"), "/tmp/cc337/node_modules/.bin/claude",
-                      os.path.join(ROOT, "tests", "peers", "node_modules", ".bin", "claude")):
+    for candidate in (os.environ.get("CLAUDE_BIN"), os.path.join(ROOT, "tests", "peers", "node_modules", ".bin", "claude")):
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     return shutil.which("claude")
@@ -305,7 +305,7 @@ def main() -> None:
     parser.add_argument("--tools", type=int, default=8)
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--calls", type=int, default=41)
-    parser.add_argument("--claude", default=None, help="the claude CLI (default: /tmp/cc337, then tests/peers, then PATH)")
+    parser.add_argument("--claude", default=None, help="the claude CLI (default: $CLAUDE_BIN, then tests/peers, then PATH)")
     parser.add_argument("--part", choices=("all", "latency", "brief"), default="all")
     args = parser.parse_args()
     report: Dict[str, Any] = {}
