@@ -9,11 +9,12 @@ every mechanism sees the same machine load:
 - ``none``: no hook on the event (the baseline);
 - ``bare``: a command hook ``python3 -I -S -c pass`` (the floor of any command hook);
 - ``command``: the plugin's command hook, ``hooks/hook.sh EVENT`` running
-  ``toolscript hook EVENT`` in a new Python (what Claude Code before 2.1.330 and
-  ``toolscript setup`` users get);
+  ``toolscript hook EVENT`` in a new Python, waited for (what Claude Code before
+  2.1.330 and ``toolscript setup`` users get, but for PostToolUse);
 - ``server``: the plugin as shipped: the ``mcp_tool`` hook answered by the
   plugin's hook server, and ``hook.sh`` stepping aside;
-- ``async`` (PostToolUse only): the command hook with ``"async": true``.
+- ``async`` (PostToolUse only): the command hook with ``"async": true``, as
+  shipped.
 
 Every configuration keeps the plugin's SessionStart and SessionEnd hooks, so a
 gateway runs as in real use.  How the latency is read, from the times the
@@ -103,11 +104,13 @@ def plugin_variant(base: str, pyz: str, event: str, mechanism: str) -> str:
     if mechanism == "bare":
         group = dict(shipped[event][0], hooks=[{"type": "command", "command": "python3 -I -S -c pass", "timeout": 5}])
         hooks[event] = [group]
-    elif mechanism in ("command", "server"):
-        hooks[event] = shipped[event]
-    elif mechanism == "async":
+    elif mechanism in ("command", "server", "async"):
+        # "command" waits for the hook (what a Claude Code without the server does for every event but
+        # PostToolUse); "async" is the shipped PostToolUse command hook, run in the background.
         group = shipped[event][0]
-        hooks[event] = [dict(group, hooks=[dict(hook, **{"async": True}) for hook in group["hooks"]])]
+        hooks[event] = [dict(group, hooks=[dict({k: v for k, v in hook.items() if k != "async"},
+                                                **({"async": True} if mechanism == "async" else {}))
+                                           for hook in group["hooks"]])]
     if mechanism == "server":
         fast_hooks[event] = fast[event]
     else:
@@ -202,13 +205,13 @@ def run_tools(claude: str, plugin: str, scratch: str, tools: int) -> List[float]
     return [(b - a) * 1000 for a, b in zip(times, times[1:])]
 
 
-def latency(claude: str, rounds: int, prompts: int, tools: int) -> Dict[str, Any]:
+def latency(claude: str, rounds: int, prompts: int, tools: int, events: List[str]) -> Dict[str, Any]:
     import build_pyz
 
     base = tempfile.mkdtemp(prefix="toolscript-bench-hookmech-")
     try:
         pyz = build_pyz.build(os.path.join(base, "toolscript.pyz"))
-        configs = [(event, mechanism) for event in EVENTS for mechanism in MECHANISMS
+        configs = [(event, mechanism) for event in events for mechanism in MECHANISMS
                    if mechanism != "async" or event == "PostToolUse"]
         plugins = {config: plugin_variant(base, pyz, *config) for config in configs}
         samples: Dict[str, List[float]] = {}
@@ -223,7 +226,7 @@ def latency(claude: str, rounds: int, prompts: int, tools: int) -> Dict[str, Any
                 shutil.rmtree(scratch, ignore_errors=True)
             progress(f"round {round_index + 1}/{rounds} done")
         result: Dict[str, Any] = {}
-        for event in EVENTS:
+        for event in events:
             baseline = samples.get(f"{event}/none")
             rows = {}
             for mechanism in MECHANISMS:
@@ -307,6 +310,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=41)
     parser.add_argument("--claude", default=None, help="the claude CLI (default: $CLAUDE_BIN, then tests/peers, then PATH)")
     parser.add_argument("--part", choices=("all", "latency", "brief"), default="all")
+    parser.add_argument("--events", default=",".join(EVENTS), help="which events to time (default: all four)")
     args = parser.parse_args()
     report: Dict[str, Any] = {}
     if args.part in ("all", "latency"):
@@ -315,7 +319,11 @@ def main() -> None:
             sys.exit("no claude CLI: pass --claude PATH (npm install @anthropic-ai/claude-code)")
         version = subprocess.run([claude, "--version"], capture_output=True, text=True).stdout.strip()
         report["claude"] = version
-        report["latency_ms"] = latency(claude, args.rounds, args.prompts, args.tools)
+        events = [e for e in args.events.split(",") if e]
+        unknown = set(events) - set(EVENTS)
+        if unknown:
+            sys.exit(f"unknown events {sorted(unknown)}; known: {', '.join(EVENTS)}")
+        report["latency_ms"] = latency(claude, args.rounds, args.prompts, args.tools, events)
     if args.part in ("all", "brief"):
         report["pre_tool_use_brief_ms"] = brief_at_scale([int(s) for s in args.sizes.split(",") if s], args.calls)
     print(json.dumps(report, indent=2))
