@@ -27,7 +27,7 @@ from toolscript.claude_code import install
 
 EVENTS = {  # Claude Code event -> (script event, matcher, timeout in seconds)
     "SessionStart": ("session-start", None, 10),
-    "UserPromptSubmit": ("user-prompt-submit", None, 10),
+    "UserPromptSubmit": ("user-prompt-submit", None, 5),
     "PreToolUse": ("pre-tool-use", "Edit|Write|Bash", 5),
     "PostToolUse": ("post-tool-use", "*", 5),
     "Stop": ("stop", None, 5),

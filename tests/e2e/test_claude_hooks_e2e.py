@@ -21,6 +21,7 @@ what is checked:
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import uuid
@@ -135,8 +136,10 @@ def test_setup_users_get_the_brief_before_a_bash_call_too(tmp_path, pyz, monkeyp
 @pytest.mark.timeout(300)
 def test_the_first_prompt_gets_suggestions_from_a_server_still_connecting(tmp_path, pyz):
     scene = Scene(str(tmp_path))
-    # The server answers 2 s after the gateway starts it: a session's first prompt comes before that.
-    late = f"sleep 2; exec {' '.join(stdio_command('--name', 'late'))}"
+    # The server starts only once the prompt's hook has asked the model (the fake API's first request):
+    # so it is surely still connecting when the prompt comes, and up within the suggestion's budget.
+    waits = f"while [ ! -s {shlex.quote(scene.request_log)} ]; do sleep 0.05; done"
+    late = f"{waits}; exec {' '.join(shlex.quote(part) for part in stdio_command('--name', 'late'))}"
     config = {"mcpServers": {"late": {"command": "/bin/sh", "args": ["-c", late]}}}
     path = os.path.join(scene.project, ".toolscript.json")
     with open(path, "w", encoding="utf-8") as f:

@@ -32,7 +32,7 @@ from toolscript.errors import UserError
 # too little for a cold Python start, hence an explicit 5.)
 HOOKS: Tuple[Tuple[str, str, Optional[str], int], ...] = (
     ("SessionStart", "session-start", None, 10),
-    ("UserPromptSubmit", "user-prompt-submit", None, 10),
+    ("UserPromptSubmit", "user-prompt-submit", None, 5),
     ("PreToolUse", "pre-tool-use", "Edit|Write|Bash", 5),
     ("PostToolUse", "post-tool-use", "*", 5),
     ("Stop", "stop", None, 5),

@@ -638,7 +638,7 @@ def gateway_warm_model(env: Mapping[str, str], workspace: str, for_session: bool
 
 # -- the UserPromptSubmit hook -------------------------------------------------------------------------
 
-# Seconds: a prompt's hook has 2 s in all (the plugin registers it with 3, so a slow start on a busy
+# Seconds: a prompt's hook has 2 s in all (the plugin registers it with 5, so a slow start on a busy
 # machine is not killed at once); Python's start, memory and the output need the rest.
 HOOK_TIMEOUT_CAP = 1.8
 
