@@ -57,7 +57,7 @@ def test_hooks_json_runs_the_one_hook_script_for_all_six_events():
     assert os.access(script, os.X_OK)
     with open(script) as f:
         lines = [line for line in f.read().splitlines() if line and not line.startswith("#")]
-    assert lines[-1] == 'exec python3 -I -S "$(dirname "$0")/../bin/toolscript.pyz" hook "$1"'  # all logic is in Python
+    assert lines[-1] == 'exec "$py" -I -S "$(dirname "$0")/../bin/toolscript.pyz" hook "$1"'  # all logic is in Python
 
 
 def test_the_hook_server_answers_four_events_through_mcp_tool_hooks():
@@ -241,6 +241,30 @@ def test_session_end_without_a_gateway_or_with_a_stale_state_file(tmp_path, clau
         json.dump({"url": "http://127.0.0.1:9/t/x", "pid": dead.pid, "session": "stale"}, f)
     result, _ = hook("session-end", {"session_id": "stale"}, env=claude_env)
     assert result.returncode == 0 and not os.path.exists(state_file(claude_env, "stale"))
+
+
+def test_after_one_hook_the_hooks_skip_a_version_managers_python3_shim(tmp_path, claude_env):
+    """python3 on PATH is a shim (as pyenv's is): the first hook runs through it, the next ones do not."""
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    calls = tmp_path / "shim-calls"
+    shim = shims / "python3"
+    shim.write_text(f'#!/bin/sh\necho called >> "{calls}"\nexec "{sys.executable}" "$@"\n')
+    shim.chmod(0o755)
+    env = dict(claude_env, PATH=f"{shims}:/usr/bin:/bin", TOOLSCRIPT_SUGGEST="0", TOOLSCRIPT_MEMORY="0")
+    event = {"session_id": "shim", "cwd": str(tmp_path), "prompt": "hello"}
+    for _ in range(3):
+        result, _ = hook("user-prompt-submit", event, env=env)
+        assert result.returncode == 0, result.stderr
+    assert calls.read_text().count("called") == 1
+    noted = os.path.join(claude_env["TOOLSCRIPT_STATE_DIR"], "python")
+    assert open(noted).read().strip() == os.path.realpath(sys.executable)
+    # A noted interpreter that is gone: back to python3 from PATH, which notes the real one again.
+    with open(noted, "w") as f:
+        f.write("/nonexistent/python3\n")
+    result, _ = hook("user-prompt-submit", event, env=env)
+    assert result.returncode == 0 and calls.read_text().count("called") == 2
+    assert open(noted).read().strip() == os.path.realpath(sys.executable)
 
 
 def test_hooks_can_be_disabled_and_unknown_events_are_ignored(tmp_path, claude_env):

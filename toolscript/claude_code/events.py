@@ -153,7 +153,40 @@ def run_event(name: str) -> int:
     except (ValueError, OSError):  # not the main thread (tests): no partial answer on SIGTERM
         pass
 
-    return contract.run(event_name, lambda event: answer(name, event, ready))
+    status = contract.run(event_name, lambda event: answer(name, event, ready))
+    remember_interpreter()
+    return status
+
+
+INTERPRETER_FILE = "python"  # in the state dir: the real interpreter hook.sh runs, one line
+
+
+def remember_interpreter(environ: Optional[Dict[str, str]] = None) -> None:
+    """Note the interpreter this hook runs on, so the next hooks skip a version manager's shim.
+
+    ``python3`` on PATH is often a pyenv or asdf shim, a shell script that
+    costs tens of ms before the real Python starts, on every hook.  The
+    shell hooks read this file and run the interpreter it names (when it
+    still exists), else ``python3``.  Written only when it changed; any
+    failure is logged and ignored.
+    """
+    from toolscript import paths
+
+    executable = os.path.realpath(sys.executable) if sys.executable else ""
+    if not executable or "\n" in executable:
+        return
+    try:
+        folder = paths.state_dir_path(environ)
+        path = os.path.join(folder, INTERPRETER_FILE)
+        try:
+            with open(path, encoding="utf-8") as f:
+                if f.read().strip() == executable:
+                    return
+        except OSError:
+            pass
+        paths.write_private(path, executable + "\n")
+    except OSError as exc:
+        contract.logger().info("could not note the interpreter in the state dir: %s", exc)
 
 
 def answer(name: str, event: Event, ready: Optional[List[str]] = None) -> Optional[Dict[str, Any]]:
