@@ -193,15 +193,38 @@ def read(cwd: str, environ: Mapping[str, str]) -> Found:
     return found
 
 
+def watched_files(cwd: str, environ: Mapping[str, str]) -> List[str]:
+    """Every file ``read`` may read for ``cwd``, whether it exists or not: what a live gateway watches for changes."""
+    here = os.path.realpath(cwd)
+    return [claude_json_path(environ), user_settings_path(environ)] + _settings_files(here, project_root(here)) + _mcp_json_files(here)
+
+
+def _settings_files(here: str, root: str) -> List[str]:
+    """The project settings files Claude Code reads for approvals: cwd's two, and the git root's local one (each once)."""
+    candidates = [os.path.join(here, ".claude", "settings.json"), os.path.join(here, ".claude", "settings.local.json"),
+                  os.path.join(root, ".claude", "settings.local.json")]
+    return list(dict.fromkeys(candidates))  # the cwd may be the root
+
+
+def _mcp_json_files(here: str) -> List[str]:
+    """``.mcp.json`` in ``here`` and every directory above it, nearest first, whether they exist or not."""
+    files: List[str] = []
+    directory = here
+    while True:
+        files.append(os.path.join(directory, PROJECT_FILE))
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return files
+        directory = parent
+
+
 def _layers(here: str, root: str, projects: Dict[str, Any], project_entry: Dict[str, Any],
             environ: Mapping[str, str], found: Found) -> _Layers:
     """The settings files Claude Code reads for project-server approval (cwd's and the git root's local file)."""
     user_path = user_settings_path(environ)
     user = _read_object(user_path, found)
-    candidates = [os.path.join(here, ".claude", "settings.json"), os.path.join(here, ".claude", "settings.local.json"),
-                  os.path.join(root, ".claude", "settings.local.json")]
     project: List[Tuple[str, Dict[str, Any]]] = []
-    for path in dict.fromkeys(candidates):  # the cwd may be the root: read each file once
+    for path in _settings_files(here, root):
         settings = _read_object(path, found)
         if settings:
             project.append((path, settings))
@@ -227,16 +250,7 @@ def _project_servers(here: str, layers: _Layers, found: Found, environ: Mapping[
     """The approved ``.mcp.json`` servers: name -> (file, entry, what approved it); the others go to ``found``."""
     from toolscript.config import trust
 
-    files: List[str] = []
-    directory = here
-    while True:
-        candidate = os.path.join(directory, PROJECT_FILE)
-        if os.path.isfile(candidate):
-            files.append(candidate)
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            break
-        directory = parent
+    files = [candidate for candidate in _mcp_json_files(here) if os.path.isfile(candidate)]
     entries: Dict[str, Tuple[str, Any]] = {}
     contents: Dict[str, bytes] = {}
     for path in reversed(files):  # the farthest first, so the nearest file wins by name
