@@ -387,12 +387,21 @@ def check_gateway(
     )
     failed = [name for name, value in states.items() if value == "failed"]
     signed_out = [name for name, value in states.items() if value == "needs-auth"]
+    if health.get("configProblem"):
+        validate = _command("config", "validate", config_paths=config_paths)
+        return Check("gateway", WARN, f"{detail}; a config file changed but cannot be used, so the last good configuration "
+                     f"stays in use: {health['configProblem']}", f"fix the file ({validate} lists every problem); the gateway reads it again once it is saved")
     if signed_out:
         return Check("gateway", WARN, detail, f"{_command('auth', signed_out[0], config_paths=config_paths)} (the gateway reconnects by itself once signed in)")
     if failed:
         status_cmd = _command("gateway", "status", session=session)
         check_cmd = _command("servers", "check", failed[0], config_paths=config_paths)
         return Check("gateway", WARN, detail, f"{status_cmd} shows why; {check_cmd} (the gateway keeps retrying it)")
+    waiting_keys = health.get("restartToApply")
+    if isinstance(waiting_keys, list) and waiting_keys:
+        stop = _command("gateway", "stop", session=session)
+        waiting = ", ".join(str(key) for key in waiting_keys)
+        return Check("gateway", WARN, f"{detail}; changed {waiting}, which applies only when the gateway restarts", f"restart it: {stop} && {start}")
     if health.get("version") and health.get("version") != __version__:
         stop = _command("gateway", "stop", session=session)
         return Check("gateway", WARN, f"{detail}; this toolscript is {__version__}", f"restart it: {stop} && {start}")

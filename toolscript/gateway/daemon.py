@@ -16,6 +16,10 @@ checking that it is open on the session's lock file and already holds the
 lock; any other start waits for the lock and checks for itself.  An
 environment variable or an option alone can claim nothing.
 
+Config changes apply live: ``serve`` is handed a ``reload.ConfigWatcher``
+made before the configuration was read, and the gateway applies what it
+notices until it stops.
+
 Stopping: SIGTERM, SIGINT or SIGHUP (``StopSignals``), or the exit of the
 ``--exit-with`` process (Claude Code's).  The gateway then closes its HTTP
 server, stops its servers within ``SHUTDOWN_GRACE`` seconds (or kills them),
@@ -80,6 +84,7 @@ def serve(
     release_lock: Optional[Callable[[], None]] = None,
     on_listening: Optional[Callable[[Dict[str, Any], Any], None]] = None,
     models: Any = None,
+    watcher: Optional[Any] = None,
 ) -> int:
     """Serve until a stop signal (or ``exit_with``'s process ending); return the exit status.
 
@@ -90,6 +95,7 @@ def serve(
     token-bearing URL stays out of it: the parent reads the state file).
     ``models``: the session's warm model (``warm_model.WarmModels``), served
     at ``/model``; its key goes into the state file.
+    ``watcher`` (a ``reload.ConfigWatcher``) applies config changes while it serves.
     """
     from toolscript.gateway.http_api import serve as serve_http
     from toolscript.gateway.service import Gateway, kill_child_process_groups
@@ -108,6 +114,8 @@ def serve(
     gateway.start()
     if models is not None:
         models.begin()
+    if watcher is not None:
+        gateway.watch(watcher)
     log_file = os.environ.get(state.LOG_VAR)
     info = state.new_state(server.url, os.getpid(), session, log_file, workspace)
     if models is not None:

@@ -5,6 +5,10 @@ calls for both HTTP surfaces (the JSON API and the MCP endpoint, see
 ``http_api``).  The port opens before any upstream is connected: servers
 connect in parallel in the background, and discovery answers wait a bounded
 time for the ones still connecting.
+
+The configuration changes under a running gateway (``reload``'s watcher calls
+``apply_config``): the upstreams are swapped as a whole dict, never changed in
+place, so a reader that took ``self.upstreams`` once sees one version.
 """
 
 import json
@@ -17,9 +21,10 @@ from typing import Any, Callable, Dict, List, Optional
 
 from toolscript import __version__, log
 from toolscript.tools import schema as jsonschema
-from toolscript.config.load import Config
+from toolscript.config.load import Config, ServerConfig
 from toolscript.gateway.catalog import BUILTIN_SERVER, Catalog, builtin_tools, split_id
 from toolscript.gateway.derived import Derived
+from toolscript.gateway.reload import RESTART_SETTINGS, Changes, diff_servers, live_settings, restart_settings
 from toolscript.gateway.state import DEFAULT_SESSION, text_session
 from toolscript.gateway.upstream import IDLE, LazyUpstream, Upstream, UpstreamUnavailable, wait_settled
 from toolscript.mcp.cancel import Cancel
@@ -57,12 +62,24 @@ class Gateway:
         root = os.path.realpath(workspace)
         self.context = ToolContext(workspace_roots=[root] + [os.path.realpath(r) for r in config.workspace_roots])
         self.builtins = builtin_tools(config.builtin_tools)
-        # A server Claude Code also runs is lazy: started only to list its tools and for calls (see upstream).
-        self.upstreams: Dict[str, Upstream] = {
-            s.name: (LazyUpstream if s.lazy else Upstream)(s, self._upstream_changed) for s in config.enabled_servers()
-        }
+        self.upstreams: Dict[str, Upstream] = {s.name: self._new_upstream(s) for s in config.enabled_servers()}
         self.catalog = Catalog(self._sources)
         self.derived = Derived(self.catalog, self._unavailable)
+        # Live configuration: why the files' current content is not in use (None when it is), the keys
+        # whose change waits for a restart, how many changes were applied.
+        self.config_problem: Optional[str] = None
+        self.restart_to_apply: List[str] = []
+        self.config_reloads = 0
+        self._started_with = {attr: getattr(config, attr) for attr in RESTART_SETTINGS}
+        self._lock = threading.Lock()  # guards the swap of upstreams against stop()
+        self._applying = threading.Lock()  # one apply_config at a time
+        self._closed = False
+        self._retiring: List[Upstream] = []  # replaced or removed upstreams still being stopped
+        self._watcher: Any = None
+
+    def _new_upstream(self, server: ServerConfig) -> Upstream:
+        # A server Claude Code also runs is lazy: started only to list its tools and for calls (see upstream).
+        return (LazyUpstream if server.lazy else Upstream)(server, self._upstream_changed)
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -74,18 +91,76 @@ class Gateway:
     def stop(self, timeout: float = STOP_SECONDS) -> None:
         """Disconnect every upstream, in parallel, within one ``timeout`` for them all."""
         deadline = time.monotonic() + timeout
-        threads = [threading.Thread(target=u.stop, args=(deadline,), daemon=True) for u in self.upstreams.values()]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            self._closed = True  # a reload under way starts nothing from now on
+            watcher, upstreams = self._watcher, list(self.upstreams.values()) + self._retiring
+        if watcher is not None:
+            watcher.stop()
+        _stop_all(upstreams, deadline)
         self.derived.close()
 
     def kill_children(self) -> None:
         """SIGKILL every server process group this gateway started (the emergency exit)."""
-        for upstream in self.upstreams.values():
+        for upstream in list(self.upstreams.values()) + self._retiring:
             upstream.kill_now()
         kill_child_process_groups()
+
+    # -- live configuration ----------------------------------------------------------
+
+    def watch(self, watcher: Any) -> None:
+        """Apply config changes ``watcher`` (a ``reload.ConfigWatcher``) notices until the gateway stops."""
+        with self._lock:
+            if self._closed:
+                return
+            self._watcher = watcher
+        watcher.start(self)
+
+    def apply_config(self, config: Config, timeout: float = STOP_SECONDS) -> Changes:
+        """Serve ``config`` from now on, touching only what changed.
+
+        A server whose entry changed is stopped and started again with the new
+        entry, a removed one is stopped, a new one started; every other
+        server keeps its connection.  The old copy of a changed server is gone
+        before the new one starts: a server that allows one running copy (a
+        lock, a fixed port) would fail otherwise.  Built-in tools and workspace
+        roots apply at once; the keys in
+        ``RESTART_SETTINGS`` wait for a restart (``restart_to_apply``).
+        """
+        with self._applying:
+            with self._lock:
+                if self._closed:
+                    return Changes()
+                old = self.upstreams
+                servers = {s.name: s for s in config.enabled_servers()}
+                changes = diff_servers({name: u.server for name, u in old.items()}, servers)
+                changes.settings = live_settings(self.config, config)
+                changes.restart = restart_settings(self._started_with, config)
+                fresh = set(changes.added + changes.changed)
+                self.upstreams = {name: self._new_upstream(s) if name in fresh else old[name] for name, s in servers.items()}
+                going = [old[name] for name in changes.changed + changes.removed]
+                self._retiring += going
+                if "builtinTools" in changes.settings:
+                    self.builtins = builtin_tools(config.builtin_tools)
+                if "workspaceRoots" in changes.settings:
+                    root = self.context.workspace_roots[0]
+                    self.context = ToolContext(workspace_roots=[root] + [os.path.realpath(r) for r in config.workspace_roots])
+                self.config = config
+                self.config_problem = None
+                self.restart_to_apply = changes.restart
+                self.config_reloads += 1
+            self.catalog.rebuild()  # the removed servers' tools go now; the new ones' come as they connect
+            _stop_all(going, time.monotonic() + timeout)
+            with self._lock:
+                self._retiring = [u for u in self._retiring if u not in going]
+                if not self._closed:
+                    for name in [name for name in servers if name in fresh]:
+                        self.upstreams[name].start()
+        return changes
+
+    def config_failed(self, problem: str) -> None:
+        """The config files changed and cannot be used: keep serving the last good configuration, and say why."""
+        with self._lock:
+            self.config_problem = problem
 
     def wait_for_servers(self, timeout: float = DISCOVERY_WAIT_SECONDS) -> List[str]:
         """Wait (bounded) for connecting servers; return the names still connecting."""
@@ -117,10 +192,11 @@ class Gateway:
     # -- what the HTTP surfaces serve -----------------------------------------------
 
     def health(self) -> Dict[str, Any]:
-        states = {u.name: u.state for u in self.upstreams.values()}
+        upstreams = list(self.upstreams.values())
+        states = {u.name: u.state for u in upstreams}
         healthy = all(state in ("ready", IDLE) for state in states.values())
         hidden: Dict[str, int] = {}  # tools the servers have but toolscript does not show, by reason
-        for upstream in self.upstreams.values():
+        for upstream in upstreams:
             for reason, count in upstream.hidden.items():
                 hidden[reason] = hidden.get(reason, 0) + count
         return {
@@ -134,6 +210,9 @@ class Gateway:
             "tools": len(self.catalog.entries()),
             "hidden": hidden,
             "workspace": self.context.workspace_roots[0],
+            "configProblem": self.config_problem,
+            "restartToApply": list(self.restart_to_apply),
+            "configReloads": self.config_reloads,
         }
 
     def servers(self, wait: bool = True) -> Dict[str, Any]:
@@ -249,6 +328,15 @@ class Gateway:
             return f"unknown tool {identifier!r}: tool ids are server__tool, e.g. builtin__time.now"
         names = [e.id for e in self.catalog.entries([server])][:10]
         return f"unknown tool {identifier!r}; {server} has: {', '.join(names) or 'no tools'}"
+
+
+def _stop_all(upstreams: List[Upstream], deadline: float) -> None:
+    """Stop ``upstreams`` in parallel, waiting until ``deadline`` (monotonic) at most."""
+    threads = [threading.Thread(target=u.stop, args=(deadline,), daemon=True) for u in upstreams]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def _transport_of(entry: Any) -> str:

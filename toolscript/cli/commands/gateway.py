@@ -29,7 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
     start = add_action(
         actions, "start", common, "start a gateway",
         "Start a gateway on 127.0.0.1 and a random port with a fresh token.\n"
-        "It prints TOOLSCRIPT_GATEWAY_URL=... as soon as the port is open; servers connect in the background.\n\n"
+        "It prints TOOLSCRIPT_GATEWAY_URL=... as soon as the port is open; servers connect in the background.\n"
+        "Config changes apply live: the servers whose entry changed reconnect, the others are left alone.\n\n"
         "examples:\n"
         "  toolscript gateway start\n"
         "  toolscript gateway start --port 8765\n"
@@ -48,7 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
     add_action(
         actions, "status", common, "health of the gateway and its servers",
         "Is the gateway reachable, is the token valid, and what state is each server in?\n"
-        "Exit 1 when it is not running or a server failed, with the next step to take.\n\n"
+        "Also: a config file that changed but cannot be used (the last good configuration\n"
+        "stays in use), and the keys whose change waits for a restart.\n"
+        "Exit 1 when it is not running, a server failed or a config file cannot be used,\n"
+        "with the next step to take.\n\n"
         "examples:\n  toolscript gateway status\n  toolscript gateway status --json\n",
         run_status,
     )
@@ -86,7 +90,7 @@ def _check_host(args: argparse.Namespace) -> None:
 
 def run_start(args: argparse.Namespace) -> int:
     from toolscript.config import load as configuration
-    from toolscript.gateway import daemon, launch
+    from toolscript.gateway import daemon, launch, reload
 
     _check_host(args)
     session = _session(args)
@@ -102,6 +106,8 @@ def run_start(args: argparse.Namespace) -> int:
         if running is not None:
             _announce(args, running, already=True)
             return 0
+        # The watcher first: it notes the files as they are before they are read, so an edit in between is seen.
+        watcher = reload.ConfigWatcher(args.config_paths, os.getcwd())
         config = configuration.load_config(args.config_paths)
         for warning in config.warnings:
             echo(f"toolscript: warning: {warning}", file=sys.stderr)
@@ -109,7 +115,7 @@ def run_start(args: argparse.Namespace) -> int:
 
         # The prompt hook's model, kept warm for the claude backend (for a Claude Code session: started now).
         models = gateway_warm_model(os.environ, os.path.abspath(where["workspace"]), for_session=bool(args.exit_with))
-        return daemon.serve(config, session, release_lock=lock.release, models=models,
+        return daemon.serve(config, session, release_lock=lock.release, models=models, watcher=watcher,
                             on_listening=lambda info, gateway: _listening(args, info, gateway), **where)
 
 
@@ -171,12 +177,14 @@ def run_status(args: argparse.Namespace) -> int:
     failed = [s for s in servers if s["state"] == "failed"]
     signed_out = [s for s in servers if s["state"] == "needs-auth"]
     report = {"running": True, "url": redact(url), "health": health, "servers": servers}
-    if signed_out:
+    if health.get("configProblem"):
+        report["next"] = "fix the file (toolscript config validate lists every problem); the gateway reads it again once it is saved"
+    elif signed_out:
         report["next"] = f"toolscript auth {signed_out[0]['name']} (the gateway reconnects by itself once signed in)"
     elif failed:
         report["next"] = f"toolscript servers check {failed[0]['name']}, or fix its config: the gateway retries it"
     elif any(s["state"] == "untrusted" for s in servers):
-        report["next"] = "toolscript trust (in a terminal: review and approve the project's .toolscript.json), then restart the gateway"
+        report["next"] = "toolscript trust (in a terminal: review and approve the project's .toolscript.json); the gateway starts its servers then"
     return _report(args, report)
 
 
@@ -184,6 +192,7 @@ def _report(args, report) -> int:
     from toolscript.gateway.servers import describe_count
 
     ok = report["running"] and all(s["state"] not in ("failed", "needs-auth") for s in report.get("servers", []))
+    ok = ok and not report.get("health", {}).get("configProblem")
     if args.json:
         print_json(report)
         return 0 if ok else 1
@@ -199,6 +208,10 @@ def _report(args, report) -> int:
     ]
     for line in format_table(rows):
         print("  " + line)
+    if health.get("configProblem"):
+        echo(f"config: {health['configProblem']}; the last good configuration stays in use")
+    if health.get("restartToApply"):
+        print(f"restart to apply: {', '.join(health['restartToApply'])} (the other changes are applied)")
     if report.get("next"):
         print(f"next: {report['next']}")
     return 0 if ok else 1
