@@ -170,6 +170,19 @@ def test_approving_the_project_file_starts_its_servers_and_revoking_stops_them(s
     assert gateway.health()["untrusted"] == ["proj"] and "proj" not in gateway.upstreams
 
 
+def test_an_edit_of_an_approved_project_file_stops_its_servers_until_approved_again(scene):
+    scene.servers()
+    write_json(scene.project_file, {"mcpServers": {"proj": fixture_entry(scene.marker("proj"))}})
+    assert scene.cli("trust", "--yes").returncode == 0
+    gateway = scene.start()
+    scene.ready("proj")
+    write_json(scene.project_file, {"mcpServers": {"proj": fixture_entry(scene.marker("proj")),
+                                                   "extra": fixture_entry(scene.marker("extra"))}})
+    assert wait_for(lambda: not server_pids(scene.marker("proj")), WAIT), "a server of the edited file still runs"
+    assert gateway.health()["untrusted"] == ["extra", "proj"] and not server_pids(scene.marker("extra"))
+    assert "changed since it was approved" in gateway.servers(wait=False)["servers"][-1]["error"]
+
+
 def test_a_server_added_in_claude_code_is_served_as_claude_codes(scene):
     scene.servers("alpha")
     write_json(scene.claude_json, {"numStartups": 3})

@@ -27,8 +27,8 @@ directory.
 trust prints every command line, URL and variable the file would use and asks
 for confirmation on the terminal.  Without a terminal it refuses unless --yes
 is given.  Approvals are kept as SHA-256 hashes in the state directory
-(trusted-configs.json, 0600).  A running gateway picks an approved file up
-when it next starts (a new Claude Code session, or gateway stop then start).
+(trusted-configs.json, 0600).  A running gateway picks an approval, or its
+revocation, up within a few seconds: it watches the store.
 
 examples:
   toolscript trust                     review ./.toolscript.json and approve it
@@ -99,8 +99,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(review)
     else:
         what = "serves its servers" if trust.is_claude_code_file(path) else "uses it"
-        print(f"trusted: {path} (sha256 {trust.digest(data)[:16]}...); a gateway started from now on {what}")
-        print("a gateway already running keeps its configuration: restart it with 'toolscript gateway stop' then 'toolscript gateway start --detach'")
+        print(f"trusted: {path} (sha256 {trust.digest(data)[:16]}...); a gateway {what} from now on (one already running within a few seconds)")
     return 0
 
 
