@@ -69,6 +69,7 @@ test: venv peers bwrap build
 bench: venv peers peer-proxy
 	$(VPY) bench/mcp_client.py
 	$(VPY) bench/gateway.py
+	$(VPY) bench/reload.py
 	$(VPY) bench/codemode.py
 	$(VPY) bench/search.py
 	$(VPY) bench/search.py --floors
