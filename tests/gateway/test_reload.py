@@ -344,3 +344,18 @@ def test_a_problem_is_logged_once_per_change(scene, caplog):
         messages = [r.getMessage() for r in caplog.records if r.name == "toolscript.gateway.reload"]
     assert len(messages) == 1 and "the last good configuration stays in use" in messages[0]
     assert json.loads(json.dumps(gateway.health()))["configProblem"].startswith(scene.user_file + ":1:2:")
+
+
+def test_status_and_doctor_name_a_key_that_waits_for_a_restart(tmp_path):
+    from gateway_http import served
+
+    env = dict(os.environ, HOME=str(tmp_path), TOOLSCRIPT_STATE_DIR=str(tmp_path / "state"))
+    with served(tmp_path) as (gateway, _server, url):
+        gateway.restart_to_apply = ["mcpToolNames"]
+        status = run_cli("--gateway-url", url, "gateway", "status", env=env, cwd=str(tmp_path))
+        assert status.returncode == 0, status.stdout + status.stderr
+        assert "restart to apply: mcpToolNames (the other changes are applied)" in status.stdout
+        checks = {c["check"]: c for c in json.loads(run_cli("--gateway-url", url, "doctor", "--json", "--no-servers",
+                                                             env=env, cwd=str(tmp_path)).stdout)}
+        assert checks["gateway"]["status"] == "warn" and "changed mcpToolNames" in checks["gateway"]["detail"]
+        assert "gateway stop" in checks["gateway"]["fix"]
