@@ -210,7 +210,7 @@ def test_claude_code_rewriting_its_file_without_touching_servers_changes_nothing
     assert gateway.upstreams["cc"] is upstream and scene.pids("alpha") == before["alpha"]
 
 
-def test_a_broken_claude_json_keeps_its_servers_until_it_parses_again(scene):
+def test_a_broken_claude_json_keeps_its_servers_until_it_parses_again(scene, caplog):
     write_json(scene.claude_json, {"mcpServers": {"cc": fixture_entry(scene.marker("cc"))}})
     scene.servers()
     gateway = scene.start()
@@ -219,8 +219,15 @@ def test_a_broken_claude_json_keeps_its_servers_until_it_parses_again(scene):
     problem = wait_for(lambda: gateway.health()["configProblem"], WAIT)
     assert problem.startswith(f"{scene.claude_json}:1:") and "Claude Code's file" in problem
     assert gateway.upstreams["cc"] is upstream
+    with caplog.at_level("WARNING", logger="toolscript.gateway.reload"):
+        scene.servers("alpha")  # another file changes meanwhile: still the problem, still the last good configuration
+        assert wait_for(lambda: any(r.getMessage().startswith(f"config: {scene.user_file} changed but cannot be used: {problem}")
+                                    for r in caplog.records), WAIT)
+    assert gateway.health()["configProblem"] == problem
+    assert gateway.upstreams["cc"] is upstream and "alpha" not in gateway.upstreams
     write_json(scene.claude_json, {"mcpServers": {}})
     assert wait_for(lambda: gateway.health()["configProblem"] is None and "cc" not in gateway.upstreams, WAIT)
+    scene.ready("alpha")
 
 
 def test_builtin_tools_apply_live_and_mcp_tool_names_waits_for_a_restart(scene):

@@ -216,8 +216,9 @@ class ConfigWatcher:
         self.claude_files = claude_code.watched_files(self.cwd, os.environ if environ is None else environ)
         self.poll = poll
         self._settle = Settle(snapshot(self.files), quiet, longest)
-        # Claude Code files that parsed (or did not exist) when the configuration in use was read.
-        self._readable: Set[str] = {path for path in self.claude_files if json_problem(path) is None}
+        # Claude Code files that parse (or do not exist) now, and those that did when the configuration in use was read.
+        self._parses: Set[str] = {path for path in self.claude_files if json_problem(path) is None}
+        self._parsed = set(self._parses)
         self._load = load or (lambda: load_config(named, cwd=self.cwd, environ=environ))
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -264,13 +265,15 @@ class ConfigWatcher:
         except UserError as exc:  # ConfigError: every problem of toolscript's files, the first one shown
             self._failed(what, str(exc))
             return
-        readable = {path for path in self.claude_files if json_problem(path) is None}
+        # Only a file that changed can have started or stopped parsing (~/.claude.json is large: parse it only then).
+        looked_at = [path for path in self.claude_files if path in changed] if changed else self.claude_files
+        self._parses = (self._parses - set(looked_at)) | {path for path in looked_at if json_problem(path) is None}
         if config.claude_code_servers:
-            broken = [path for path in self.claude_files if path in self._readable and path not in readable]
+            broken = [path for path in self.claude_files if path in self._parsed and path not in self._parses]
             if broken:
                 self._failed(what, f"{json_problem(broken[0])} (Claude Code's file; fix it, or undo the last edit)")
                 return
-        self._readable = readable
+        self._parsed = set(self._parses)
         previous = getattr(self._gateway, "config", None)
         changes = self._gateway.apply_config(config)
         if changes:
