@@ -198,6 +198,21 @@ def test_a_server_added_in_claude_code_is_served_as_claude_codes(scene):
     assert scene.pids("alpha") == before["alpha"]
 
 
+def test_a_project_server_approved_in_claude_codes_settings_is_served_and_rejecting_it_stops_it(scene):
+    scene.servers()
+    write_json(os.path.join(scene.project, ".mcp.json"), {"mcpServers": {"shared": fixture_entry(scene.marker("shared"))}})
+    settings = os.path.join(scene.home, ".claude", "settings.json")
+    gateway = scene.start()
+    assert gateway.health()["untrusted"] == ["shared"]
+    write_json(settings, {"enabledMcpjsonServers": ["shared"]})
+    upstream = wait_for(lambda: gateway.upstreams.get("shared"), WAIT)
+    assert upstream.describe()["source"] == ".mcp.json (project scope, approved in ~/.claude/settings.json)"
+    assert gateway.health()["untrusted"] == []
+    write_json(settings, {"disabledMcpjsonServers": ["shared"]})
+    assert wait_for(lambda: "shared" not in gateway.upstreams, WAIT)
+    assert gateway.health()["untrusted"] == []  # rejected in Claude Code: off, not awaiting approval
+
+
 def test_claude_code_rewriting_its_file_without_touching_servers_changes_nothing(scene):
     write_json(scene.claude_json, {"numStartups": 1, "mcpServers": {"cc": fixture_entry(scene.marker("cc"))}})
     scene.servers("alpha")
