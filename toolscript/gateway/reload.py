@@ -196,7 +196,8 @@ class ConfigWatcher:
 
     Made before the configuration it watches is read (its first snapshot is
     taken here), so a file written while the gateway starts is not missed.
-    ``load`` reads the configuration as the gateway did at start.
+    It reads the configuration again as the gateway did at start: the same
+    ``named`` files, working directory and environment.
     """
 
     def __init__(
@@ -208,10 +209,8 @@ class ConfigWatcher:
         poll: float = POLL_SECONDS,
         quiet: float = QUIET_SECONDS,
         longest: float = LONGEST_SETTLE_SECONDS,
-        load: Optional[Callable[[], Config]] = None,
     ) -> None:
         self.cwd = os.path.abspath(cwd)
-        self.environ = environ
         self.files = watched_files(named, self.cwd, environ)
         self.claude_files = claude_code.watched_files(self.cwd, os.environ if environ is None else environ)
         self.poll = poll
@@ -219,7 +218,7 @@ class ConfigWatcher:
         # Claude Code files that parse (or do not exist) now, and those that did when the configuration in use was read.
         self._parses: Set[str] = {path for path in self.claude_files if json_problem(path) is None}
         self._parsed = set(self._parses)
-        self._load = load or (lambda: load_config(named, cwd=self.cwd, environ=environ))
+        self._load: Callable[[], Config] = lambda: load_config(named, cwd=self.cwd, environ=environ)
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._gateway: Any = None
@@ -246,10 +245,10 @@ class ConfigWatcher:
             except Exception:  # the watcher must outlive any one bad reload
                 logger.exception("reloading the configuration failed")
 
-    def check(self, at: Optional[float] = None) -> bool:
+    def check(self) -> bool:
         """Look at the files once; reload when a change is due.  True when a reload ran."""
         now = snapshot(self.files)
-        if not self._settle.due(now, time.monotonic() if at is None else at):
+        if not self._settle.due(now, time.monotonic()):
             return False
         before = self._settle.loaded
         changed = [path for path in self.files if now.get(path) != before.get(path)]
