@@ -3,7 +3,7 @@
 
 The gateway runs as its own process (``toolscript gateway start --detach``, as a
 user starts it) with 50 stdio fixture servers (tests/mcp_servers/fixture_server.py)
-in ``~/.toolscript.json``.  Each round changes one server's entry (its ``--tools``
+in ``~/.toolscript.json``.  Each edit changes one server's entry (its ``--tools``
 count, so its tool list changes too), written atomically, and measures from the
 write until:
 
@@ -14,14 +14,14 @@ write until:
 - ``applied_to_ready``: from ``detected`` to ``ready``: the gateway's own work (stop
   the old copy, start the new one, rebuild the catalog).
 
-It also checks that the 49 other servers kept their processes through every round,
+It also checks that the 49 other servers kept their processes through every edit,
 and measures in this process what the watcher costs when nothing changed: one poll
 (``stat`` of every watched file) and a reload that finds nothing to do (reading
 the configuration of 50 servers again and comparing it).
 
 Prints one JSON document (median, p95 and n per figure; progress on stderr).
 
-    .venv/bin/python bench/reload.py [--servers 50] [--rounds 20]
+    .venv/bin/python bench/reload.py [--servers 50] [--edits 20]
 """
 
 import argparse
@@ -100,7 +100,7 @@ def wait(predicate, what):
     raise RuntimeError(f"timed out waiting for {what}")
 
 
-def round_trip(client, config_path, entries, name, tools_after, marker):
+def one_edit(client, config_path, entries, name, tools_after, marker):
     """Change ``name``'s entry; return the four timings in ms."""
     before = client.get("/health")["configReloads"]
     args = entries[name]["args"]
@@ -155,7 +155,7 @@ def idle_costs(home, work, env, servers, repeats=20):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--servers", type=int, default=50)
-    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--edits", type=int, default=20)
     args = parser.parse_args(argv)
     exit_on_sigterm()
     tmp = tempfile.mkdtemp(prefix="toolscript-bench-reload-")
@@ -183,21 +183,21 @@ def main(argv=None):
              and len(client.get("/health")["servers"]) == args.servers, f"{args.servers} servers ready")
         progress(f"{args.servers} servers ready")
         first_pids = server_pids(marker)
-        rounds = []
+        edits = []
         changed = set()
-        for i in range(args.rounds):
+        for i in range(args.edits):
             name = f"s{(i * 7) % args.servers:02d}"
             fillers = 0 if "--tools" in entries[name]["args"] else FILLERS
-            rounds.append(round_trip(client, config_path, entries, name, fillers, marker))
+            edits.append(one_edit(client, config_path, entries, name, fillers, marker))
             changed.add(name)
-            progress(f"round {i + 1}/{args.rounds}: {name} ready after {rounds[-1]['ready']:.0f} ms")
+            progress(f"edit {i + 1}/{args.edits}: {name} ready after {edits[-1]['ready']:.0f} ms")
         now = server_pids(marker)
         untouched = [name for name in first_pids if name not in changed]
         kept = all(now.get(name) == first_pids[name] for name in untouched)
         report = {
             "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
             "servers": args.servers,
-            "reload": {key: summary([r[key] for r in rounds]) for key in ("detected", "applied_to_ready", "ready", "searchable")},
+            "reload": {key: summary([r[key] for r in edits]) for key in ("detected", "applied_to_ready", "ready", "searchable")},
             "untouched_servers": len(untouched),
             "untouched_servers_kept_their_process": kept,
             "idle": idle_costs(home, work, env, args.servers),
