@@ -100,7 +100,7 @@ def wait(predicate, what):
     raise RuntimeError(f"timed out waiting for {what}")
 
 
-def one_edit(client, config_path, entries, name, tools_after, marker):
+def one_edit(client, config_path, entries, name, tools_after):
     """Change ``name``'s entry; return the four timings in ms."""
     before = client.get("/health")["configReloads"]
     args = entries[name]["args"]
@@ -188,7 +188,7 @@ def main(argv=None):
         for i in range(args.edits):
             name = f"s{(i * 7) % args.servers:02d}"
             fillers = 0 if "--tools" in entries[name]["args"] else FILLERS
-            edits.append(one_edit(client, config_path, entries, name, fillers, marker))
+            edits.append(one_edit(client, config_path, entries, name, fillers))
             changed.add(name)
             progress(f"edit {i + 1}/{args.edits}: {name} ready after {edits[-1]['ready']:.0f} ms")
         now = server_pids(marker)
