@@ -11,13 +11,14 @@ The configuration changes under a running gateway (``reload``'s watcher calls
 place, so a reader that took ``self.upstreams`` once sees one version.
 """
 
+import collections
 import json
 import os
 import secrets
 import signal
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Deque, Dict, List, Optional
 
 from toolscript import __version__, log
 from toolscript.tools import schema as jsonschema
@@ -48,6 +49,8 @@ DISCOVERY_WAIT_SECONDS = 10.0
 STOP_SECONDS = 5.0
 # The state /servers shows for a server of a project file the user has not approved.
 UNTRUSTED_STATE = "untrusted"
+# How many calls ``recent_calls`` keeps.
+RECENT_CALLS = 100
 
 
 class Gateway:
@@ -76,6 +79,8 @@ class Gateway:
         self._closed = False
         self._retiring: List[Upstream] = []  # replaced or removed upstreams still being stopped
         self._watcher: Any = None
+        # The latest calls (tool, source, outcome, duration; never arguments), for the web page.
+        self.recent_calls: Deque[Dict[str, Any]] = collections.deque(maxlen=RECENT_CALLS)
 
     def _new_upstream(self, server: ServerConfig) -> Upstream:
         # A server Claude Code also runs is lazy: started only to list its tools and for calls (see upstream).
@@ -259,7 +264,16 @@ class Gateway:
     def known_servers(self) -> List[str]:
         return [BUILTIN_SERVER] + list(self.upstreams)
 
-    def call(
+    def call(self, identifier: str, arguments: Any, **options: Any) -> ToolResult:
+        """Call one tool by gateway id (see ``_call``) and note the call in ``recent_calls``."""
+        started = time.time()
+        result = self._call(identifier, arguments, **options)
+        error = (result.error or {}).get("message", "") if not result.ok else ""
+        self.recent_calls.append({"tool": identifier, "source": options.get("source", ""), "ok": result.ok, "at": started,
+                                  "durationMs": int((time.time() - started) * 1000), "error": str(error)[:300]})
+        return result
+
+    def _call(
         self,
         identifier: str,
         arguments: Any,

@@ -885,6 +885,14 @@ class Store:
         return [str(row[0]) for row in rows if str(row[0]).lower() != "ok"]
 
     @_guarded
+    def projects(self) -> List[Dict[str, Any]]:
+        """Every project with memories: ``{"project", "memories", "last"}``, the most recently active first."""
+        rows = self.conn.execute(
+            "SELECT project, COUNT(*), MAX(created) FROM memories GROUP BY project ORDER BY MAX(created) DESC"
+        ).fetchall()
+        return [{"project": str(project), "memories": int(count), "last": float(last)} for project, count, last in rows]
+
+    @_guarded
     def stats(self) -> Dict[str, Any]:
         """``{"path", "bytes", "memories", "sessions": {"active", "completed"}, "fts": "fts5"|"like", "schema"}``."""
         size = 0
