@@ -31,8 +31,8 @@ SHEBANG = b"#!/usr/bin/env python3\n"
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 # Files besides modules the package reads with pkgutil.get_data (the TypeScript runtime the gateway
 # serves, the word-vector table and thesaurus toolscript/search/ loads, the hook scripts
-# `toolscript setup` installs).
-PACKAGE_DATA = (".ts", ".bin", ".tsv", ".sh")
+# `toolscript setup` installs, the gateway's web page).
+PACKAGE_DATA = (".ts", ".bin", ".tsv", ".sh", ".html", ".js", ".css")
 # Any python3 may run the archive: this text, toolscript/__init__.py and toolscript/__main__.py are in syntax every
 # Python parses, and main() checks the version before importing anything else (one line on an older Python).
 MAIN = b'''\

@@ -108,8 +108,9 @@ def test_archive_entries_sorted_fixed_time_no_pycache(pyz):
     expected = {"__main__.py"} | sources | {name + "c" for name in sources}
     hook_scripts = {f"toolscript/claude_code/hook_scripts/{event}.sh"
                     for event in ("session-start", "user-prompt-submit", "pre-tool-use", "post-tool-use", "stop", "session-end")}
-    assert set(names) == expected | hook_scripts | {"toolscript/gateway/runtime.ts", "toolscript/search/data/embeddings.bin",
-                                                    "toolscript/search/data/thesaurus.tsv"}
+    page = {f"toolscript/gateway/page/{name}" for name in ("index.html", "app.js", "app.css")}
+    assert set(names) == expected | hook_scripts | page | {"toolscript/gateway/runtime.ts", "toolscript/search/data/embeddings.bin",
+                                                           "toolscript/search/data/thesaurus.tsv"}
     for info in infos:
         assert info.date_time == FIXED_TIME, f"{info.filename} has timestamp {info.date_time}"
         assert "__pycache__" not in info.filename

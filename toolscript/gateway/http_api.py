@@ -36,6 +36,7 @@ JSON API (paths relative to the token prefix):
     GET  /skills/read?server=S&uri=U   one listed skill's SKILL.md, checked against its listing
     GET  /runtime/names                the sandbox runtime's attribute -> tool id map
     GET  /runtime/tools.ts             the module TypeScript scripts import (exec --lang ts)
+    POST /ui/code                      a one-time link to the web page (``ui``: /ui/ has its own sign-in)
     POST /model                        a question to the session's warm model (``warm_model``; its own key)
     *    /mcp                          the standard MCP endpoint (Streamable HTTP)
     *    /mcp/code                     the code-mode profile: three tools (search, stubs, run a script)
@@ -56,6 +57,7 @@ from toolscript.gateway.catalog import Snapshot
 from toolscript.gateway.codemode_tools import INSTRUCTIONS as CODE_MODE_INSTRUCTIONS
 from toolscript.gateway.codemode_tools import CodeModeTools, GatewayBackend
 from toolscript.gateway.service import Gateway, as_call_tool_result
+from toolscript.gateway import ui
 from toolscript.http1 import DisconnectWatcher, JsonTooDeep, decode_json, encode_json, response_head
 from toolscript.mcp.cancel import Cancel
 from toolscript.mcp.server.endpoint import CallContext, McpHttpEndpoint, UnknownTool
@@ -159,6 +161,7 @@ class GatewayServer(ThreadingHTTPServer):
             raise ValueError("max_connections must be at least 1")
         self.gateway = gateway
         self.models = models  # the session's warm model (warm_model.WarmModels), or None
+        self.ui = ui.UiAccess()  # the web page's one-time codes and browser sessions
         self.max_connections = max_connections
         self.head_timeout = head_timeout
         self.body_timeout = body_timeout
@@ -522,6 +525,9 @@ class GatewayHandler(BaseHTTPRequestHandler):
         if path == "/healthz" and method == "GET":
             self._json(200, {"ok": True})
             return
+        if path == "/ui" or path.startswith("/ui/"):  # the web page: its own sign-in (gateway/ui.py)
+            ui.handle(self, method, path, parts.query, size)
+            return
         below = self._authorized_path(path)  # the path under the token prefix
         if below is None:
             self._refuse(401, "missing or wrong gateway token: use the full TOOLSCRIPT_GATEWAY_URL (it ends in /t/<token>)")
@@ -570,6 +576,8 @@ class GatewayHandler(BaseHTTPRequestHandler):
                 self._json(404, {"error": str(exc.args[0])})
             except ValueError as exc:
                 self._json(502, {"error": str(exc)})
+        elif method == "POST" and below == "/ui/code":
+            self._json(200, self.server.ui.mint())
         elif method == "POST" and below == "/model":
             from toolscript.gateway import warm_model
 
@@ -750,9 +758,9 @@ class GatewayHandler(BaseHTTPRequestHandler):
             status, body = 500, encode_json({"error": f"internal error: the answer is not JSON ({type(exc).__name__})"})
         self._send(status, "application/json", body)
 
-    def _send(self, status: int, content_type: str, body: bytes) -> None:
+    def _send(self, status: int, content_type: str, body: bytes, extra: Tuple[Tuple[str, str], ...] = ()) -> None:
         self._answered = True
-        head = response_head(status, content_type=content_type, content_length=len(body), close=self.close_connection)
+        head = response_head(status, content_type=content_type, content_length=len(body), close=self.close_connection, extra=extra)
         # One write: headers and body in separate sends stall ~40 ms on Nagle + delayed ACK.
         self.wfile.write(head + body)
         self.wfile.flush()
