@@ -48,6 +48,7 @@ COMMANDS = {
     "skills": ("toolscript.cli.commands.skills", "the Claude Code skills a session here would see"),
     "memory": ("toolscript.cli.commands.memory", "what toolscript remembers across sessions"),
     "status": ("toolscript.cli.commands.status", "memory, sessions and this session's gateway at a glance"),
+    "ui": ("toolscript.cli.commands.ui", "a link to the gateway's page: memories, servers, tools"),
     "context": ("toolscript.cli.commands.context", "skills and MCP tools that fit a prompt (the prompt hook)"),
     "hook": ("toolscript.cli.commands.hook", "run a Claude Code hook (used by the plugin)"),
     "hooks-mcp": ("toolscript.cli.commands.hooks_mcp", "answer Claude Code hooks as an MCP server (plugin)"),
