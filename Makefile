@@ -20,7 +20,7 @@ PYTEST_WORKERS ?= auto
 BWRAP_DIR := $(VENV)/peers/bwrap
 BWRAP := $(BWRAP_DIR)/usr/bin/bwrap
 
-.PHONY: build run plugin test venv peers peer-proxy bwrap bench distill-check clean
+.PHONY: build run plugin test venv peers peer-proxy bwrap chromium bench distill-check clean
 
 build:
 	$(PYTHON) build_pyz.py
@@ -61,9 +61,18 @@ bwrap:
 	  && apt-get download bubblewrap >/dev/null 2>&1 && dpkg-deb -x bubblewrap_*.deb . && rm -f bubblewrap_*.deb) \
 	  || echo "bwrap: could not fetch Debian's bubblewrap package; the bubblewrap rung will not be tested"
 
+# Debian's Chromium for the web page's browser test (tests/gateway/test_ui_browser.py), installed with
+# apt-get when we are root (CI); otherwise that test fails under TOOLSCRIPT_REQUIRE_PEERS=1 and says how to get it.
+CHROMIUM := /usr/bin/chromium
+chromium:
+	@test -x $(CHROMIUM) || { [ "$$(id -u)" = 0 ] && export DEBIAN_FRONTEND=noninteractive \
+	  && { apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 \
+	       || { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; }; }; } \
+	  || echo "chromium: not installed (as root: apt-get install -y chromium); the page's browser test will fail"
+
 # TOOLSCRIPT_REQUIRE_PEERS=1 turns a missing peer into a failure, never a skip.
 # The tests run in parallel (each worker has its own HOME, see tests/conftest.py).
-test: venv peers bwrap build
+test: venv peers bwrap chromium build
 	TOOLSCRIPT_REQUIRE_PEERS=1 TOOLSCRIPT_BWRAP=$(CURDIR)/$(BWRAP) $(VPY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 bench: venv peers peer-proxy
