@@ -93,7 +93,8 @@ def tool_index() -> SearchIndex:
 
 
 def tools_shown(queries: Sequence[str], floor: Optional[float] = None, index: Optional[SearchIndex] = None, *,
-                skill_chosen: bool = False, question: bool = False, prompt: str = "", meaning: bool = True) -> List[str]:
+                skill_chosen: bool = False, question: bool = False, prompt: str = "", meaning: bool = True,
+                skill_words: Optional[set] = None) -> List[str]:
     """What the pipeline shows for these queries: each searched by words and by meaning, as the hook asks
     the gateway (``suggest.SEARCH_DEPTH`` hits, no threshold), then ``suggest.select_tools``."""
     index = index or tool_index()
@@ -101,7 +102,8 @@ def tools_shown(queries: Sequence[str], floor: Optional[float] = None, index: Op
     by_words = [index.search(q, limit=suggest.SEARCH_DEPTH, threshold=0, semantic=False) for q in queries]
     by_meaning = [index.search(q, limit=suggest.SEARCH_DEPTH, threshold=0, semantic=True) for q in queries] if meaning else []
     return [hit["id"] for hit in suggest.select_tools(queries, by_words, by_meaning, max_tools=TOP_TOOLS, floor=floor,
-                                                      skill_chosen=skill_chosen, question=question, prompt=prompt)]
+                                                      skill_chosen=skill_chosen, question=question, prompt=prompt,
+                                                      skill_words=skill_words)]
 
 
 def _ratio(numerator: int, denominator: int) -> Optional[float]:
@@ -132,7 +134,7 @@ def evaluate(answer_fn: AnswerFn, split: str, *, floor: Optional[float] = None, 
         local = answer.get("backend") != MODEL
         got_tools = tools_shown(answer.get("toolQueries", []), floor, skill_chosen=local and bool(got_skills),
                                 question=local and suggest_local.asks_question(entry["prompt"]), prompt=entry["prompt"],
-                                meaning=meaning)
+                                meaning=meaning, skill_words=suggest.chosen_skill_words(got_skills, skills))
         want_skills, want_tools = set(entry["skills"]), set(entry["tools"])
         counts["skill_tp"] += len(want_skills.intersection(got_skills))
         counts["skill_suggested"] += len(got_skills)

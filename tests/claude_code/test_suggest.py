@@ -163,6 +163,23 @@ def test_under_the_floor_only_a_clear_winner_is_shown():
     assert ids(suggest.select_tools(["echo text back exactly"], named, [], max_tools=5)) == ["builtin__tools.echo"]
 
 
+def test_a_chosen_skill_covers_only_the_queries_that_share_its_words():
+    from toolscript.claude_code.skills import Skill
+
+    pptx = [Skill("pptx", "Use when creating or editing PowerPoint presentations (.pptx slide decks).", "user", "")]
+    words = suggest.chosen_skill_words(["pptx"], pptx)
+    queries = ["turn meeting notes pptx", "tell current time utc"]
+    by_words = [[hit("office__export", 0.8, server="office")], [hit("clock__get_current_time", 0.9, server="clock")]]
+    request = "turn these meeting notes into a pptx slide deck, and tell me the current time in utc"
+    shown = suggest.select_tools(queries, by_words, [], max_tools=5, skill_chosen=True, prompt=request, skill_words=words)
+    assert ids(shown) == ["clock__get_current_time"]  # the deck is the skill's; the time is not
+    # Without the skill's words (or for a prompt that asks why or how) the skill covers every query.
+    assert suggest.select_tools(queries, by_words, [], max_tools=5, skill_chosen=True, prompt=request) == []
+    asking = "why does my pptx deck look off, and what is the current time in utc?"
+    assert suggest.select_tools(queries, by_words, [], max_tools=5, skill_chosen=True, prompt=asking,
+                                skill_words=words) == []
+
+
 def test_an_obvious_match_by_meaning_is_shown_when_the_words_found_none():
     words = [[hit("time.now", 0.424), hit("shell.pwd", 0.388)]]  # "current" is rarer than "working directory"
     meaning = [[hit("shell.pwd", 0.667), hit("time.now", 0.463)]]

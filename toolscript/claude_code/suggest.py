@@ -255,7 +255,8 @@ def _obvious_by_meaning(hits: Sequence[Dict[str, Any]], named: Optional[set]) ->
 
 def select_tools(queries: Sequence[str], by_words: Sequence[Sequence[Dict[str, Any]]],
                  by_meaning: Sequence[Sequence[Dict[str, Any]]], *, max_tools: int, skill_chosen: bool = False,
-                 question: bool = False, prompt: str = "", floor: Optional[float] = None) -> List[Dict[str, Any]]:
+                 question: bool = False, prompt: str = "", floor: Optional[float] = None,
+                 skill_words: Optional[set] = None) -> List[Dict[str, Any]]:
     """The tools to show for these queries, from each query's hits (best first, words only / with meaning).
 
     Per query: its best hit and those tied with it when the best scores
@@ -265,7 +266,10 @@ def select_tools(queries: Sequence[str], by_words: Sequence[Sequence[Dict[str, A
     chosen skill, or for a question rather than a request, a hit must come
     from a server the prompt (or else the query) names: the skill covers the
     rest, and a question about a concept is the model's -- except an obvious
-    match by meaning for a question.  Then de-duplicated, best ``max_tools``.
+    match by meaning for a question.  Given ``skill_words`` (the words of the
+    chosen skills' names and descriptions), the skill covers only the queries
+    that share one of them, unless the prompt asks why or how: "make a pptx
+    deck, and tell me the time in utc" keeps its time tool.  Then de-duplicated, best ``max_tools``.
     """
     if floor is None:
         from toolscript.claude_code.suggest_local import TOOL_SCORE_FLOOR
@@ -273,13 +277,16 @@ def select_tools(queries: Sequence[str], by_words: Sequence[Sequence[Dict[str, A
         floor = TOOL_SCORE_FLOOR
     best: Dict[str, Dict[str, Any]] = {}
     prompt_words = _words_of(prompt[:4000])
+    # A prompt that asks why or how anywhere wants an explanation: the chosen skill covers all of it.
+    asking = "?" in prompt[:4000] or bool(prompt_words & {"why", "how"})
     for index, query in enumerate(queries):
         said = _words_of(query)
         named = said | prompt_words
+        covered = skill_chosen and (skill_words is None or bool(said & skill_words) or asking)
         words = [h for h in (by_words[index] if index < len(by_words) else []) if isinstance(h.get("id"), str)]
         meaning = [h for h in (by_meaning[index] if index < len(by_meaning) else []) if isinstance(h.get("id"), str)]
-        kept = (_best_by_words(words, said, named if skill_chosen or question else None, floor)
-                or _obvious_by_meaning(meaning, named if skill_chosen else None))
+        kept = (_best_by_words(words, said, named if covered or question else None, floor)
+                or _obvious_by_meaning(meaning, named if covered else None))
         for hit in kept:
             score = _score(hit)
             if hit["id"] not in best or score > best[hit["id"]]["score"]:
@@ -289,10 +296,21 @@ def select_tools(queries: Sequence[str], by_words: Sequence[Sequence[Dict[str, A
     return ranked[:max_tools]
 
 
+def chosen_skill_words(names: Sequence[str], skills: Sequence[Any]) -> set:
+    """The words of the chosen skills' names and descriptions: the queries a chosen skill covers share one."""
+    chosen = set(names)
+    words: set = set()
+    for skill in skills:
+        if getattr(skill, "name", None) in chosen:
+            words |= _words_of(skill.name) | _words_of(getattr(skill, "description", ""))
+    return words
+
+
 def search_gateway(url: str, queries: Sequence[str], *, timeout: float, max_tools: int,
                    floor: Optional[float] = None, errors: Optional[List[str]] = None,
                    skill_chosen: bool = False, question: bool = False, prompt: str = "",
-                   wait: float = 0.0, pending: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+                   wait: float = 0.0, pending: Optional[List[str]] = None,
+                   skill_words: Optional[set] = None) -> List[Dict[str, Any]]:
     """Every query searched on the gateway at once, by words and by meaning (one thread each); a failing
     search only loses its own hits.  ``select_tools`` picks what is shown (``floor`` and the flags are its).
 
@@ -329,7 +347,8 @@ def search_gateway(url: str, queries: Sequence[str], *, timeout: float, max_tool
         errors.append(f"gateway search took longer than {timeout:.1f}s; its late answers were dropped")
     n = len(queries)
     return select_tools(queries, [list(r) for r in results[:n]], [list(r) for r in results[n:]], max_tools=max_tools,
-                        skill_chosen=skill_chosen, question=question, prompt=prompt, floor=floor)
+                        skill_chosen=skill_chosen, question=question, prompt=prompt, floor=floor,
+                        skill_words=skill_words)
 
 
 # -- the context text ---------------------------------------------------------------------------
@@ -580,7 +599,8 @@ def suggest(
         tools = search_gateway(gateway_url, queries, timeout=remaining, max_tools=max_tools, errors=errors,
                                skill_chosen=local and bool(answer.get("skills")),
                                question=local and suggest_local.asks_question(text), prompt=text,
-                               wait=remaining - SEARCH_MARGIN, pending=pending)
+                               wait=remaining - SEARCH_MARGIN, pending=pending,
+                               skill_words=chosen_skill_words(answer.get("skills", []), found))
         if pending:
             late = f"servers still connecting at the end of the budget, not searched: {', '.join(sorted(set(pending)))}"
             reason = f"{reason}; {late}" if reason else late
