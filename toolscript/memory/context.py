@@ -225,6 +225,8 @@ def _source(memory: "Memory") -> str:
             parts = tool.split("__")
             tool = "MCP %s.%s" % ("__".join(parts[1:-1]), parts[-1])
         return _UNSAFE_SOURCE.sub("_", tool)[:48] or "action"
+    if str(memory.tool or "").startswith("claude-code:"):  # imported from Claude Code's memory: its file and line
+        return _UNSAFE_SOURCE.sub("_", "Claude Code " + str(memory.tool)[12:].replace(":", " line "))[:60]
     return _KIND_SOURCES.get(str(memory.kind), "record")
 
 
@@ -510,6 +512,9 @@ def inject(store: Any, query: str, *, project: str, session: str, budget_tokens:
     else:
         newest = store.recent(project=project, limit=MAX_RECENT_BULLETS * 2 + _extra(exclude), exclude_session=session or None)
         related = [(m, 1.0) for m in newest if m.id not in exclude]
+    from toolscript.memory.automemory import drop_loaded  # Claude Code put these in the context at session start
+
+    related = drop_loaded(related, project)
     recent = store.recent(project=project, session=session, limit=SHIFT_LOOKBACK) if session and words else []
     return render_inject(query, related, recent, now=now, budget_tokens=budget_tokens, shown=shown)
 
@@ -526,4 +531,7 @@ def brief(store: Any, query: str, *, project: str, session: str, budget_tokens: 
         return ""
     found = store.search(words, project=project, limit=10 + _extra(exclude))
     related = [(m, s) for m, s in found if (not session or m.session != session) and m.id not in exclude]
+    from toolscript.memory.automemory import drop_loaded  # Claude Code put these in the context at session start
+
+    related = drop_loaded(related, project)
     return render_brief(query, related, now=now, budget_tokens=budget_tokens, shown=shown)
