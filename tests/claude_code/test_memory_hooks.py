@@ -199,3 +199,49 @@ def test_a_brief_budget_of_zero_turns_the_brief_off(project):
     trust_project_file(project / ".toolscript.json", os.environ)
     assert hooks.pre_tool_use(event(project, "s-new", tool_name="Bash", tool_input={"command": "make deploy-canary"})) is None
     assert hooks.prompt(event(project, "s-new", prompt="the deploy-canary make target"))  # the rest of memory stays on
+
+
+# -- beside Claude Code's own memory ------------------------------------------------------------------
+
+
+def test_the_prompt_and_session_start_leave_out_what_claude_codes_index_loaded(project, tmp_path):
+    """An entry of MEMORY.md's loaded head is in Claude's context from the start; its topic files are not."""
+    from toolscript.memory import automemory
+    from toolscript.memory.store import open_store
+
+    folder = tmp_path / "home" / ".claude" / "projects" / automemory.project_key(str(project)) / "memory"
+    folder.mkdir(parents=True)
+    (folder / "MEMORY.md").write_text("# Memory\n\n- The canary deploy needs the VPN up\n")
+    (folder / "deploys.md").write_text("# Deploys\n\n- The canary deploy runs make deploy-canary from main\n")
+    with open_store(str(tmp_path / "data" / "memory.db")) as db:
+        automemory.import_folder(db, str(folder), str(project))
+    started = hooks.session_start(event(project, "s-new")) or ""
+    prompted = hooks.prompt(event(project, "s-next", prompt="how does the canary deploy work")) or ""
+    assert "VPN" not in started and "VPN" not in prompted
+    assert "make deploy-canary from main" in started and "make deploy-canary from main" in prompted
+
+
+def test_memory_turned_off_by_a_project_file_not_yet_trusted_records_and_injects_nothing(project):
+    """Trust guards what a repository makes toolscript do; turning memory off only does less, so it counts at once."""
+    bash(project, "s-old", "make deploy-canary", stdout="canary deployed")
+    (project / ".toolscript.json").write_text(json.dumps({"memory": {"enabled": False}}))
+    assert hooks.session_start(event(project, "s-new")) is None
+    assert hooks.prompt(event(project, "s-new", prompt="the deploy-canary make target")) is None
+    assert hooks.pre_tool_use(event(project, "s-new", tool_name="Bash", tool_input={"command": "make deploy-canary"})) is None
+    bash(project, "s-new", "make deploy-staging")
+    (project / ".toolscript.json").unlink()
+    from toolscript.memory.store import open_store
+
+    with open_store() as db:
+        assert [m.content for m in db.recent(project=str(project), limit=10) if "staging" in m.content] == []
+
+
+def test_only_memory_off_counts_from_an_untrusted_project_file(project):
+    """Its other memory keys (a data directory, budgets) still wait for the user's trust."""
+    from toolscript.config import keys
+
+    (project / ".toolscript.json").write_text(json.dumps({"memory": {"enabled": True, "injectBudget": 5}}))
+    settings, _ = keys.memory_settings(None, str(project))
+    assert settings["enabled"] is True and settings["injectBudget"] == 600
+    (project / ".toolscript.json").write_text(json.dumps({"memory": False}))
+    assert keys.memory_settings(None, str(project))[0]["enabled"] is False

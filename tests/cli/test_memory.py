@@ -77,6 +77,7 @@ def test_every_memory_action_parses():
                  ["memory", "capture", "--content", "test"], ["memory", "capture-response", "--content", "x"],
                  ["memory", "brief", "--query", "q"], ["memory", "search", "x"], ["memory", "list"], ["memory", "show", "1"],
                  ["memory", "timeline", "1"], ["memory", "forget", "1"], ["memory", "export"], ["memory", "import", "-"],
+                 ["memory", "import", "--from-claude-code"], ["memory", "add", "a fact"],
                  ["status"], ["setup"]):
         args = cli.build_parser(argv).parse_args(argv)
         assert callable(args.handler), argv
@@ -300,3 +301,67 @@ def test_session_start_by_hand_is_idempotent_and_ends_the_one_it_began_before(wo
     (other / ".git").mkdir(parents=True)
     elsewhere = json.loads(world.cli("--json", "memory", "session", "start", cwd=other).stdout)
     assert elsewhere["ended"] is None and session_states(world)["by-hand"] == "active"
+
+
+# -- facts on purpose, and Claude Code's own memory -------------------------------------------------
+
+
+def test_memory_add_stores_a_fact_once_redacted_with_the_user_as_its_source(world):
+    added = world.cli("--json", "memory", "add", "The staging DB token is ghp_abcdefghijklmnopqrstuvwxyz0123456789, reset nightly")
+    assert added.returncode == 0, added.stderr
+    first = json.loads(added.stdout)
+    assert first["stored"] is True and first["redacted"] is True
+    again = json.loads(world.cli("--json", "memory", "add", "The staging DB token is ghp_abcdefghijklmnopqrstuvwxyz0123456789, "
+                                 "reset nightly").stdout)
+    assert again["id"] == first["id"] and again["stored"] is False
+    [memory] = world.memories()
+    assert memory["source"] == "user" and memory["kind"] == "note" and "ghp_abcdef" not in memory["content"]
+    other = world.root / "other"
+    (other / ".git").mkdir(parents=True)
+    plain = world.cli("memory", "add", "Other's fact", "--project", other)
+    assert plain.returncode == 0 and plain.stdout.strip().isdigit()
+    assert [m["content"] for m in world.memories("--cwd", other)] == ["Other's fact"]
+
+
+def test_memory_import_from_claude_code_mirrors_its_files_with_their_source(world):
+    from toolscript.memory.automemory import project_key
+
+    home = world.root / "home"
+    folder = home / ".claude" / "projects" / project_key(str(world.project)) / "memory"
+    folder.mkdir(parents=True)
+    (folder / "MEMORY.md").write_text("# Memory\n\n- Use pnpm, not npm\n- [Deploys](deploys.md)\n")
+    (folder / "deploys.md").write_text("---\nname: deploys\n---\n# Deploys\n\n- Canary first, then all regions\n")
+    first = world.cli("memory", "import", "--from-claude-code")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.strip() == f"3 added, 0 updated, 0 unchanged, 0 removed from 2 files in {folder}"
+    again = json.loads(world.cli("--json", "memory", "import", "--from-claude-code").stdout)
+    assert (again["added"], again["unchanged"]) == (0, 3) and again["project"] == str(world.project)
+    sources = sorted(m["source"] for m in world.memories())
+    assert sources == [f"{folder}/MEMORY.md:3", f"{folder}/MEMORY.md:4", f"{folder}/deploys.md:6"]
+    shown = world.cli("memory", "show", str(world.memories()[0]["id"]))
+    assert f"source {folder}/" in shown.stdout
+    # CLAUDE_CONFIG_DIR moves Claude Code's folder, and the import follows it.
+    missing = world.cli("memory", "import", "--from-claude-code", env={"CLAUDE_CONFIG_DIR": str(world.root / "cfg")})
+    assert missing.returncode == 1 and str(world.root / "cfg" / "projects") in missing.stderr
+    assert "--memory-dir" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
+    named = world.cli("--json", "memory", "import", "--from-claude-code", "--memory-dir", folder)
+    assert json.loads(named.stdout)["unchanged"] == 3
+
+
+def test_memory_import_says_what_to_import(world):
+    neither = world.cli("memory", "import")
+    assert neither.returncode == 2 and "--from-claude-code" in neither.stderr
+    both = world.cli("memory", "import", "x.jsonl", "--from-claude-code")
+    assert both.returncode == 2 and "not both" in both.stderr
+
+
+def test_memory_off_for_the_project_refuses_to_store_and_injects_nothing(world):
+    world.cli("memory", "capture", "--content", "Decided: the cache is keyed by tenant")
+    (world.project / ".toolscript.json").write_text(json.dumps({"memory": {"enabled": False}}))
+    for argv in (["memory", "add", "a fact"], ["memory", "capture", "--content", "x"],
+                 ["memory", "import", "--from-claude-code"]):
+        refused = world.cli(*argv)
+        assert refused.returncode == 1 and "memory is turned off for this project" in refused.stderr, (argv, refused)
+    injected = world.cli("memory", "inject", "--query", "cache tenant")
+    assert injected.returncode == 0 and injected.stdout == "" and "turned off" in injected.stderr
+    assert [m["content"] for m in world.memories()] == ["Decided: the cache is keyed by tenant"]  # still readable

@@ -31,7 +31,8 @@ def test_zero_servers_serves_the_builtins(gateway, tmp_path):
     assert [s["name"] for s in client.get("/servers")["servers"]] == ["builtin"]
     ids = [t["id"] for t in client.get("/tools")["tools"]]
     assert ids == ["builtin__time.now", "builtin__tools.echo", "builtin__shell.pwd", "builtin__fs.list_dir", "builtin__fs.read_file",
-                   "builtin__memory.search", "builtin__memory.timeline", "builtin__memory.get"]
+                   "builtin__memory.search", "builtin__memory.timeline", "builtin__memory.get",
+                   "builtin__memory.remember"]
     read = client.post("/call", {"tool": "builtin__fs.read_file", "arguments": {"path": "hello.txt"}})
     assert read["ok"] is True and read["data"]["content"] == "hi there"
     escape = client.post("/call", {"tool": "builtin__fs.read_file", "arguments": {"path": "../../etc/passwd"}})

@@ -33,7 +33,8 @@ def outside_message(path: str, *roots: str) -> str:
 def test_builtin_specs_order_and_timeouts():
     assert list(builtin_specs()) == ["time.now", "tools.echo", "shell.pwd", "fs.list_dir", "fs.read_file"]
     specs = builtin_tools(True)  # and memory's, which the gateway adds after them
-    assert list(specs) == ["time.now", "tools.echo", "shell.pwd", "fs.list_dir", "fs.read_file", "memory.search", "memory.timeline", "memory.get"]
+    assert list(specs) == ["time.now", "tools.echo", "shell.pwd", "fs.list_dir", "fs.read_file", "memory.search", "memory.timeline", "memory.get",
+                           "memory.remember"]
     assert DEFAULT_TIMEOUT == 8.0
     assert all(s.timeout == 8.0 and s.name == name for name, s in specs.items())
 
@@ -436,7 +437,8 @@ def test_outputs_match_output_schemas(root, ctx):
 
 
 def test_select_all_and_none():
-    assert list(builtin_tools(True)) == list(builtin_specs()) + ["memory.search", "memory.timeline", "memory.get"]
+    assert list(builtin_tools(True)) == list(builtin_specs()) + ["memory.search", "memory.timeline", "memory.get",
+                           "memory.remember"]
     assert builtin_tools(False) == {}
 
 
@@ -452,7 +454,7 @@ def test_select_unknown_name():
         builtin_tools(["time.now", "fs.write_file"])
     assert str(info.value) == (
         'unknown built-in tool "fs.write_file"; known built-in tools: '
-        "time.now, tools.echo, shell.pwd, fs.list_dir, fs.read_file, memory.search, memory.timeline, memory.get"
+        "time.now, tools.echo, shell.pwd, fs.list_dir, fs.read_file, memory.search, memory.timeline, memory.get, memory.remember"
     )
     with pytest.raises(UserError) as info:
         builtin_tools(["a", "b"])

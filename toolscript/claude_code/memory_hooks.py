@@ -64,10 +64,9 @@ def _settings(event: Mapping[str, Any]) -> Tuple[Dict[str, Any], bool]:
     settings, problems = configkeys.memory_settings(None, cwd)
     for problem in problems:
         hooks.logger().warning("memory: %s (the default applies)", problem)
-    flag = os.environ.get("TOOLSCRIPT_MEMORY", "").strip().lower()
-    if flag in ("0", "false", "no", "off"):
-        return settings, False
-    return settings, bool(settings.get("enabled", True)) or flag in ("1", "true", "yes", "on")
+    from toolscript.memory import enabled
+
+    return settings, enabled(settings)
 
 
 HOOK_BUSY_TIMEOUT_MS = 2000  # a hook waits this long for another writer, well inside its own timeout

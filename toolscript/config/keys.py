@@ -257,4 +257,31 @@ def suggestion_settings(named: Optional[List[str]] = None, cwd: Optional[str] = 
 
 def memory_settings(named: Optional[List[str]] = None, cwd: Optional[str] = None,
                     environ: Optional[Mapping[str, str]] = None) -> Tuple[Dict[str, Any], List[str]]:
-    return section_settings(MEMORY_KEY, named, cwd, environ)
+    """The memory section's settings; a project file turns memory off even before the user trusts it.
+
+    Trust guards what a repository could make toolscript do (run a server,
+    read a directory); ``"memory": false`` or ``{"enabled": false}`` only
+    makes it do less, so a project that asks to be left out of memory is
+    left out at once.  Its other memory keys still wait for trust.
+    """
+    settings, problems = section_settings(MEMORY_KEY, named, cwd, environ)
+    project = project_path(named, cwd, environ)
+    if settings["enabled"] and project is not None and _turned_off(project):
+        settings["enabled"] = False
+    return settings, problems
+
+
+def _turned_off(path: str) -> bool:
+    """Whether the file at ``path`` says ``"memory": false`` or ``"memory": {"enabled": false}`` (unreadable: no)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return False
+    if json.dumps(MEMORY_KEY).encode("utf-8") not in data:
+        return False
+    try:
+        value = json.loads(data.decode("utf-8-sig")).get(MEMORY_KEY)
+    except (ValueError, AttributeError, RecursionError):
+        return False
+    return value is False or (isinstance(value, dict) and value.get("enabled") is False)

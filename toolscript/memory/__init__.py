@@ -70,3 +70,15 @@ def project_root(cwd: str) -> str:
         if parent == current:
             return start
         current = parent
+
+
+OFF_MESSAGE = ('memory is turned off for this project ("memory": {"enabled": false} in its config, or TOOLSCRIPT_MEMORY=0); '
+               'remove that to use it again')
+
+
+def enabled(settings: Any, environ: Any = None) -> bool:
+    """Whether memory is on: ``TOOLSCRIPT_MEMORY`` (0/1) first, then the settings' ``enabled`` (default on)."""
+    flag = (os.environ if environ is None else environ).get("TOOLSCRIPT_MEMORY", "").strip().lower()
+    if flag in ("0", "false", "no", "off"):
+        return False
+    return flag in ("1", "true", "yes", "on") or bool(settings.get("enabled", True))

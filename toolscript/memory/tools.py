@@ -1,11 +1,15 @@
-"""Memory as built-in tools: ``memory.search``, ``memory.timeline``, ``memory.get``.
+"""Memory as built-in tools: ``memory.search``, ``memory.timeline``, ``memory.get``, ``memory.remember``.
 
 Progressive disclosure, as claude-mem does it: search gives ids and one-line
 summaries, timeline what happened around one of them, get the full text of
 the few worth reading.  An agent reaches them like any tool: ``toolscript
 search "memory"``, then ``tools.builtin.memory_search(query=...)`` from
 ``exec``.  They read the project of the gateway's workspace (its git root),
-from the database the config names (``memory.dataDir``), and never write.
+from the database the config names (``memory.dataDir``); only ``memory.remember``
+writes: one fact the model chose to keep, redacted like every memory
+(``remember`` below, which ``toolscript memory add`` uses too).  With memory
+turned off for the project (``"memory": {"enabled": false}``) every one of them
+fails with a message that says so.
 
 All three are scoped alike: this project's memories only, unless
 ``allProjects`` is set.  An id of another project's memory is not read; it
@@ -61,6 +65,21 @@ def memory_specs() -> List[ToolSpec]:
             }, ["ids"]),
             handler=_get,
         ),
+        ToolSpec(
+            name="memory.remember",
+            description=(
+                "Keep one fact about this project for later sessions (a decision, a convention, where something "
+                "lives), stored as a memory that later prompts and memory.search find. Secrets are redacted before "
+                "it is stored; the same fact twice is kept once."
+            ),
+            input_schema=_schema({
+                "text": {"type": "string", "minLength": 1, "maxLength": 4000,
+                         "description": "The fact, in one or two sentences, e.g. 'Releases are tagged vX.Y.Z from main'."},
+                "files": {"type": "array", "items": {"type": "string", "minLength": 1}, "maxItems": 10,
+                          "description": "Files the fact is about (optional)."},
+            }, ["text"]),
+            handler=_remember,
+        ),
     ]
 
 
@@ -68,19 +87,24 @@ def _schema(properties: Dict[str, Any], required: List[str]) -> Dict[str, Any]:
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
-def _open(context: ToolContext):
-    """The memory database read-only, or None when there is none yet."""
+def _open(context: ToolContext, write: bool = False):
+    """The memory database (read-only unless ``write``), or None when there is none yet and nothing is to be written.
+
+    Memory turned off for the project is a ToolFailure that says so.
+    """
     from toolscript.config import keys as configkeys
-    from toolscript.memory import store
+    from toolscript.memory import OFF_MESSAGE, enabled, store
 
     workspace = context.workspace_roots[0] if context.workspace_roots else os.getcwd()
     settings, _ = configkeys.memory_settings(None, workspace)
+    if not enabled(settings):
+        raise ToolFailure(OFF_MESSAGE)
     data = settings.get("dataDir")
     path = os.path.join(os.path.expanduser(data), "memory.db") if data else store.default_path()
-    if not os.path.exists(path):
+    if not write and not os.path.exists(path):
         return None
     try:
-        return store.open_store(path, readonly=True)
+        return store.open_store(path, readonly=not write)
     except store.StoreError as exc:
         raise ToolFailure(str(exc)) from exc
 
@@ -147,3 +171,36 @@ def _get(args: Dict[str, Any], context: ToolContext) -> Dict[str, Any]:
         "otherProject": [i for i in args["ids"] if i in owners],
         "about": ABOUT,
     }
+
+
+def remember(db: Any, project: str, text: str, *, source: str, session: str = "", files: Any = ()) -> Dict[str, Any]:
+    """Store ``text`` as a note of ``project`` from ``source`` ("remember": the model, "user": the command line).
+
+    ``{"id", "stored", "redacted"}``: ``stored`` is False when the same fact
+    (after redaction) is already a note of the project, whose id is given;
+    ``id`` is None when nothing was left to store (only ``<private>`` text).
+    ``redacted`` says a secret was taken out.
+    """
+    from toolscript.memory.redact import clean
+
+    cleaned = clean(text).strip()
+    row = db.conn.execute("SELECT id FROM memories WHERE project = ? AND kind = 'note' AND content = ? ORDER BY id LIMIT 1",
+                          (project, cleaned)).fetchone() if cleaned else None
+    if row is not None:
+        return {"id": int(row[0]), "stored": False, "redacted": cleaned != text.strip()}
+    memory_id = db.add(session=session, project=project, kind="note", content=text, tool=source, files=list(files or ()))
+    return {"id": memory_id, "stored": memory_id is not None, "redacted": cleaned != text.strip()}
+
+
+def _remember(args: Dict[str, Any], context: ToolContext) -> Dict[str, Any]:
+    db = _open(context, write=True)
+    session = os.environ.get("CLAUDE_CODE_SESSION_ID") or os.environ.get("CLAUDE_SESSION_ID") or ""
+    with db:
+        result = remember(db, _project(context), args["text"], source="remember", session=session,
+                          files=args.get("files") or ())
+    if result["id"] is None:
+        raise ToolFailure("nothing to remember: the text was empty once <private> parts were removed")
+    note = "stored; later sessions find it with memory.search" if result["stored"] else "already remembered: nothing added"
+    if result["redacted"]:
+        note += "; a secret in it was redacted"
+    return dict(result, note=note, about=ABOUT)

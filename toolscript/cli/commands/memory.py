@@ -31,6 +31,13 @@ examples:
   toolscript memory inject --query "fix the clustering bug"
   toolscript memory forget --from-session 3f1c... --yes
   toolscript memory export --output memories.jsonl
+  toolscript memory add "Releases are tagged vX.Y.Z from main"
+  toolscript memory import --from-claude-code
+
+"memory": {"enabled": false} in a project's .toolscript.json turns memory off
+for that project (honoured before the file is trusted): nothing is recorded or
+injected, add, capture and import refuse, the memory tools fail saying so;
+search, list, show, export and forget still reach what is stored.
 """
 
 CURRENT_SESSION = "current_session"  # <data dir>/current_session: the session `memory session start` began
@@ -105,8 +112,17 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
     export.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
     _inherit(export, scope)
 
-    imported = add_action(actions, "import", common, "memories from JSON lines (duplicates skipped)", _IMPORT_HELP, _import)
-    imported.add_argument("file", help="a file written by 'memory export'; - reads stdin")
+    imported = add_action(actions, "import", common, "memories from JSON lines, or Claude Code's memory files", _IMPORT_HELP, _import)
+    imported.add_argument("file", nargs="?", help="a file written by 'memory export'; - reads stdin")
+    imported.add_argument("--from-claude-code", action="store_true",
+                          help="import the project's Claude Code auto memory (MEMORY.md and its topic files)")
+    imported.add_argument("--memory-dir", metavar="DIR", help="with --from-claude-code: read this folder instead of the one Claude Code uses")
+    imported.add_argument("--project", metavar="DIR", help="the project is this directory's (default: the current directory)")
+
+    add = add_action(actions, "add", common, "remember a fact on purpose", _ADD_HELP, _add)
+    add.add_argument("text", help="the fact; - reads stdin")
+    add.add_argument("--files", default="", metavar="A,B", help="files it is about")
+    add.add_argument("--project", metavar="DIR", help="the project is this directory's (default: the current directory)")
 
 
 def _inherit(parser: argparse.ArgumentParser, *parents: argparse.ArgumentParser, skip=()) -> None:
@@ -188,8 +204,30 @@ examples:
   toolscript memory export --all-projects > all.jsonl
 """
 _IMPORT_HELP = """\
+A file from 'memory export' adds its memories, skipping those already stored.
+
+--from-claude-code reads Claude Code's auto memory of the project: MEMORY.md
+(the index whose first 200 lines Claude Code loads at session start) and the
+topic files beside it, in ~/.claude/projects/<project>/memory/ (or where
+CLAUDE_CONFIG_DIR, CLAUDE_CODE_REMOTE_MEMORY_DIR or autoMemoryDirectory put
+it).  Each bullet or paragraph becomes a memory whose source is its file and
+line.  Running it again mirrors the files: unchanged entries stay, changed ones
+are replaced, removed ones are forgotten.  The hooks never inject an entry
+Claude Code already loaded from MEMORY.md.
+
 examples:
   toolscript memory import memories.jsonl
+  toolscript memory import --from-claude-code
+  toolscript memory import --from-claude-code --project ~/src/app --json
+"""
+_ADD_HELP = """\
+Stores one fact as a note of the project (source "user"), redacted like every
+memory; the same fact again is not stored twice.  The model does the same with
+the memory.remember tool.
+
+examples:
+  toolscript memory add "Releases are tagged vX.Y.Z from main"
+  toolscript memory add "The staging DB is reset nightly" --project ~/src/app --json
 """
 
 
@@ -206,12 +244,22 @@ def _settings(args: argparse.Namespace) -> Dict[str, Any]:
 
 
 def _cwd(args: argparse.Namespace) -> str:
-    cwd = getattr(args, "cwd", None)
-    if cwd:
-        if not os.path.isdir(cwd):
-            raise UserError(f"--cwd {cwd}: no such directory", exit_code=2)
-        return os.path.abspath(cwd)
+    # add and import name the project with --project; forget's --project is what to delete, not where to look.
+    for option in ("cwd", "project") if getattr(args, "action", "") in ("add", "import") else ("cwd",):
+        given = getattr(args, option, None)
+        if given:
+            if not os.path.isdir(given):
+                raise UserError(f"--{option} {given}: no such directory", exit_code=2)
+            return os.path.abspath(given)
     return os.getcwd()
+
+
+def _require_enabled(args: argparse.Namespace) -> None:
+    """Refuse to store anything in a project whose memory is turned off (one line that says how to turn it on)."""
+    from toolscript.memory import OFF_MESSAGE, enabled
+
+    if not enabled(_settings(args)):
+        raise UserError(OFF_MESSAGE, exit_code=1)
 
 
 def _project(args: argparse.Namespace) -> Optional[str]:
@@ -243,8 +291,10 @@ def _content(value: Optional[str]) -> str:
 
 
 def _row(memory: Any) -> Dict[str, Any]:
+    from toolscript.memory.automemory import source
+
     return {"id": memory.id, "session": memory.session, "project": memory.project, "kind": memory.kind, "tool": memory.tool,
-            "files": list(memory.files), "content": memory.content, "created": memory.created,
+            "source": source(memory), "files": list(memory.files), "content": memory.content, "created": memory.created,
             "createdIso": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(memory.created))}
 
 
@@ -360,6 +410,7 @@ def _clear_current(args: argparse.Namespace, session: str) -> None:
 def _capture(args: argparse.Namespace) -> int:
     from toolscript.memory import project_root
 
+    _require_enabled(args)
     content = _content(args.content)
     files = [f.strip() for f in args.files.split(",") if f.strip()]
     with _open(args) as db:
@@ -377,6 +428,7 @@ def _capture(args: argparse.Namespace) -> int:
 def _capture_response(args: argparse.Namespace) -> int:
     from toolscript.memory import capture, project_root
 
+    _require_enabled(args)
     text = _content(args.content) if args.content is not None else os.environ.get("RESPONSE_SUMMARY", "")
     if args.content is None and not text:
         logger.warning("RESPONSE_SUMMARY not set, using empty")
@@ -413,8 +465,14 @@ def _context(args: argparse.Namespace, kind: str, variable: str, budget_key: str
     lost its input: one warning says what to pass, and the command goes on.
     An explicit ``--query ""`` is a choice and goes on quietly.
     """
-    from toolscript.memory import context, project_root
+    from toolscript.memory import context, enabled, project_root
 
+    if not enabled(_settings(args)):
+        logger.warning("memory %s: memory is turned off for this project, so nothing is %s", kind,
+                       "injected" if kind == "inject" else "briefed")
+        if args.json:
+            print_json({"context": ""})
+        return 0
     source = "--query" if args.query is not None else f"${variable}"
     query = args.query if args.query is not None else os.environ.get(variable, "")
     if args.query is None and not query.strip():
@@ -479,8 +537,10 @@ def _show(args: argparse.Namespace) -> int:
         print_json([_row(m) for m in memories])
     else:
         for memory in memories:
+            from toolscript.memory.automemory import source
+
             echo(f"#{memory.id}  {memory.kind}  {time.strftime('%Y-%m-%d %H:%M', time.localtime(memory.created))}"
-                  f"  session {memory.session or '-'}" + (f"  tool {memory.tool}" if memory.tool else ""))
+                  f"  session {memory.session or '-'}" + (f"  source {source(memory)}" if memory.tool else ""))
             if memory.files:
                 echo("files: " + ", ".join(memory.files))
             echo(memory.content)
@@ -568,6 +628,15 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
+    _require_enabled(args)
+    if args.from_claude_code:
+        if args.file:
+            raise UserError("give a file or --from-claude-code, not both", exit_code=2)
+        return _import_claude_code(args)
+    if args.memory_dir:
+        raise UserError("--memory-dir goes with --from-claude-code", exit_code=2)
+    if not args.file:
+        raise UserError("say what to import: a file from 'memory export' (- reads stdin), or --from-claude-code", exit_code=2)
     try:
         stream = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
     except OSError as exc:
@@ -581,6 +650,52 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import_claude_code(args: argparse.Namespace) -> int:
+    """``memory import --from-claude-code``: mirror the project's Claude Code memory folder into its memories."""
+    from toolscript.memory import automemory, project_root
+
+    cwd = _cwd(args)
+    folder = os.path.abspath(args.memory_dir) if args.memory_dir else automemory.folder(cwd)
+    if not os.path.isdir(folder):
+        raise UserError(f"no Claude Code memory for this project at {folder}: Claude Code writes it when its auto memory "
+                        "is on; or name the folder with --memory-dir", exit_code=1)
+    project = project_root(cwd)
+    with _open(args) as db:
+        done = automemory.import_folder(db, folder, project)
+    for skipped in done.skipped:
+        logger.warning("memory import: skipped %s", skipped)
+    logger.info("memory import: %s into project %s", folder, project)
+    if args.json:
+        print_json(dict(done._asdict(), project=project))
+    else:
+        print(f"{done.added} added, {done.updated} updated, {done.unchanged} unchanged, {done.removed} removed "
+              f"from {len(done.files)} file{'' if len(done.files) == 1 else 's'} in {folder}")
+    return 0
+
+
+def _add(args: argparse.Namespace) -> int:
+    """``memory add TEXT``: one fact stored on purpose (source "user")."""
+    from toolscript.memory import project_root
+    from toolscript.memory.tools import remember
+
+    _require_enabled(args)
+    text = _content(args.text)
+    files = [f.strip() for f in args.files.split(",") if f.strip()]
+    with _open(args) as db:
+        result = remember(db, project_root(_cwd(args)), text, source="user", session=_session_id(args), files=files)
+    if args.json:
+        print_json(result)
+    elif result["id"] is None:
+        raise UserError("nothing stored: the text was empty once <private> parts were removed", exit_code=1)
+    else:
+        print(result["id"])
+        if not result["stored"]:
+            print(f"already remembered as memory {result['id']}: nothing added", file=sys.stderr)
+        if result["redacted"]:
+            print("a secret in it was redacted before it was stored", file=sys.stderr)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:  # pragma: no cover - every action has its own handler
-    raise UserError("say what to do: toolscript memory search|list|show|inject|capture|forget|export|import|session (see --help)", exit_code=2)
+    raise UserError("say what to do: toolscript memory search|list|show|add|inject|capture|forget|export|import|session (see --help)", exit_code=2)
 
