@@ -249,3 +249,19 @@ def test_an_injected_entry_says_which_claude_code_file_and_line_it_came_from(wor
         automemory.import_folder(db, str(world.folder), str(world.project))
         text = context.inject(db, "flaky login test", project=str(world.project), session="s-new")
     assert 'Claude Code debugging.md line 3: "Flaky: The login test is flaky under parallel runs"' in text
+
+
+def test_with_claude_codes_auto_memory_off_its_index_entries_are_injected(world, tmp_path, monkeypatch):
+    """Claude Code loads no index then, so toolscript is the only one to bring the entries back."""
+    world.write("MEMORY.md", "- Deploys go through the canary stage first\n")
+    with world.store() as db:
+        automemory.import_folder(db, str(world.folder), str(world.project))
+        assert "canary stage" not in context.inject(db, "canary deploys", project=str(world.project), session="s1")
+        monkeypatch.setenv("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1")
+        assert "canary stage" in context.inject(db, "canary deploys", project=str(world.project), session="s2")
+        monkeypatch.delenv("CLAUDE_CODE_DISABLE_AUTO_MEMORY")
+        (tmp_path / "home" / ".claude" / "settings.json").write_text('{"autoMemoryEnabled": false}')
+        assert "canary stage" in context.inject(db, "canary deploys", project=str(world.project), session="s3")
+        (world.project / ".claude").mkdir()
+        (world.project / ".claude" / "settings.local.json").write_text('{"autoMemoryEnabled": true}')
+        assert "canary stage" not in context.inject(db, "canary deploys", project=str(world.project), session="s4")

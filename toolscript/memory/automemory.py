@@ -28,7 +28,8 @@ longer in the files is forgotten.
 
 ``drop_loaded`` is what keeps the hooks from saying again what Claude Code
 said at session start: a memory imported from the index is left out of what
-is injected while its text is still in the index's loaded head.
+is injected while its text is still in the index's loaded head and Claude
+Code's auto memory is on (``loads_index``).
 """
 
 import json
@@ -84,17 +85,7 @@ def folder(cwd: str, environ: Optional[Mapping[str, str]] = None) -> str:
 
 def _configured_folder(settings: str, home: str) -> str:
     """``autoMemoryDirectory`` of one settings file, absolute, or "" (no file, no key, or not a usable path)."""
-    try:
-        with open(settings, "rb") as f:
-            data = f.read(1_000_000)
-    except OSError:
-        return ""
-    if b"autoMemoryDirectory" not in data:
-        return ""
-    try:
-        value = json.loads(data.decode("utf-8-sig")).get("autoMemoryDirectory")
-    except (ValueError, AttributeError, RecursionError):
-        return ""
+    value = _setting(settings, "autoMemoryDirectory")
     if not isinstance(value, str) or not value.strip():
         return ""
     value = value.strip()
@@ -154,6 +145,54 @@ def _base36(number: int) -> str:
         out = digits[rest] + out
         if not number:
             return out
+
+
+def loads_index(cwd: str, environ: Optional[Mapping[str, str]] = None) -> bool:
+    """Whether Claude Code loads the index at session start here: its auto memory is on.
+
+    Off with ``CLAUDE_CODE_DISABLE_AUTO_MEMORY`` (1/true/yes/on; 0/false/no/off
+    forces it on), with ``CLAUDE_CODE_SIMPLE`` (``--bare``), or with
+    ``"autoMemoryEnabled": false`` in the managed, local, project or user
+    settings (the first of those that sets it).
+    """
+    env = os.environ if environ is None else environ
+    flag = env.get("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "").strip().lower()
+    if flag in _TRUE:
+        return False
+    if flag in ("0", "false", "no", "off"):
+        return True
+    if env.get("CLAUDE_CODE_SIMPLE", "").strip().lower() in _TRUE:
+        return False
+    from toolscript import paths
+
+    root = canonical_root(cwd)
+    here = os.path.realpath(cwd)
+    for settings in (MANAGED_SETTINGS, os.path.join(here, ".claude", "settings.local.json"),
+                     os.path.join(here, ".claude", "settings.json"), os.path.join(root, ".claude", "settings.local.json"),
+                     os.path.join(root, ".claude", "settings.json"), os.path.join(paths.claude_config_dir(env), "settings.json")):
+        value = _setting(settings, "autoMemoryEnabled")
+        if isinstance(value, bool):
+            return value
+    return True
+
+
+_TRUE = ("1", "true", "yes", "on")
+
+
+def _setting(path: str, key: str) -> Any:
+    """``key`` of the settings file at ``path``, or None (no file, not JSON, not set)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(1_000_000)
+    except OSError:
+        return None
+    if key.encode("ascii") not in data:
+        return None
+    try:
+        document = json.loads(data.decode("utf-8-sig"))
+    except (ValueError, RecursionError):
+        return None
+    return document.get(key) if isinstance(document, dict) else None
 
 
 # -- what is in the files ----------------------------------------------------------------------------
@@ -255,7 +294,7 @@ def drop_loaded(related: Sequence[_Item], project: str, environ: Optional[Mappin
     def from_index(item: Any) -> bool:
         return str(memory_of(item).tool or "").startswith(SOURCE_PREFIX + INDEX + ":")
 
-    if not any(from_index(item) for item in related):
+    if not any(from_index(item) for item in related) or not loads_index(project, environ):
         return list(related)
     index = os.path.join(folder(project, environ), INDEX)
     try:
