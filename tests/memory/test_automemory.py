@@ -121,12 +121,14 @@ def test_entries_are_bullets_and_paragraphs_under_their_heading_with_their_line(
     assert not any("type: project" in e.text for e in found)  # the front matter is not a memory
 
 
-def test_the_loaded_head_is_200_lines_and_at_most_25_kb():
-    many = "".join("- fact %d\n" % i for i in range(300))
-    assert automemory.loaded_head(many).splitlines()[-1] == "- fact 199"
-    wide = "".join("- %s\n" % ("x" * 999) for _ in range(100))
+def test_the_loaded_head_is_200_lines_and_at_most_25000_characters_as_claude_code_cuts_it():
+    many = "\n\n" + "".join("- fact %d\n" % i for i in range(300))
+    assert automemory.loaded_head(many).splitlines()[-1] == "- fact 199"  # leading blank lines do not count
+    wide = "".join("- %s\n" % ("\u00e9" * 300) for _ in range(100))  # 303 characters, 603 bytes a line
     head = automemory.loaded_head(wide)
-    assert len(head.encode()) <= 25_000 and head.splitlines()[-1] == "- " + "x" * 999
+    assert len(head.splitlines()) == 82 and head.splitlines()[-1] == "- " + "\u00e9" * 300  # characters, not bytes
+    one_line = "- " + "x" * 30000
+    assert automemory.loaded_head(one_line) == one_line[:25000]
 
 
 # -- importing -------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 Claude Code keeps, per project, a folder of markdown files it writes at the
 model's discretion: ``MEMORY.md``, an index whose first ``LOADED_LINES`` lines
-(at most ``LOADED_BYTES`` bytes) are put into every session's context at its
+(at most ``LOADED_CHARS`` characters) are put into every session's context at its
 start, and topic files beside it that the model reads on demand.  The folder
 is found as Claude Code finds it:
 
@@ -40,7 +40,7 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tup
 
 INDEX = "MEMORY.md"
 LOADED_LINES = 200  # the index lines Claude Code puts into a session's context at its start...
-LOADED_BYTES = 25_000  # ...and no more than this many bytes of them
+LOADED_CHARS = 25_000  # ...and no more than this many characters (UTF-16 code units, as JavaScript counts) of them
 SOURCE_PREFIX = "claude-code:"  # a memory's tool when it was imported from Claude Code's memory folder
 MAX_FILES = 200  # files of one folder imported at most (Claude Code's own scan lists 200)
 MAX_FILE_BYTES = 1_000_000  # a bigger file is not a memory someone wrote; it is skipped with a warning
@@ -259,12 +259,36 @@ def _indent(line: str) -> int:
 
 
 def loaded_head(text: str) -> str:
-    """What Claude Code loads of an index at session start: its first LOADED_LINES lines, within LOADED_BYTES bytes."""
-    head = "".join(text.splitlines(keepends=True)[:LOADED_LINES])
-    raw = head.encode("utf-8")
-    if len(raw) <= LOADED_BYTES:
+    """What Claude Code 2.1.337 loads of an index at session start.
+
+    The text without surrounding blank space, its first LOADED_LINES lines,
+    and if that is longer than LOADED_CHARS characters, cut at the last line
+    break within them (in the middle of the line when there is none).
+    """
+    lines = text.strip().split("\n")
+    head = "\n".join(lines[:LOADED_LINES])
+    if _js_length(head) <= LOADED_CHARS:
         return head
-    return raw[:LOADED_BYTES].decode("utf-8", "ignore").rsplit("\n", 1)[0]
+    cut = _js_prefix(head, LOADED_CHARS)
+    newline = head.rfind("\n", 0, len(cut) + 1)
+    return head[:newline] if newline > 0 else cut
+
+
+def _js_length(text: str) -> int:
+    """The length JavaScript gives ``text``: characters outside the Basic Multilingual Plane count twice."""
+    return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
+
+
+def _js_prefix(text: str, units: int) -> str:
+    """The longest start of ``text`` at most ``units`` JavaScript characters long."""
+    if len(text) == _js_length(text):
+        return text[:units]
+    count = 0
+    for index, char in enumerate(text):
+        count += 2 if ord(char) > 0xFFFF else 1
+        if count > units:
+            return text[:index]
+    return text
 
 
 SAME_CHARS = 2000  # two entries whose first this-many characters agree are one (the store caps a memory's text)
@@ -299,7 +323,7 @@ def drop_loaded(related: Sequence[_Item], project: str, environ: Optional[Mappin
     index = os.path.join(folder(project, environ), INDEX)
     try:
         with open(index, encoding="utf-8", errors="replace") as f:
-            head = loaded_head(f.read(LOADED_BYTES * 4))
+            head = loaded_head(f.read(LOADED_CHARS * 4))
     except OSError:
         return list(related)
     from toolscript.memory.redact import clean
