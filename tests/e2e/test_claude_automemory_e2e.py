@@ -118,3 +118,43 @@ def test_auto_memory_off_is_seen_as_the_cli_sees_it_and_the_index_comes_first(tm
     (home / ".claude" / "settings.json").write_text('{"autoMemoryEnabled": false}')
     assert dialog(project, home)["auto_memory"]["enabled"] is False
     assert automemory.loads_index(str(project), env) is False
+
+
+@pytest.mark.timeout(300)
+def test_a_prompt_gets_what_claude_code_did_not_load_and_never_what_it_did(tmp_path, pyz):
+    """Claude Code puts MEMORY.md's head in the request; toolscript's hooks add the entry past it, not the head's.
+
+    The plugin runs a copy of this checkout's zipapp, so the hooks are the code under test.
+    """
+    import shutil
+    import sys
+
+    from claude_scene import CLAUDE_TIMEOUT, PLUGIN_DIR, Scene
+    from conftest import REPO_ROOT
+    from fake_anthropic import FakeAnthropic
+
+    plugin = str(tmp_path / "plugin")
+    shutil.copytree(PLUGIN_DIR, plugin)
+    shutil.copyfile(pyz, os.path.join(plugin, "bin", "toolscript.pyz"))
+    scene = Scene(str(tmp_path / "scene"))
+    folder = automemory.folder(scene.project, {"HOME": scene.home})
+    os.makedirs(folder)
+    filler = "".join(f"- unrelated fact number {i}\n" for i in range(200))
+    with open(os.path.join(folder, "MEMORY.md"), "w") as f:
+        f.write("# Memory\n\n- Canary deploys need the zephyr VPN up\n" + filler + "- Canary deploys run from the zephyr main branch only\n")
+    imported = subprocess.run([sys.executable, "-m", "toolscript", "--json", "memory", "import", "--from-claude-code"],
+                              env=dict(scene.env(), PYTHONPATH=REPO_ROOT), cwd=scene.project, capture_output=True, text=True,
+                              timeout=60)
+    assert imported.returncode == 0 and json.loads(imported.stdout)["added"] == 202, imported.stderr
+    with FakeAnthropic([{"text": "Noted."}], log_path=scene.request_log) as api:
+        proc = subprocess.run([claude_binary(), "-p", "how do canary deploys work with zephyr", "--model", "haiku",
+                               "--output-format", "json", "--plugin-dir", plugin, "--debug-file", scene.debug_log],
+                              env=scene.env(api.url), cwd=scene.project, stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, timeout=CLAUDE_TIMEOUT)
+        explain = scene.diagnostics(api, proc)
+        assert proc.returncode == 0, explain
+        conversation = [r for r in api.message_requests() if r["body"].get("stream") is True]
+        assert conversation, explain
+        body = json.dumps(conversation[0]["body"])
+    assert body.count("need the zephyr VPN up") == 1, explain  # Claude Code loaded it; toolscript did not add it again
+    assert "## Relevant Context" in body and body.count("from the zephyr main branch only") == 1, explain
