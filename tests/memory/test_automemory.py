@@ -107,6 +107,8 @@ def test_a_long_project_key_is_cut_and_ends_with_claude_codes_hash_of_the_path()
     # What Claude Code 2.1.337 computes: Math.abs(h).toString(36), h = (h << 5) - h + charCodeAt(i) | 0.
     assert automemory.project_key(root) == ("-directory-name" * 20)[:200] + "-i7wj28"
     assert automemory._base36(abs(automemory._string_hash("/home/\u00e9/\u65e5\u672c/x"))) == "s75hlj"
+    # JavaScript's replace works on UTF-16 code units: an emoji is two of them, so two dashes.
+    assert automemory.project_key("/a/\U0001F600\u00e9/b") == "-a-----b"
 
 
 # -- what the files hold ---------------------------------------------------------------------------

@@ -47,7 +47,6 @@ MAX_FILE_BYTES = 1_000_000  # a bigger file is not a memory someone wrote; it is
 KEY_CHARS = 200  # a longer project key is cut here and ends with a hash of the whole path
 MANAGED_SETTINGS = "/etc/claude-code/managed-settings.json"
 
-_KEY_UNSAFE = re.compile(r"[^a-zA-Z0-9]")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _BULLET = re.compile(r"^(\s*)(?:[-*+]|\d{1,9}[.)])\s+(.*)$")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
@@ -73,14 +72,22 @@ def folder(cwd: str, environ: Optional[Mapping[str, str]] = None) -> str:
     from toolscript import paths
 
     home = env.get("HOME") or os.path.expanduser("~")
-    for settings in (MANAGED_SETTINGS, os.path.join(root, ".claude", "settings.local.json"),
-                     os.path.join(paths.claude_config_dir(env), "settings.json")):
+    for settings in [MANAGED_SETTINGS] + _project_settings(cwd, "settings.local.json") + [
+            os.path.join(paths.claude_config_dir(env), "settings.json")]:
         chosen = _configured_folder(settings, home)
         if chosen:
             return chosen
     base = env.get("CLAUDE_CODE_REMOTE_MEMORY_DIR") or paths.claude_config_dir(env)
     projects = os.path.join(base, "projects")
     return os.path.join(projects, project_key(root), "memory")
+
+
+def _project_settings(cwd: str, name: str) -> List[str]:
+    """``.claude/<name>`` of the directory Claude Code runs in and of its project root (once when they are one)."""
+    from toolscript.memory import project_root
+
+    places = dict.fromkeys([os.path.realpath(cwd), project_root(cwd)])
+    return [os.path.join(place, ".claude", name) for place in places]
 
 
 def _configured_folder(settings: str, home: str) -> str:
@@ -123,7 +130,8 @@ def project_key(root: str) -> str:
     (``h = 31 * h + code unit``, over UTF-16 code units), its absolute value
     in base 36.
     """
-    key = _KEY_UNSAFE.sub("-", root)
+    # JavaScript replaces each UTF-16 code unit: a character outside the Basic Multilingual Plane becomes "--".
+    key = "".join(char if char.isascii() and char.isalnum() else "-" * (2 if ord(char) > 0xFFFF else 1) for char in root)
     if len(key) <= KEY_CHARS:
         return key
     return key[:KEY_CHARS] + "-" + _base36(abs(_string_hash(root)))
@@ -165,11 +173,8 @@ def loads_index(cwd: str, environ: Optional[Mapping[str, str]] = None) -> bool:
         return False
     from toolscript import paths
 
-    root = canonical_root(cwd)
-    here = os.path.realpath(cwd)
-    for settings in (MANAGED_SETTINGS, os.path.join(here, ".claude", "settings.local.json"),
-                     os.path.join(here, ".claude", "settings.json"), os.path.join(root, ".claude", "settings.local.json"),
-                     os.path.join(root, ".claude", "settings.json"), os.path.join(paths.claude_config_dir(env), "settings.json")):
+    for settings in ([MANAGED_SETTINGS] + _project_settings(cwd, "settings.local.json") + _project_settings(cwd, "settings.json")
+                     + [os.path.join(paths.claude_config_dir(env), "settings.json")]):
         value = _setting(settings, "autoMemoryEnabled")
         if isinstance(value, bool):
             return value
