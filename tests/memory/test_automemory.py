@@ -269,3 +269,12 @@ def test_with_claude_codes_auto_memory_off_its_index_entries_are_injected(world,
         (world.project / ".claude").mkdir()
         (world.project / ".claude" / "settings.local.json").write_text('{"autoMemoryEnabled": true}')
         assert "canary stage" not in context.inject(db, "canary deploys", project=str(world.project), session="s4")
+
+
+def test_a_loaded_entry_with_a_secret_is_recognised_in_its_redacted_form(world):
+    world.write("MEMORY.md", "- Canary deploys push with token ghp_abcdefghijklmnopqrstuvwxyz0123456789\n")
+    with world.store() as db:
+        automemory.import_folder(db, str(world.folder), str(world.project))
+        [memory] = db.recent(project=str(world.project), limit=5)
+        assert "[redacted" in memory.content
+        assert automemory.drop_loaded([(memory, 1.0)], str(world.project)) == []

@@ -41,6 +41,7 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tup
 INDEX = "MEMORY.md"
 LOADED_LINES = 200  # the index lines Claude Code puts into a session's context at its start...
 LOADED_CHARS = 25_000  # ...and no more than this many characters (UTF-16 code units, as JavaScript counts) of them
+REDACTED = "[redacted"  # what the store puts where a secret was (toolscript.memory.redact)
 SOURCE_PREFIX = "claude-code:"  # a memory's tool when it was imported from Claude Code's memory folder
 MAX_FILES = 200  # files of one folder imported at most (Claude Code's own scan lists 200)
 MAX_FILE_BYTES = 1_000_000  # a bigger file is not a memory someone wrote; it is skipped with a warning
@@ -331,16 +332,26 @@ def drop_loaded(related: Sequence[_Item], project: str, environ: Optional[Mappin
             head = loaded_head(f.read(LOADED_CHARS * 4))
     except OSError:
         return list(related)
-    from toolscript.memory.redact import clean
+    head_entries = entries(head)
+    loaded = {_same_text(entry.text) for entry in head_entries}
+    redacted: List[str] = []  # the head's entries as the store keeps them, made only when a redacted memory needs them
 
-    loaded = set()
-    for entry in entries(head):
-        loaded.add(_same_text(entry.text))
-        loaded.add(_same_text(clean(entry.text)))  # as the store keeps it, secrets redacted
+    def was_loaded(content: str) -> bool:
+        text = _same_text(content)
+        if text in loaded:
+            return True
+        if REDACTED not in content:
+            return False
+        if not redacted:
+            from toolscript.memory.redact import clean
+
+            redacted.extend(_same_text(clean(entry.text)) for entry in head_entries)
+        return text in redacted
+
     real_index = os.path.realpath(index)
     return [item for item in related if not (
         from_index(item) and list(memory_of(item).files or ())[:1] in ([index], [real_index])
-        and _same_text(str(memory_of(item).content)) in loaded)]
+        and was_loaded(str(memory_of(item).content)))]
 
 
 # -- importing ---------------------------------------------------------------------------------------
