@@ -15,6 +15,9 @@ The modules, from the words up:
   query word;
 * :mod:`~toolscript.search.signals`: the signals besides the words' BM25F
   share and how they are fused into one score;
+* :mod:`~toolscript.search.parts`: what an index reads from a run of tools
+  (one server's, in the gateway), built once, and the whole catalog's view of
+  its parts;
 * :mod:`~toolscript.search.index`: :class:`SearchIndex`, which builds on all
   of the above;
 * :mod:`~toolscript.search.tuning`: every number the ranking uses.

@@ -40,12 +40,11 @@ score.  The numbers are in :mod:`toolscript.search.tuning`.
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from toolscript.search import signals, thesaurus
-from toolscript.search.fields import index_fields, parameter_names
+from toolscript.search.parts import (CatalogCosines, CatalogExact, CatalogIdf, CatalogParameters, CatalogTerms, CatalogWords,
+                                     IndexPart)
 from toolscript.search.signals import SIGNALS
 from toolscript.search.similar import CACHE_WORDS, SimilarWords, is_candidate, similar_weight
-from toolscript.search.text import (STOPWORDS, compact, edit_distance, idf, stem, terms, tokenize, trigrams,
-                                    words_with_wholes)
-from toolscript.search.toolvectors import PackedVectors, tool_vectors
+from toolscript.search.text import STOPWORDS, compact, idf, stem, terms, tokenize, words_with_wholes
 from toolscript.search.tuning import DEFAULT_TUNING, Tuning
 
 __all__ = ["SearchIndex"]
@@ -56,8 +55,11 @@ class SearchIndex:
 
     Each tool is a dict ``{"id": "server__tool", "server", "name", "title"?,
     "description"?, "inputSchema"?}``.  Building is linear in the catalog's
-    text; the index never changes afterwards, so one instance may serve
-    concurrent searches.  Build a new one when the catalog changes.
+    text; the index never changes afterwards (but for what it keeps of the
+    queries it answered), so one instance may serve concurrent searches.
+    Build a new one when the catalog changes: ``SearchIndex(tools)``, or
+    ``SearchIndex.from_parts(parts)`` from :class:`~toolscript.search.parts.IndexPart`
+    objects of which only the changed ones are new.
     """
 
     def __init__(
@@ -72,68 +74,90 @@ class SearchIndex:
         # vector_cache: the previous index's ``vector_cache`` ({tool texts:
         # vector}), so a catalog change re-encodes only the tools that changed
         # (valid for an index of the same tuning's tool_text_weights).
+        self._assemble([IndexPart(tools, semantic=semantic, vector_cache=vector_cache, tuning=tuning)], tuning)
+
+    @classmethod
+    def from_parts(cls, parts: Sequence[IndexPart], tuning: Optional[Tuning] = None) -> "SearchIndex":
+        """The index of the parts' tools, in the parts' order: it ranks and scores as ``SearchIndex(all their tools)``.
+
+        Cheap next to building the parts: what depends on the whole catalog
+        is worked out as queries need it (:mod:`toolscript.search.parts`).
+        The parts must have been built with ``tuning``'s fields, tool text
+        weights and similar-words dimensions (the default: the first part's tuning).
+        """
+        parts = list(parts)
+        tuning = tuning if tuning is not None else parts[0].tuning if parts else DEFAULT_TUNING
+        for part in parts:
+            if (part.tuning.fields, part.tuning.tool_text_weights, part.tuning.similar_dims) != (
+                    tuning.fields, tuning.tool_text_weights, tuning.similar_dims):
+                raise ValueError("an index part was built with another tuning's fields, tool text weights or similar_dims")
+        index = cls.__new__(cls)
+        index._assemble(parts, tuning)
+        return index
+
+    def _assemble(self, parts: List[IndexPart], tuning: Tuning) -> None:
         self.tuning = tuning
+        self._parts = parts
         self._fields = {name: (weight, b) for name, weight, b in tuning.fields}
-        self._tools = [t for t in tools if isinstance(t, dict)]
-        self._ids = [str(t.get("id") or f"{t.get('server', '')}__{t.get('name', '')}") for t in self._tools]
-        surface: Dict[str, str] = {}
-        docs = [index_fields(t, surface) for t in self._tools]
-        n = len(docs)
-        avg = {f: (sum(len(d[f]) for d in docs) / n if n else 0.0) or 1.0 for f in self._fields}
+        runs = []
+        self._tools: List[Dict[str, Any]] = []
+        self._ids: List[str] = []
+        for part in parts:
+            runs.append((part, len(self._tools)))
+            self._tools += part.tools
+            self._ids += part.ids
+        n = len(self._tools)
+        average = {name: (sum(part.length_sums[k] for part in parts) / n if n else 0.0) or 1.0
+                   for k, (name, _, _) in enumerate(tuning.fields)}
         # term -> {tool index: BM25F pseudo term frequency}.  Field weights and
-        # length normalisation do not depend on the query: folded in once here.
-        postings: Dict[str, Dict[int, float]] = {}
-        for i, doc in enumerate(docs):
-            for field, words in doc.items():
-                weight, b = self._fields[field]
-                norm = weight / (1.0 - b + b * len(words) / avg[field])
-                for word in words:
-                    row = postings.get(word)
-                    if row is None:
-                        postings[word] = {i: norm}
-                    else:
-                        row[i] = row.get(i, 0.0) + norm
-        self._postings = postings
-        self._idf = {t: idf(n, len(row)) for t, row in postings.items()}
+        # length normalisation do not depend on the query: folded in once per term.
+        self._postings = CatalogTerms(runs, tuning.fields, average)
+        self._idf = CatalogIdf(self._postings, n)
         self._unknown_idf = idf(n, 0)
-        # Catalog words as written, for typo correction; their trigram index
-        # is built on the first misspelt query (most queries need none).
-        self._surface = {w: t for w, t in surface.items() if len(w) > 3 and w.isalpha()}
-        self._by_trigram: Optional[Dict[str, List[str]]] = None
+        # Catalog words as written, for typo correction (each part keeps its words' trigram index).
+        self._surface = CatalogWords(parts)
         # A misspelt word's near words are wanted twice per query (the words' lookups
         # and the vectors' corrected query): computed once per word.
         self._near: Dict[str, List[Tuple[str, float]]] = {}
-        # {tool texts: vector} of this index, for the next one (see vector_cache above).
-        self.vector_cache: Dict[str, Optional[List[float]]] = {}
-        self._vectors = tool_vectors(self._tools, vector_cache or {}, self.vector_cache, tuning.tool_text_weights) if semantic else None
-        # The same vectors packed for one query's cosines with every tool at once.
-        self._packed = PackedVectors(self._vectors) if self._vectors else None
+        self._vectors = any(part.vectors for part in parts)
+        # The tools' vectors packed for one query's cosines with every tool at once.
+        self._packed = CatalogCosines(runs) if self._vectors else None
         # The catalog's words with their vectors, when the vectors data is there.
-        self._similar = SimilarWords(surface, tuning) if self._vectors else None
+        self._similar = SimilarWords([part.words for part in parts if part.words is not None], self._surface, tuning) if self._vectors else None
         self._rare = max(2, int(tuning.similar_rare * n))
-        self._naming = signals.server_naming_terms(self._tools, postings, tuning.naming_purity)
+        self._naming = signals.server_naming_terms(self._tools, self._postings, tuning.naming_purity)
         # Words as written and whole names that name a server where its stems do not.
-        self._naming_words = signals.server_naming_words(self._tools, postings, self._naming, tuning.naming_purity)
+        self._naming_words = signals.server_naming_words(self._tools, self._postings, self._naming, tuning.naming_purity)
         self._whole_names = signals.whole_server_names(self._tools)
         # The run-together names of servers named by two or more words: one query word says them whole.
         self._run_together = {w for w, servers in self._whole_names.items() if any(len(tokenize(s)) > 1 for s in servers)}
         # Each tool's server as a number 0 .. _servers - 1 (see signals.server_shares).
         server_numbers: Dict[str, int] = {}
-        self._server_of = [server_numbers.setdefault(str(t.get("server") or ""), len(server_numbers)) for t in self._tools]
+        self._server_of: List[int] = []
+        for part in parts:
+            numbers = [server_numbers.setdefault(server, len(server_numbers)) for server in part.servers]
+            self._server_of += [numbers[k] for k in part.server_of]
         self._servers = len(server_numbers)
-        self._reads_only = [signals.reads_only(t) for t in self._tools]
-        self._exact: Dict[str, List[int]] = {}
-        # Parameter names as compacted identifiers ("parent_task_id" -> "parenttaskid"), see _names_parameters.
-        self._parameter_names = parameter_names(self._tools)
-        # Compacted parameter name -> the tools that take it, for _parameter_coverage.
-        self._tools_taking: Dict[str, Set[int]] = {}
-        for i, t in enumerate(self._tools):
-            for name in parameter_names([t]):
-                self._tools_taking.setdefault(name, set()).add(i)
-        for i, t in enumerate(self._tools):
-            for key in {compact(str(t.get("name", ""))), compact(self._ids[i])}:
-                if key:
-                    self._exact.setdefault(key, []).append(i)
+        self._reads_only = [reads for part in parts for reads in part.reads_only]
+        self._exact = CatalogExact(runs)
+        # Compacted parameter name -> the tools that take it: the names for _names_parameters,
+        # the tools for _parameter_coverage.
+        self._tools_taking = self._parameter_names = CatalogParameters(runs)
+
+    @property
+    def vector_cache(self) -> Dict[str, Optional[List[float]]]:
+        """{tool texts: vector} of this index's tools, for the next index (see ``vector_cache`` above)."""
+        if len(self._parts) == 1:
+            return self._parts[0].vector_cache
+        merged: Dict[str, Optional[List[float]]] = {}
+        for part in self._parts:
+            merged.update(part.vector_cache)
+        return merged
+
+    @property
+    def parts(self) -> List[IndexPart]:
+        """The parts this index is made of, in order."""
+        return list(self._parts)
 
     def __len__(self) -> int:
         return len(self._tools)
@@ -498,7 +522,7 @@ class SearchIndex:
             # A word many tools have is matched already; its neighbours in
             # meaning would add noise (and time).
             if similar_words is not None and not corrections and is_candidate(word):
-                tools_with_it = len(self._postings.get(term, ()))
+                tools_with_it = self._postings.df(term)
                 if tools_with_it <= self._rare:
                     rare.append((tools_with_it, len(rare), word))
         # The rarest few only: each new word costs a pass over the catalog's
@@ -562,30 +586,11 @@ class SearchIndex:
         limit = self._max_typos(word)
         if not limit:
             return []
-        by_trigram = self._by_trigram
-        if by_trigram is None:
-            # Two threads may both get here; each builds the same index and
-            # the last assignment wins, so no lock is needed.
-            by_trigram = {}
-            for w in self._surface:
-                for g in trigrams(w):
-                    by_trigram.setdefault(g, []).append(w)
-            self._by_trigram = by_trigram
-        grams = trigrams(word)
-        shared: Dict[str, int] = {}
-        for g in grams:
-            for w in by_trigram.get(g, ()):
-                shared[w] = shared.get(w, 0) + 1
-        near: List[Tuple[str, float]] = []
-        for w, count in shared.items():
-            # Words within two edits share at least a third of their trigrams;
-            # this keeps the edit distances to compute few.
-            if 3 * count < len(grams):
-                continue
-            distance = edit_distance(word, w, limit)
-            if distance <= limit:
-                near.append((w, 1.0 - distance / max(len(word), len(w))))
-        return sorted(near, key=lambda ws: (-ws[1], ws[0]))
+        found: Dict[str, float] = {}
+        for part in self._parts:
+            for w, similarity in part.near_words(word, limit):
+                found[w] = similarity  # a word several parts have is as near in each
+        return sorted(found.items(), key=lambda ws: (-ws[1], ws[0]))
 
 
 def _known_whole(word: str) -> bool:

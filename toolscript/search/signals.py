@@ -34,7 +34,7 @@ the word share and the cosine of the query's vector with the tool's, blended
 
 import math
 import re
-from typing import Any, Dict, List, Set, Tuple
+from typing import Any, Dict, List, Optional, Protocol, Set, Tuple
 
 from toolscript.search.fields import tool_text
 from toolscript.search.text import is_word_character, split_run, stem, terms, tokenize
@@ -60,15 +60,19 @@ SIGNALS = (
 # -- a query that names a server ----------------------------------------------
 
 
-def server_naming_terms(tools: List[Dict[str, Any]], postings: Dict[str, Dict[int, float]], purity: float) -> Dict[str, frozenset]:
+class Postings(Protocol):
+    """What the server-naming signals read of an index's postings: a term's row of {tool index: term frequency}."""
+
+    def get(self, term: str) -> Optional[Dict[int, float]]: ...
+
+
+def server_naming_terms(tools: List[Dict[str, Any]], postings: Postings, purity: float) -> Dict[str, frozenset]:
     """Index term -> the servers a query naming it names: a term of a server's name at least ``purity`` of
     whose tools (in any field) are that server's."""
     servers_of: Dict[str, Set[str]] = {}
-    for tool in tools:
-        server = tool.get("server")
-        if isinstance(server, str) and server:
-            for term in terms(server):
-                servers_of.setdefault(term, set()).add(server)
+    for server in _servers_in_order(tools):
+        for term in terms(server):
+            servers_of.setdefault(term, set()).add(server)
     naming: Dict[str, frozenset] = {}
     for term, servers in servers_of.items():
         having = postings.get(term)
@@ -81,7 +85,7 @@ def server_naming_terms(tools: List[Dict[str, Any]], postings: Dict[str, Dict[in
 
 
 def server_naming_words(
-    tools: List[Dict[str, Any]], postings: Dict[str, Dict[int, float]], naming: Dict[str, frozenset], purity: float,
+    tools: List[Dict[str, Any]], postings: Postings, naming: Dict[str, frozenset], purity: float,
 ) -> Dict[str, frozenset]:
     """A word of a server's name as written -> the servers it names, for a word whose stem names none.
 
@@ -143,11 +147,14 @@ def whole_server_names(tools: List[Dict[str, Any]]) -> Dict[str, frozenset]:
     by the purity of :func:`server_naming_terms`.
     """
     out: Dict[str, Set[str]] = {}
-    for tool in tools:
-        server = tool.get("server")
-        if isinstance(server, str) and server:
-            out.setdefault("".join(tokenize(server)), set()).add(server)
+    for server in _servers_in_order(tools):
+        out.setdefault("".join(tokenize(server)), set()).add(server)
     return {w: frozenset(s) for w, s in out.items()}
+
+
+def _servers_in_order(tools: List[Dict[str, Any]]) -> List[str]:
+    """The tools' servers (non-empty names), each once, in order of first appearance: their words are read once."""
+    return list(dict.fromkeys(server for server in (tool.get("server") for tool in tools) if isinstance(server, str) and server))
 
 
 # -- a query by parameter names -------------------------------------------------

@@ -14,12 +14,12 @@ import math
 from array import array
 from functools import lru_cache
 from itertools import compress
-from typing import Dict, List, Optional, Tuple
+from typing import Container, Dict, List, Optional, Sequence, Tuple
 
 from toolscript.search.text import stem
 from toolscript.search.tuning import Tuning
 
-__all__ = ["SimilarWords", "similar_weight", "is_candidate", "CACHE_WORDS"]
+__all__ = ["SimilarWords", "WordTable", "similar_weight", "is_candidate", "CACHE_WORDS"]
 
 CACHE_WORDS = 4096  # query words whose matches an index keeps: a bound against hostile input
 
@@ -91,30 +91,32 @@ def similar_weight(cosine: float, tuning: Tuning) -> float:
     return tuning.similar_weight * max(0.0, cosine - tuning.similar_floor) / (1.0 - tuning.similar_floor)
 
 
-class SimilarWords:
-    """The catalog's words with their vectors, for finding the ones closest in meaning to a query word."""
+class WordTable:
+    """Catalog words with their vectors packed (see above), for one pass of a query word over all of them.
 
-    def __init__(self, surface: Dict[str, str], tuning: Tuning) -> None:
-        # surface: catalog word as written -> its index term.  An identifier
-        # joined from words the catalog has ("messagetype", "perpage") is left
-        # out: its parts are in, and the whole's vector matched too loosely
-        # ("message" -> "messagetype").
+    One index part's words (:mod:`toolscript.search.parts`); :class:`SimilarWords`
+    looks through the tables of all of an index's parts.  ``surface``: word as
+    written -> its index term.
+    """
+
+    def __init__(self, surface: Dict[str, str], dims: int) -> None:
         forget_rows_of_another_table()
-        self.tuning = tuning
         self.words: List[str] = []
         self.terms: List[str] = []
         rows: List[bytes] = []
         for word, term in sorted(surface.items()):
-            if not is_candidate(word) or any(word[:k] in surface and word[k:] in surface for k in range(2, len(word) - 1)):
+            if not is_candidate(word):
                 continue
-            row = word_row(word, tuning.similar_dims)
+            row = word_row(word, dims)
             if row is not None:
                 self.words.append(word)
                 self.terms.append(term)
                 rows.append(row)
-        n = len(rows)
-        width = len(rows[0]) if rows else 0
-        matrix = b"".join(rows).translate(_FLIP)
+        self._pack(b"".join(rows).translate(_FLIP), len(rows[0]) if rows else 0)
+
+    def _pack(self, matrix: bytes, width: int) -> None:
+        # matrix: each word's row of int8 values + 128, row after row.
+        n = len(self.words)
         fields = bytearray(_FIELD_BYTES * n)
         self.columns: List[int] = []
         for d in range(width):
@@ -123,7 +125,70 @@ class SimilarWords:
             fields[0::_FIELD_BYTES] = matrix[d::width]
             self.columns.append(int.from_bytes(fields, "little"))
         self.ones = int.from_bytes((1).to_bytes(_FIELD_BYTES, "little") * n, "little")  # 1 in every field
+        # (query word, need) -> its passing words, for as long as the table is used.
+        self.cache: Dict[Tuple[str, int], List[Tuple[str, float, str]]] = {}
+
+    def passing(self, word: str, values: Sequence[int], need: int, unit: float) -> List[Tuple[str, float, str]]:
+        """(term, cosine, word) of the words at the floor or closer to ``word``, in word order.
+
+        ``values``: the query word's vector scaled to int8; ``unit``: what a
+        dot product is divided by to be the cosine; ``need``: the dot product
+        at the floor (all three as :meth:`SimilarWords._search` computes them).
+        """
+        key = (word, need)
+        found = self.cache.get(key)
+        if found is not None:
+            return found
+        total = (_PASS - need - 128 * sum(values)) * self.ones
+        for value, column in zip(values, self.columns):
+            if value:
+                total += value * column
+        packed = total.to_bytes(_FIELD_BYTES * len(self.words), "little")
+        passed = packed[_FIELD_BYTES - 1::_FIELD_BYTES].translate(_TOP_BIT)
+        found = []
+        for i in compress(range(len(self.words)), passed):
+            start = i * _FIELD_BYTES
+            cosine = (int.from_bytes(packed[start:start + _FIELD_BYTES], "little") - _PASS + need) / unit
+            found.append((self.terms[i], cosine, self.words[i]))
+        if len(self.cache) >= CACHE_WORDS:
+            self.cache.clear()  # a bound against hostile input
+        self.cache[key] = found
+        return found
+
+
+class SimilarWords:
+    """The catalog's words with their vectors, for finding the ones closest in meaning to a query word.
+
+    ``tables``: the word tables of the index's parts; ``known``: every word of
+    the catalog as written (the index's surface), for the rule below.
+    """
+
+    def __init__(self, tables: Sequence[WordTable], known: Container[str], tuning: Tuning) -> None:
+        # Each part's table is looked through on its own, and keeps what it found for a word while the part
+        # lives: an index put together after a change finds the unchanged parts' answers there.
+        self.tables = [table for table in tables if table.columns]
+        self.known = known
+        self.tuning = tuning
         self.cache: Dict[str, List[Tuple[str, float, str]]] = {}
+        self._joined_words: Dict[str, bool] = {}
+
+    def _joined(self, word: str) -> bool:
+        # An identifier joined from words the catalog has ("messagetype",
+        # "perpage") is left out: its parts are in, and the whole's vector
+        # matched too loosely ("message" -> "messagetype").
+        joined = self._joined_words.get(word)
+        if joined is None:
+            known = self.known
+            joined = any(word[:k] in known and word[k:] in known for k in range(2, len(word) - 1))
+            if len(self._joined_words) >= 16 * CACHE_WORDS:
+                self._joined_words.clear()
+            self._joined_words[word] = joined
+        return joined
+
+    @property
+    def words(self) -> List[str]:
+        """The words looked through, sorted."""
+        return sorted({w for table in self.tables for w in table.words if not self._joined(w)})
 
     def matches(self, word: str) -> List[Tuple[str, float, str]]:
         """(term, cosine, catalog word) of the catalog words closest to ``word``, best first, other terms than its own."""
@@ -137,26 +202,22 @@ class SimilarWords:
         return found
 
     def _search(self, word: str) -> List[Tuple[str, float, str]]:
-        vector = _unit_prefix(word, self.tuning.similar_dims) if is_candidate(word) and self.columns else None
+        vector = _unit_prefix(word, self.tuning.similar_dims) if is_candidate(word) and self.tables else None
         if vector is None:
             return []
         scale = 127.0 / max(map(abs, vector))
         values = array("b", map(round, map(scale.__mul__, vector)))
         unit = 127.0 * scale  # a dot product of the packed values / unit = the cosine
         need = math.ceil(self.tuning.similar_floor * unit)
-        total = (_PASS - need - 128 * sum(values)) * self.ones
-        for value, column in zip(values, self.columns):
-            if value:
-                total += value * column
-        packed = total.to_bytes(_FIELD_BYTES * len(self.words), "little")
-        passed = packed[_FIELD_BYTES - 1::_FIELD_BYTES].translate(_TOP_BIT)
         own = stem(word)
         best: Dict[str, Tuple[float, str]] = {}
-        for i in compress(range(len(self.words)), passed):
-            start = i * _FIELD_BYTES
-            cosine = (int.from_bytes(packed[start:start + _FIELD_BYTES], "little") - _PASS + need) / unit
-            term = self.terms[i]
-            if term != own and (term not in best or best[term][0] < cosine):
-                best[term] = (cosine, self.words[i])
+        for table in self.tables:
+            for term, cosine, catalog_word in table.passing(word, values, need, unit):
+                if term == own or self._joined(catalog_word):
+                    continue
+                kept = best.get(term)
+                # The best cosine per term; of equal ones, the first word in sorted order.
+                if kept is None or kept[0] < cosine or (kept[0] == cosine and catalog_word < kept[1]):
+                    best[term] = (cosine, catalog_word)
         ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))[:self.tuning.similar_top]
         return [(term, cosine, catalog_word) for term, (cosine, catalog_word) in ranked]

@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from toolscript.search.fields import vector_texts
 
-__all__ = ["encode_tool", "tool_vectors", "PackedVectors"]
+__all__ = ["encode_tool", "tool_vectors", "PackedVectors", "query_values"]
 
 
 def encode_tool(texts: Sequence[str], weights: Sequence[float]) -> Optional[List[float]]:
@@ -76,13 +76,32 @@ class PackedVectors:
     """The tools' unit vectors, for the cosines of one query vector with all of them at once."""
 
     def __init__(self, vectors: List[Tuple[int, Tuple[float, ...]]]) -> None:
-        self.tools = [i for i, _ in vectors]
-        n = len(vectors)
-        width = len(vectors[0][1]) if vectors else 0
         rows = array("H", [round(_UNIT_16 * x) + 32768 for _, vector in vectors for x in vector])
         if sys.byteorder != "little":
             rows.byteswap()
-        matrix = rows.tobytes()
+        self._pack([i for i, _ in vectors], rows.tobytes(), len(vectors[0][1]) if vectors else 0)
+
+    @classmethod
+    def joined(cls, packs: Sequence[Tuple["PackedVectors", int]]) -> "PackedVectors":
+        """One pack of several packs' vectors, each pack's tool numbers moved up by its offset: one pass per query.
+
+        Column by column, the packs' fields side by side: every cosine is the same as its own pack gives.
+        """
+        joined = cls.__new__(cls)
+        kept = [pack for pack, _ in packs if pack.tools]
+        if len({len(pack.columns) for pack in kept}) > 1:
+            raise ValueError("packed vectors of different widths")
+        sizes = [4 * len(pack.tools) for pack in kept]
+        joined.tools = [offset + i for pack, offset in packs for i in pack.tools]
+        joined.columns = [int.from_bytes(b"".join(column.to_bytes(size, "little") for column, size in zip(row, sizes)), "little")
+                          for row in zip(*(pack.columns for pack in kept))]
+        joined._fields(len(joined.tools))
+        return joined
+
+    def _pack(self, tools: List[int], matrix: bytes, width: int) -> None:
+        # matrix: each tool's row of unsigned 16-bit little-endian values, row after row.
+        self.tools = tools
+        n = len(tools)
         fields = bytearray(4 * n)
         self.columns: List[int] = []
         for d in range(width):
@@ -90,16 +109,27 @@ class PackedVectors:
             fields[0::4] = matrix[2 * d::2 * width]
             fields[1::4] = matrix[2 * d + 1::2 * width]
             self.columns.append(int.from_bytes(fields, "little"))
+        self._fields(n)
+
+    def _fields(self, n: int) -> None:
         self.ones = int.from_bytes(b"\x01\x00\x00\x00" * n, "little")
         self.fields = struct.Struct(f"<{n}I")
 
     def cosines(self, query: Sequence[float]) -> Dict[int, float]:
         """Tool index -> the cosine of unit vector ``query`` with the tool's."""
-        values = [round(_UNIT_16 * x) for x in query]
+        return dict(zip(self.tools, self.cosine_list(query_values(query))))
+
+    def cosine_list(self, values: Sequence[int]) -> List[float]:
+        """The cosine of each tool's vector (in the order of ``tools``) with a query vector as :func:`query_values` gives it."""
         total = (_FIELD_BIAS - 32768 * sum(values)) * self.ones
         for value, column in zip(values, self.columns):
             if value:
                 total += value * column
         scale = 1.0 / (_UNIT_16 * _UNIT_16)
         dots = self.fields.unpack(total.to_bytes(self.fields.size, "little"))
-        return dict(zip(self.tools, [(dot - _FIELD_BIAS) * scale for dot in dots]))
+        return [(dot - _FIELD_BIAS) * scale for dot in dots]
+
+
+def query_values(query: Sequence[float]) -> List[int]:
+    """A unit query vector as :meth:`PackedVectors.cosine_list` takes it (each value x 32767, rounded)."""
+    return [round(_UNIT_16 * x) for x in query]
