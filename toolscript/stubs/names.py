@@ -5,7 +5,9 @@ stubs (``toolscript.stubs.python``, ``toolscript.stubs.typescript``) and the
 sandbox runtime must use the same ones:
 
 * :func:`python_names` -- tool id -> (server attribute, function attribute),
-  computed over the whole catalog;
+  computed over the whole catalog (a server's function attributes depend on
+  its own tools only, its attribute on the servers' names only:
+  :func:`server_attributes`);
 * :func:`python_arg_names` -- a tool's keyword names -> its JSON argument names.
 
 A server, tool or argument keeps its name when that is already a plain
@@ -126,15 +128,25 @@ def python_names(tools: List[Dict[str, Any]]) -> Dict[str, Tuple[str, str]]:
     use the same map (pass it as ``names=`` to the stub functions when they
     get only a few of the tools).
     """
-    entries = tool_entries(tools)
-    servers = list(dict.fromkeys(entry.server for entry in entries))
-    server_attrs = dict(zip(servers, assign_names(servers, _SERVER_RESERVED, "server")))
+    by_server: Dict[str, List[ToolEntry]] = {}
+    for entry in tool_entries(tools):
+        by_server.setdefault(entry.server, []).append(entry)
+    server_attrs = server_attributes(list(by_server))
     result: Dict[str, Tuple[str, str]] = {}
-    for server in servers:
-        own = [entry for entry in entries if entry.server == server]
+    for server, own in by_server.items():
         for entry, attr in zip(own, assign_names([entry.name for entry in own], STUB_NAMES, "tool")):
             result[entry.id] = (server_attrs[server], attr)
     return result
+
+
+def server_attributes(servers: Sequence[str]) -> Dict[str, str]:
+    """Server name -> its attribute ``tools.<attr>``, for the catalog's servers in order (a name listed again counts once).
+
+    What :func:`python_names` gives each server: a server's attribute depends
+    on the other servers' names only, never on any server's tools.
+    """
+    names = list(dict.fromkeys(servers))
+    return dict(zip(names, assign_names(names, _SERVER_RESERVED, "server")))
 
 
 def python_arg_names(tool: Dict[str, Any]) -> Dict[str, str]:
