@@ -59,3 +59,28 @@ def test_a_slow_rebuild_never_publishes_an_older_catalog_over_a_newer_one():
     fast.join(10)
     assert sorted(e.id for e in catalog.entries()) == ["a__one", "b__two"], "server b's tools were lost"
     assert catalog.snapshot().get("b__two") is not None
+
+
+def test_each_version_lists_its_servers_and_keeps_an_unchanged_servers_reading():
+    tools = {"a": [{"name": "x", "inputSchema": {}}], "b": [{"name": "y", "inputSchema": {}}], "empty": []}
+    catalog = Catalog(lambda: list(tools.items()))
+    first = catalog.snapshot()
+    assert [(g.server, [e.id for e in g.entries]) for g in first.servers] == [("a", ["a__x"]), ("b", ["b__y"])]
+    tools["b"] = tools["b"] + [{"name": "z", "inputSchema": {}}]
+    assert catalog.rebuild() is True
+    second = catalog.snapshot()
+    # Server a gave the same list: its reading, fingerprint and entries, is the one of the version before.
+    assert second.servers[0] is first.servers[0]
+    assert [e.id for e in second.servers[1].entries] == ["b__y", "b__z"] and second.servers[1].fingerprint != first.servers[1].fingerprint
+    assert [e.id for e in second.entries()] == ["a__x", "b__y", "b__z"]
+    # The same tools in a new list: nothing changed.
+    tools["a"] = [dict(t) for t in tools["a"]]
+    assert catalog.rebuild() is False
+
+
+def test_a_server_listed_twice_is_one_server_with_the_tools_the_catalog_keeps():
+    sources = [("a", [{"name": "x", "inputSchema": {}}]), ("b", [{"name": "y", "inputSchema": {}}]),
+               ("a", [{"name": "x", "description": "a second x"}, {"name": "w", "inputSchema": {}}])]
+    catalog = Catalog(lambda: list(sources))
+    assert [(g.server, [e.id for e in g.entries]) for g in catalog.snapshot().servers] == [("a", ["a__x", "a__w"]), ("b", ["b__y"])]
+    assert catalog.get("a__x").tool == {"name": "x", "inputSchema": {}}

@@ -31,7 +31,132 @@ def test_a_burst_of_catalog_changes_is_one_worker_not_a_thread_each():
 def test_names_say_why_a_configured_server_is_unavailable(gateway):
     gw, _url = gateway(fixture_server("good"), fixture_server("crashy-one", "--exit-at-start", "3"))
     assert wait_for(lambda: gw.upstreams["crashy-one"].state == "failed" and gw.upstreams["good"].state == "ready")
+    gw.wait_for_servers()  # as GET /names does: a server's tools are in the names once it has settled
     names = gw.derived.names()
     assert "good" in names["servers"] and "crashy_one" not in names["servers"]
     assert "crashy_one" in names["unavailable"] and "crashy-one" in names["unavailable"]["crashy_one"]
     assert "good" not in names["unavailable"]
+
+
+def three_servers():
+    return {server: [{"name": f"{server}_tool_{i}", "description": f"Tool number {i} of the {server} server", "inputSchema": {"type": "object"}}
+                     for i in range(3)] for server in ("alpha", "beta", "gamma")}
+
+
+def test_a_change_to_one_server_reads_only_that_servers_tools_again(monkeypatch):
+    import importlib
+
+    from toolscript.search import fields
+
+    indexed = []
+    real = fields.index_fields
+
+    def counting(tool, surface):
+        indexed.append(tool["id"])
+        return real(tool, surface)
+
+    # Whichever module of search reads a tool's fields to index it.
+    for name in ("toolscript.search.index", "toolscript.search.parts"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(module, "index_fields"):
+            monkeypatch.setattr(module, "index_fields", counting)
+    tools = three_servers()
+    catalog = Catalog(lambda: list(tools.items()))
+    derived = Derived(catalog)
+    try:
+        first = derived.current()
+        assert sorted(indexed) == sorted(f"{s}__{t['name']}" for s, own in tools.items() for t in own)
+        indexed.clear()
+        tools["beta"] = tools["beta"] + [{"name": "beta_extra", "description": "Frobnicate the widgets", "inputSchema": {"type": "object"}}]
+        assert catalog.rebuild()
+        after = derived.current()
+        assert after.version == catalog.snapshot().version > first.version
+        assert derived.search("frobnicate the widgets", limit=1, threshold=0, servers=None)[0]["id"] == "beta__beta_extra"
+        # alpha's and gamma's tools were not read again: their parts are the ones built before.
+        assert sorted(indexed) == ["beta__beta_extra"] + [f"beta__beta_tool_{i}" for i in range(3)]
+        assert after.parts[0] is first.parts[0] and after.parts[2] is first.parts[2] and after.parts[1] is not first.parts[1]
+        built = derived.parts_built
+        tools.pop("gamma")
+        assert catalog.rebuild()
+        assert [t["server"] for t in derived.current().tools] == ["alpha"] * 3 + ["beta"] * 4
+        assert derived.parts_built == built  # a server that went away needs no part built
+    finally:
+        derived.close()
+
+
+def test_a_search_while_a_server_is_being_indexed_answers_from_the_previous_complete_version(monkeypatch):
+    from toolscript.gateway import derived as derived_module
+
+    blocked, release = threading.Event(), threading.Event()
+    real = derived_module.python_names
+
+    def slow(tools):
+        # The build of the version with the new tool stops here until the test lets it go on.
+        if any(t.get("name") == "slow_new_tool" for t in tools):
+            blocked.set()
+            release.wait(30)
+        return real(tools)
+
+    monkeypatch.setattr(derived_module, "python_names", slow)
+    tools = three_servers()
+    catalog = Catalog(lambda: list(tools.items()))
+    derived = Derived(catalog)
+    changer = threading.Thread(target=catalog.rebuild)
+    try:
+        before = derived.current()
+        tools["beta"] = tools["beta"] + [{"name": "slow_new_tool", "description": "Frobnicate the widgets", "inputSchema": {"type": "object"}}]
+        changer.start()
+        assert blocked.wait(10)
+        answers = []
+        searcher = threading.Thread(target=lambda: answers.append(
+            (derived.search("frobnicate the widgets", limit=20, threshold=0, servers=None), derived.current(), derived.names())))
+        searcher.start()
+        searcher.join(10)
+        assert answers, "a search waited for the index being built"
+        results, seen, names = answers[0]
+        assert not release.is_set()
+        # The previous version, whole: its tools, its index, its names, none of the new one's.
+        assert seen is before and "beta__slow_new_tool" not in [r["id"] for r in results]
+        assert len(seen.tools) == len(seen.index) == 9 and "slow_new_tool" not in names["servers"]["beta"]
+    finally:
+        release.set()
+        changer.join(10)
+        derived.close()
+    after = derived.current()
+    assert after.version == catalog.snapshot().version
+    assert derived.search("frobnicate the widgets", limit=1, threshold=0, servers=None)[0]["id"] == "beta__slow_new_tool"
+
+
+def test_names_put_together_from_servers_are_the_whole_catalogs():
+    """Each server's function names are its own, its attribute the servers' names': together, python_names of all."""
+    from toolscript.stubs.names import python_arg_names, python_names
+    from toolscript.stubs.python import python_stubs, usage_example
+
+    schema = {"type": "object", "properties": {"from": {"type": "string"}, "per-page": {"type": "integer"}}, "required": ["from"]}
+    tools = {
+        "foo_bar": [{"name": "a_b", "inputSchema": schema}, {"name": "a-b", "inputSchema": {"type": "object"}}],
+        "foo-bar": [{"name": "class", "inputSchema": {"type": "object"}}, {"name": "call", "inputSchema": {"type": "object"}}],
+        "call": [{"name": "list", "inputSchema": schema}],
+        "9lives": [{"name": "", "inputSchema": {"type": "object"}}, {"name": "-", "inputSchema": {"type": "object"}}],
+    }
+    catalog = Catalog(lambda: list(tools.items()))
+    derived = Derived(catalog, unavailable=lambda: {"foo.bar": "failed", "down": "connecting", "call": "failed"})
+    try:
+        artifacts = derived.current()
+        whole = python_names(artifacts.tools)
+        assert artifacts.attributes == whole
+        servers = {}
+        for tool in artifacts.tools:
+            server_attr, attr = whole[tool["id"]]
+            servers.setdefault(server_attr, {})[attr] = {"id": tool["id"], "args": python_arg_names(tool)}
+        names = derived.names()
+        assert names["servers"] == servers and list(names["servers"]) == list(servers)
+        assert names["unavailable"] == {"foo_bar_3": "failed", "down": "connecting", "call_": "failed"}
+        typed = derived.types(lang="python")
+        assert typed["code"] == python_stubs(artifacts.tools)
+        assert typed["usage"] == usage_example(artifacts.tools, names=whole)
+    finally:
+        derived.close()

@@ -5,7 +5,9 @@ A tool's gateway-wide id is ``server__tool`` (server names cannot contain
 appear as server ``builtin``.  The catalog is rebuilt whenever an upstream
 connects, fails or reports ``tools/list_changed``; listeners (the MCP
 endpoint, and ``derived``'s search index and stubs) hear about each real
-change.  A server that fails keeps its last known tools listed, so a call
+change, on the thread that rebuilt it.  Each version also lists its tools
+server by server with a fingerprint per server, so what is derived from
+one server's tools is derived again only when they change.  A server that fails keeps its last known tools listed, so a call
 fails fast with the reason instead of the tool vanishing and reappearing.
 """
 
@@ -69,12 +71,27 @@ class Entry:
 
 
 @dataclass(frozen=True)
+class ServerTools:
+    """One server's entries in a catalog version, and a fingerprint of them (their JSON): equal when the tools are."""
+
+    server: str
+    entries: Tuple[Entry, ...]
+    fingerprint: str
+
+
+def server_tools(server: str, entries: List[Entry]) -> ServerTools:
+    fingerprint = json.dumps([[e.id, e.tool] for e in entries], sort_keys=True, default=str)
+    return ServerTools(server, tuple(entries), fingerprint)
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """One version of the catalog.  Never changed once published: read it as a whole."""
 
     version: int
     by_id: Dict[str, Entry]
-    fingerprint: str
+    fingerprint: Tuple[Tuple[str, str], ...]  # (server, its fingerprint) per server with tools
+    servers: Tuple[ServerTools, ...] = ()  # every server with tools, in catalog order
 
     def entries(self, servers: Optional[List[str]] = None) -> List[Entry]:
         entries = list(self.by_id.values())
@@ -94,9 +111,12 @@ class Catalog:
     """
 
     def __init__(self, sources: Callable[[], List[Tuple[str, List[Dict[str, Any]]]]]) -> None:
-        # ``sources`` returns (server name, MCP tool dicts) pairs, in display order.
+        # ``sources`` returns (server name, MCP tool dicts) pairs, in display order.  A
+        # server's list is read as it was the last time while it is the same list
+        # object of the same length: give a new list when a server's tools change.
         self._sources = sources
-        self._snapshot = Snapshot(0, {}, "")
+        self._snapshot = Snapshot(0, {}, ())
+        self._read: Dict[str, Tuple[List[Dict[str, Any]], int, ServerTools]] = {}
         self._listeners: List[Callable[[], None]] = []
         self._rebuilding = threading.Lock()  # one rebuild at a time
         self._listeners_lock = threading.Lock()
@@ -110,14 +130,30 @@ class Catalog:
         """Re-read the sources; tell listeners and return True if anything changed."""
         with self._rebuilding:
             by_id: Dict[str, Entry] = {}
+            groups: Dict[str, ServerTools] = {}
+            read: Dict[str, Tuple[List[Dict[str, Any]], int, ServerTools]] = {}
             for server, tools in self._sources():
-                for tool in tools:
-                    entry = Entry(tool_id(server, tool["name"]), server, tool["name"], tool)
-                    by_id.setdefault(entry.id, entry)
-            fingerprint = json.dumps([[e.id, e.tool] for e in by_id.values()], sort_keys=True, default=str)
+                known = self._read.get(server)
+                if known is not None and known[0] is tools and known[1] == len(tools):
+                    group = known[2]  # the list it read last time: not read again (a big one takes a while)
+                else:
+                    own: Dict[str, Entry] = {}
+                    for tool in tools:
+                        entry = Entry(tool_id(server, tool["name"]), server, tool["name"], tool)
+                        own.setdefault(entry.id, entry)
+                    group = server_tools(server, list(own.values()))
+                read[server] = (tools, len(tools), group)
+                kept = [e for e in group.entries if by_id.setdefault(e.id, e) is e]
+                if server in groups or len(kept) < len(group.entries):
+                    # A name listed twice, or ids another server took first: the entries the catalog keeps.
+                    group = server_tools(server, list(groups[server].entries if server in groups else ()) + kept)
+                if group.entries:
+                    groups[server] = group
+            self._read = read
+            fingerprint = tuple((group.server, group.fingerprint) for group in groups.values())
             if fingerprint == self._snapshot.fingerprint:
                 return False
-            snapshot = Snapshot(self._snapshot.version + 1, by_id, fingerprint)
+            snapshot = Snapshot(self._snapshot.version + 1, by_id, fingerprint, tuple(groups.values()))
             self._snapshot = snapshot
         logger.debug("catalog version %d: %d tools", snapshot.version, len(by_id))
         with self._listeners_lock:

@@ -1,54 +1,102 @@
 """What the gateway derives from its catalog for code mode, kept current.
 
-The search index (with its tool vectors when search has its vectors data),
-the Python stubs, the TypeScript declarations and the name map the sandbox
-runtime uses are built once per catalog version into one immutable
-``Artifacts`` object (a new version re-encodes only the tools that changed),
-which is swapped in whole: a reader takes it once and never sees half of one
-version and half of another.  One worker
-thread per ``Derived`` rebuilds after catalog changes (a burst of changes is
-one rebuild), so the agent's next ``search`` or ``get-types`` is answered at
-once; a request that arrives before the rebuild finishes builds synchronously.
-Filtered stubs (``get-types --filter``) are generated on demand: they are a
-small subset and cheap.
+Search and the sandbox runtime's names are made of one part per server
+(``ServerPart``: the server's search index part with its tool vectors, and
+its functions' names), built when the server's tool list arrives or changes,
+on the thread that changed the catalog (a server's own connection thread)
+and before the server counts as ready; a part is built again only when its
+server's tools change.  The parts are then put together into one immutable
+``Artifacts`` object for the catalog's version -- cheap: what depends on the
+whole catalog is worked out as queries ask for it (``toolscript.search.parts``)
+-- which is swapped in whole.
+
+A request reads the newest complete ``Artifacts``: while a changed server's
+part is being built it gets the previous version (never half of one), and
+only before the very first version is there does it wait for it.  So no
+search waits for an index to be built; whoever waited for the servers to
+settle (discovery answers do) finds them searchable.
+
+The whole catalog's stubs (``get-types`` without a filter) name their types
+across all servers, so they are made for the whole catalog: by one worker
+thread once a burst of changes has settled, or by the first request that
+wants them sooner.  Filtered stubs (``get-types --filter``) are generated on
+demand: they are a small subset and cheap.
 """
 
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from toolscript import log, search
-from toolscript.gateway.catalog import Catalog, Snapshot
-from toolscript.stubs.names import python_arg_names, python_names
+from toolscript import log
+from toolscript.gateway.catalog import Catalog, ServerTools
+from toolscript.search.index import SearchIndex
+from toolscript.search.parts import IndexPart
+from toolscript.stubs.names import python_arg_names, python_names, server_attributes
 from toolscript.stubs.python import python_stubs, usage_example
 from toolscript.stubs.typescript import typescript_declarations
 
 logger = log.get("gateway.derived")
 
+# The whole catalog's stubs wait for the catalog to stay unchanged this long: servers
+# coming up one after another would otherwise have them made again for each one.
+STUBS_QUIET_SECONDS = 0.5
+LANGUAGES = ("python", "ts")
+
+
+@dataclass(frozen=True)
+class ServerPart:
+    """What one server's tools give search and the runtime, built once per tool list."""
+
+    server: str
+    fingerprint: str  # the catalog's fingerprint of the tools it was built from
+    tools: List[Dict[str, Any]]  # each entry as the JSON API describes it
+    index: IndexPart
+    functions: Dict[str, Dict[str, Any]]  # function attr -> {"id", "args"}: the runtime's map of this server
+    attrs: List[str]  # each tool's function attribute, in order
+
+
+def build_part(group: ServerTools, previous: Optional[ServerPart] = None) -> ServerPart:
+    """The part of ``group``; the tool vectors ``previous`` (the server's earlier part) computed are reused."""
+    tools = [entry.describe() for entry in group.entries]
+    index = IndexPart(tools, vector_cache=previous.index.vector_cache if previous is not None else None)
+    # A server's function names depend on its own tools only (stubs.names.python_names).
+    local = python_names(tools)
+    attrs = [local[tool["id"]][1] for tool in tools]
+    functions = {attr: {"id": tool["id"], "args": python_arg_names(tool)} for tool, attr in zip(tools, attrs)}
+    return ServerPart(group.server, group.fingerprint, tools, index, functions, attrs)
+
 
 @dataclass(frozen=True)
 class Artifacts:
-    """Everything derived from one catalog version.  Never changed once built."""
+    """Everything derived from one catalog version but the whole catalog's stubs.  Never changed once built."""
 
     version: int
     tools: List[Dict[str, Any]]
-    index: search.SearchIndex
-    stubs: Dict[str, str]
+    index: SearchIndex
     attributes: Dict[str, Tuple[str, str]]  # tool id -> (server attr, function attr), whole catalog
     names: Dict[str, Any]
+    servers: Dict[str, str]  # server name -> its attr, for the servers with tools
+    parts: Tuple[ServerPart, ...]
 
 
-def build_artifacts(snapshot: Snapshot, previous: Optional[Artifacts] = None) -> Artifacts:
-    """The artifacts of ``snapshot``; tool vectors the ``previous`` version already computed are reused."""
-    tools = [entry.describe() for entry in snapshot.entries()]
-    attributes = python_names(tools)
+def assemble(version: int, parts: List[ServerPart]) -> Artifacts:
+    """The artifacts of a catalog version from its servers' parts, in catalog order."""
+    servers = server_attributes([part.server for part in parts])
+    attributes: Dict[str, Tuple[str, str]] = {}
+    runtime: Dict[str, Dict[str, Any]] = {}
+    for part in parts:
+        server_attr = servers[part.server]
+        for tool, attr in zip(part.tools, part.attrs):
+            attributes[tool["id"]] = (server_attr, attr)
+        runtime[server_attr] = part.functions
     return Artifacts(
-        version=snapshot.version,
-        tools=tools,
-        index=search.SearchIndex(tools, vector_cache=previous.index.vector_cache if previous is not None else None),
-        stubs={"python": python_stubs(tools), "ts": typescript_declarations(tools)},
+        version=version,
+        tools=[tool for part in parts for tool in part.tools],
+        index=SearchIndex.from_parts([part.index for part in parts]),
         attributes=attributes,
-        names=name_map(tools, attributes),
+        names={"servers": runtime},
+        servers=servers,
+        parts=tuple(parts),
     )
 
 
@@ -61,31 +109,45 @@ class Derived:
         self._unavailable = unavailable or dict
         self._artifacts: Optional[Artifacts] = None
         self._building = threading.Lock()  # one build at a time
+        self._stubs: Dict[str, Tuple[int, str]] = {}  # lang -> (catalog version, the whole catalog's stubs)
+        self._stubs_building = threading.Lock()
         self._wake = threading.Condition()
-        self._pending = False
+        self._pending = True  # the worker's first task: the first version, then its stubs
         self._closed = False
-        self._worker: Optional[threading.Thread] = None
+        self.parts_built = 0  # server parts built so far (each server's, once per tool list)
+        self._worker: Optional[threading.Thread] = threading.Thread(target=self._work, name="derived-rebuild", daemon=True)
         catalog.add_listener(self._changed)
+        self._worker.start()
 
     def _changed(self) -> None:
-        with self._wake:
-            self._pending = True
-            if self._worker is None and not self._closed:
-                self._worker = threading.Thread(target=self._work, name="derived-rebuild", daemon=True)
-                self._worker.start()
-            self._wake.notify()
+        # On the thread that changed the catalog: the changed servers' parts now, off any request.
+        try:
+            self._update()
+        finally:
+            with self._wake:
+                self._pending = True
+                self._wake.notify()
 
     def _work(self) -> None:
+        try:
+            self.current()  # the first version, off the thread that builds the gateway
+        except Exception:
+            logger.exception("building the derived artifacts failed")
         while True:
             with self._wake:
                 self._wake.wait_for(lambda: self._pending or self._closed)
+                # Stubs once the catalog has been still for a moment: a burst of changes is one build.
+                while self._pending and not self._closed:
+                    self._pending = False
+                    self._wake.wait_for(lambda: self._pending or self._closed, STUBS_QUIET_SECONDS)
                 if self._closed:
                     return
-                self._pending = False
             try:
-                self.current()
+                artifacts = self.current()
+                for lang in LANGUAGES:
+                    self._whole_stubs(artifacts, lang)
             except Exception:
-                logger.exception("rebuilding the derived artifacts failed")
+                logger.exception("building the whole catalog's stubs failed")
 
     def close(self) -> None:
         """End the worker thread."""
@@ -93,20 +155,46 @@ class Derived:
             self._closed = True
             self._wake.notify_all()
 
-    def current(self) -> Artifacts:
-        """The artifacts of the catalog's current version (built now if they are not yet)."""
-        artifacts = self._artifacts
-        snapshot = self.catalog.snapshot()
-        if artifacts is not None and artifacts.version == snapshot.version:
-            return artifacts
+    def _update(self) -> Artifacts:
+        """Make the catalog's current version the published one: build the parts it lacks, put them together."""
         with self._building:
-            artifacts = self._artifacts
             snapshot = self.catalog.snapshot()
-            if artifacts is None or artifacts.version != snapshot.version:
-                artifacts = build_artifacts(snapshot, artifacts)
-                self._artifacts = artifacts
-                logger.debug("derived artifacts rebuilt for catalog version %d (%d tools)", artifacts.version, len(artifacts.tools))
-        return artifacts
+            artifacts = self._artifacts
+            if artifacts is not None and artifacts.version >= snapshot.version:
+                return artifacts  # another thread published this version (or a newer one) meanwhile
+            known = {(part.server, part.fingerprint): part for part in artifacts.parts} if artifacts is not None else {}
+            latest = {part.server: part for part in artifacts.parts} if artifacts is not None else {}
+            parts = []
+            for group in snapshot.servers:
+                part = known.get((group.server, group.fingerprint))
+                if part is None:
+                    part = build_part(group, latest.get(group.server))
+                    self.parts_built += 1
+                parts.append(part)
+            artifacts = assemble(snapshot.version, parts)
+            self._artifacts = artifacts
+            logger.debug("derived artifacts for catalog version %d (%d tools)", artifacts.version, len(artifacts.tools))
+            return artifacts
+
+    def current(self) -> Artifacts:
+        """The newest complete artifacts (those of the catalog's previous version while a change is being built);
+        the first ones are waited for."""
+        artifacts = self._artifacts
+        return artifacts if artifacts is not None else self._update()
+
+    def _whole_stubs(self, artifacts: Artifacts, lang: str) -> str:
+        """The stubs of every tool of ``artifacts``, made once per version (a request that wants them first waits)."""
+        known = self._stubs.get(lang)
+        if known is not None and known[0] == artifacts.version:
+            return known[1]
+        with self._stubs_building:
+            known = self._stubs.get(lang)
+            if known is not None and known[0] == artifacts.version:
+                return known[1]
+            code = typescript_declarations(artifacts.tools) if lang == "ts" else python_stubs(artifacts.tools)
+            if known is None or known[0] < artifacts.version:
+                self._stubs[lang] = (artifacts.version, code)
+            return code
 
     # -- what the endpoints serve ------------------------------------------------
 
@@ -134,12 +222,13 @@ class Derived:
         # alone, "foo-bar" would be foo_bar although the runtime calls it foo_bar_2.
         names = artifacts.attributes
         if not selection and not full:
-            code = artifacts.stubs[lang]
+            code = self._whole_stubs(artifacts, lang)
         elif lang == "ts":
             code = typescript_declarations(tools, full=full, names=names)
         else:
             code = python_stubs(tools, full=full, names=names)
-        usage = usage_example(tools, names=names) if tools and lang == "python" else ""
+        # The example calls the first tool, named by the whole catalog's map: it needs no other tool.
+        usage = usage_example(tools[:1], names=names) if tools and lang == "python" else ""
         return {"lang": lang, "code": code, "usage": usage, "tools": [t["id"] for t in tools]}
 
     def names(self) -> Dict[str, Any]:
@@ -148,29 +237,20 @@ class Derived:
         return dict(artifacts.names, unavailable=unavailable_attrs(artifacts, self._unavailable()))
 
 
-def name_map(tools: List[Dict[str, Any]], attributes: Dict[str, Any]) -> Dict[str, Any]:
-    """The sandbox runtime's map: server attr -> function attr -> tool id and argument renames."""
-    servers: Dict[str, Dict[str, Any]] = {}
-    for tool in tools:
-        server_attr, function_attr = attributes[tool["id"]]
-        servers.setdefault(server_attr, {})[function_attr] = {"id": tool["id"], "args": python_arg_names(tool)}
-    return {"servers": servers}
-
-
 def unavailable_attrs(artifacts: Artifacts, reasons: Dict[str, str]) -> Dict[str, str]:
     """``reasons`` keyed by the attribute ``tools.<attr>`` the runtime would use for each server."""
     if not reasons:
         return {}
-    known = {tool["server"]: artifacts.attributes[tool["id"]][0] for tool in artifacts.tools}
+    known = artifacts.servers
     # A server with no tools listed gets the attribute it would have if it had one.
-    placeholders = [{"id": f"{name}__", "server": name, "name": ""} for name in reasons if name not in known]
-    guessed = python_names(artifacts.tools + placeholders) if placeholders else {}
+    placeholders = [name for name in reasons if name not in known]
+    guessed = server_attributes(list(known) + placeholders) if placeholders else {}
     taken = set(known.values())
     result: Dict[str, str] = {}
     for name, reason in reasons.items():
         attr = known.get(name)
         if attr is None:
-            attr = guessed.get(f"{name}__", (name, ""))[0]
+            attr = guessed.get(name, name)
             if attr in taken:
                 continue
         result[attr] = reason
