@@ -12,7 +12,8 @@ whole catalog is worked out as queries ask for it (``toolscript.search.parts``)
 
 A request reads the newest complete ``Artifacts``: while a changed server's
 part is being built it gets the previous version (never half of one), and
-only before the very first version is there does it wait for it.  So no
+only before the very first version is there does it wait for it (the first
+request or the first change builds it).  So no
 search waits for an index to be built; whoever waited for the servers to
 settle (discovery answers do) finds them searchable.
 
@@ -112,12 +113,11 @@ class Derived:
         self._stubs: Dict[str, Tuple[int, str]] = {}  # lang -> (catalog version, the whole catalog's stubs)
         self._stubs_building = threading.Lock()
         self._wake = threading.Condition()
-        self._pending = True  # the worker's first task: the first version, then its stubs
+        self._pending = False  # the catalog changed since the worker last made the whole catalog's stubs
         self._closed = False
         self.parts_built = 0  # server parts built so far (each server's, once per tool list)
-        self._worker: Optional[threading.Thread] = threading.Thread(target=self._work, name="derived-rebuild", daemon=True)
+        self._worker: Optional[threading.Thread] = None
         catalog.add_listener(self._changed)
-        self._worker.start()
 
     def _changed(self) -> None:
         # On the thread that changed the catalog: the changed servers' parts now, off any request.
@@ -126,13 +126,12 @@ class Derived:
         finally:
             with self._wake:
                 self._pending = True
+                if self._worker is None and not self._closed:
+                    self._worker = threading.Thread(target=self._work, name="derived-rebuild", daemon=True)
+                    self._worker.start()
                 self._wake.notify()
 
     def _work(self) -> None:
-        try:
-            self.current()  # the first version, off the thread that builds the gateway
-        except Exception:
-            logger.exception("building the derived artifacts failed")
         while True:
             with self._wake:
                 self._wake.wait_for(lambda: self._pending or self._closed)
