@@ -160,3 +160,68 @@ def test_names_put_together_from_servers_are_the_whole_catalogs():
         assert typed["usage"] == usage_example(artifacts.tools, names=whole)
     finally:
         derived.close()
+
+
+def test_a_cached_tool_list_adopted_at_start_is_indexed_off_the_starting_thread(tmp_path, monkeypatch):
+    """The gateway starts its servers before it writes its state file: indexing a cached list there would hold that up."""
+    import os
+
+    from claude_code_files import Layout, lock_entry
+    from toolscript.config.load import Config
+    from toolscript.gateway import derived as derived_module, toolcache, upstream as upstream_module
+    from toolscript.gateway.service import Gateway
+
+    layout = Layout(tmp_path)
+    monkeypatch.setenv("TOOLSCRIPT_STATE_DIR", layout.state)
+    monkeypatch.setattr(upstream_module, "LISTING_DELAY_SECONDS", 60.0)  # the cached list is all there is
+    layout.claude_json(user={"locked": lock_entry(os.path.join(layout.root, "l.lock"), os.path.join(layout.root, "l.log"))})
+    server = layout.load().servers["locked"]
+    toolcache.store(server, [{"name": "hold", "description": "Say which process holds the lock file.",
+                              "inputSchema": {"type": "object", "properties": {}}}])
+    built_on = []
+    real = derived_module.build_part
+    monkeypatch.setattr(derived_module, "build_part", lambda group, previous=None: built_on.append(
+        (group.server, threading.get_ident())) or real(group, previous))
+    gw = Gateway(Config(servers={"locked": server}, files=[], warnings=[]), workspace=str(tmp_path))
+    try:
+        gw.start()
+        assert wait_for(lambda: {"builtin", "locked"} <= {s for s, _ in built_on})
+        assert all(thread != threading.get_ident() for _, thread in built_on), "a part was built while the gateway started"
+        assert [hit["id"] for hit in gw.derived.search("which process holds the lock", limit=1, threshold=0.0, servers=None)] == ["locked__hold"]
+    finally:
+        gw.stop()
+
+
+def test_a_list_left_to_the_worker_is_still_searchable_by_whoever_waited_for_it(monkeypatch):
+    """Only the deferring thread's changes wait for the worker; a request never reads a version without them."""
+    from toolscript.gateway import derived as derived_module
+
+    built_on = []
+    real = derived_module.build_part
+    monkeypatch.setattr(derived_module, "build_part", lambda group, previous=None: built_on.append(
+        (group.server, threading.current_thread().name)) or real(group, previous))
+    tools = three_servers()
+    catalog = Catalog(lambda: list(tools.items()))
+    derived = Derived(catalog)
+    try:
+        derived.current()
+        built_on.clear()
+        with derived.deferred():
+            tools["alpha"] = tools["alpha"] + [{"name": "cached_tool", "description": "Frobnicate the widgets", "inputSchema": {"type": "object"}}]
+            assert catalog.rebuild()
+            assert built_on == []  # not on this thread
+            # A request now gets the adopted list too, though the worker waits for the block to end.
+            answers = []
+            searcher = threading.Thread(target=lambda: answers.append(
+                derived.search("frobnicate the widgets", limit=1, threshold=0, servers=None)), name="request")
+            searcher.start()
+            searcher.join(10)
+            assert answers and answers[0][0]["id"] == "alpha__cached_tool"
+            # Another server's thread, meanwhile, derives its own change as always.
+            other = threading.Thread(target=lambda: (tools.__setitem__("gamma", tools["gamma"][:1]), catalog.rebuild()), name="upstream-gamma")
+            other.start()
+            other.join(10)
+            assert [thread for server, thread in built_on if server == "gamma"] == ["upstream-gamma"]
+        assert derived.current().version == catalog.snapshot().version
+    finally:
+        derived.close()

@@ -13,9 +13,13 @@ whole catalog is worked out as queries ask for it (``toolscript.search.parts``)
 A request reads the newest complete ``Artifacts``: while a changed server's
 part is being built it gets the previous version (never half of one), and
 only before the very first version is there does it wait for it (the first
-request or the first change builds it).  So no
-search waits for an index to be built; whoever waited for the servers to
-settle (discovery answers do) finds them searchable.
+request or the first change builds it).  So no search waits for an index
+to be built; whoever waited for the servers to settle (discovery answers
+do) finds them searchable.  Tool lists the gateway's own thread adopts
+while it starts the servers (cached ones) are derived by the worker
+instead (``deferred``), so they never hold up the start; a request that
+comes before the worker has derived them waits for it, as it would have
+waited for the server to settle.
 
 The whole catalog's stubs (``get-types`` without a filter) name their types
 across all servers, so they are made for the whole catalog: by one worker
@@ -24,9 +28,10 @@ wants them sooner.  Filtered stubs (``get-types --filter``) are generated on
 demand: they are a small subset and cheap.
 """
 
+import contextlib
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from toolscript import log
 from toolscript.gateway.catalog import Catalog, ServerTools
@@ -113,40 +118,87 @@ class Derived:
         self._stubs: Dict[str, Tuple[int, str]] = {}  # lang -> (catalog version, the whole catalog's stubs)
         self._stubs_building = threading.Lock()
         self._wake = threading.Condition()
-        self._pending = False  # the catalog changed since the worker last made the whole catalog's stubs
+        self._deferring = threading.local()  # .depth: this thread's deferred() blocks under way
+        self._deferring_blocks = 0  # deferred() blocks under way on any thread: the worker waits for them to end
+        self._build_wanted = False  # a change the worker is to derive (made in a deferred() block)
+        self._owed = 0  # the newest catalog version a deferred() block left to the worker: requests wait for it
+        self._stubs_wanted = False  # the catalog changed since the worker last made the whole catalog's stubs
         self._closed = False
         self.parts_built = 0  # server parts built so far (each server's, once per tool list)
         self._worker: Optional[threading.Thread] = None
         catalog.add_listener(self._changed)
 
     def _changed(self) -> None:
+        if getattr(self._deferring, "depth", 0):
+            with self._wake:
+                self._build_wanted = True
+                self._owed = max(self._owed, self.catalog.snapshot().version)
+                self._start_worker()
+            return
         # On the thread that changed the catalog: the changed servers' parts now, off any request.
         try:
             self._update()
         finally:
             with self._wake:
-                self._pending = True
-                if self._worker is None and not self._closed:
-                    self._worker = threading.Thread(target=self._work, name="derived-rebuild", daemon=True)
-                    self._worker.start()
+                self._stubs_wanted = True
+                self._start_worker()
                 self._wake.notify()
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """Changes this thread makes inside the block are derived by the worker once it ends, not by this thread.
+
+        For the gateway's own thread while it starts the servers: a tool list
+        it adopts (a cached one) must not hold up the start.  Other threads'
+        changes (servers connecting meanwhile) are derived as always, and a
+        request wants the versions left to the worker (``current``).
+        """
+        self._deferring.depth = getattr(self._deferring, "depth", 0) + 1
+        with self._wake:
+            self._deferring_blocks += 1
+        try:
+            yield
+        finally:
+            self._deferring.depth -= 1
+            with self._wake:
+                self._deferring_blocks -= 1
+                self._wake.notify()
+
+    def _start_worker(self) -> None:
+        # Under self._wake.
+        if self._worker is None and not self._closed:
+            self._worker = threading.Thread(target=self._work, name="derived-rebuild", daemon=True)
+            self._worker.start()
+
+    def _can_build(self) -> bool:
+        # Once the start is over: one build for all the lists it adopted.
+        return self._build_wanted and not self._deferring_blocks
 
     def _work(self) -> None:
         while True:
             with self._wake:
-                self._wake.wait_for(lambda: self._pending or self._closed)
-                # Stubs once the catalog has been still for a moment: a burst of changes is one build.
-                while self._pending and not self._closed:
-                    self._pending = False
-                    self._wake.wait_for(lambda: self._pending or self._closed, STUBS_QUIET_SECONDS)
+                self._wake.wait_for(lambda: self._closed or self._can_build() or self._stubs_wanted)
                 if self._closed:
                     return
+                build = self._can_build()
+                if build:
+                    self._build_wanted = False
+                else:
+                    # Stubs once the catalog has been still for a moment: a burst of changes is one build of them.
+                    self._stubs_wanted = False
+                    if self._wake.wait_for(lambda: self._closed or self._can_build() or self._stubs_wanted, STUBS_QUIET_SECONDS):
+                        continue  # another change (or the end) came first
             try:
-                artifacts = self.current()
-                for lang in LANGUAGES:
-                    self._whole_stubs(artifacts, lang)
+                if build:
+                    self._update()
+                    with self._wake:
+                        self._stubs_wanted = True
+                else:
+                    artifacts = self.current()
+                    for lang in LANGUAGES:
+                        self._whole_stubs(artifacts, lang)
             except Exception:
-                logger.exception("building the whole catalog's stubs failed")
+                logger.exception("deriving the catalog's search index and stubs failed")
 
     def close(self) -> None:
         """End the worker thread."""
@@ -177,9 +229,11 @@ class Derived:
 
     def current(self) -> Artifacts:
         """The newest complete artifacts (those of the catalog's previous version while a change is being built);
-        the first ones are waited for."""
+        the first ones, and those of tool lists adopted in a ``deferred`` block, are waited for."""
         artifacts = self._artifacts
-        return artifacts if artifacts is not None else self._update()
+        if artifacts is None or artifacts.version < self._owed:
+            return self._update()
+        return artifacts
 
     def _whole_stubs(self, artifacts: Artifacts, lang: str) -> str:
         """The stubs of every tool of ``artifacts``, made once per version (a request that wants them first waits)."""

@@ -90,8 +90,9 @@ class Gateway:
 
     def start(self) -> None:
         """Connect every upstream in parallel (returns at once)."""
-        for upstream in self.upstreams.values():
-            upstream.start()
+        with self.derived.deferred():  # a cached tool list adopted here is indexed off this thread
+            for upstream in self.upstreams.values():
+                upstream.start()
 
     def stop(self, timeout: float = STOP_SECONDS) -> None:
         """Disconnect every upstream, in parallel, within one ``timeout`` for them all."""
