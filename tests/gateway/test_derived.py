@@ -225,3 +225,73 @@ def test_a_list_left_to_the_worker_is_still_searchable_by_whoever_waited_for_it(
         assert derived.current().version == catalog.snapshot().version
     finally:
         derived.close()
+
+
+def catalog_of_5000_tools():
+    """{server: [MCP tools]}: every development set's recorded servers (a server per set and name), then copies
+    of them with every long word changed, up to 5,000 tools."""
+    import re
+
+    from search_sets import evalsets
+
+    def mangled(value, suffix):
+        if isinstance(value, str):
+            return re.sub(r"[A-Za-z]{4,}", lambda m: m.group(0) + suffix, value)
+        if isinstance(value, dict):
+            return {k: mangled(v, suffix) for k, v in value.items()}
+        return [mangled(v, suffix) for v in value] if isinstance(value, list) else value
+
+    recorded = {}
+    for name in evalsets.development():
+        for t in evalsets.own_tools(name):
+            recorded.setdefault(f"{name}-{t['server']}", []).append({k: v for k, v in t.items() if k not in ("id", "server")})
+    servers, total, copy = {}, 0, 0
+    while total < 5000:
+        for server, tools in recorded.items():
+            if total >= 5000:
+                break
+            own = tools[:5000 - total]
+            servers[f"{server}-copy{copy}" if copy else server] = [mangled(t, "qx" * copy) for t in own] if copy else own
+            total += len(own)
+        copy += 1
+    return servers
+
+
+@pytest.mark.timeout(600)
+def test_search_over_5000_tools_made_of_server_parts_ranks_as_one_index_of_the_whole_catalog():
+    """The gateway's index, made of one part per server and kept across changes, answers every query as an index
+    of the whole catalog built at once: the same tools, scores and --explain shares, to the last bit."""
+    import random
+
+    from search_sets import evalsets
+    from toolscript.search.index import SearchIndex
+
+    tools = catalog_of_5000_tools()
+    rng = random.Random(5)
+    queries = [rng.choice(evalsets.queries(name))["query"] for name in evalsets.development()]
+    queries += ["serach isues", "calendarId timeMin", "github__search_issues", "list the filesqx", "", "the of a"]
+
+    def answers(index):
+        return [(index.search(q, limit=10, threshold=0.0, explain=True), index.search(q, limit=5, semantic=False),
+                 index.explain_terms(q)) for q in queries]
+
+    catalog = Catalog(lambda: list(tools.items()))
+    derived = Derived(catalog)
+    try:
+        first = derived.current()
+        assert len(first.tools) == 5000 and len(first.parts) > 10
+        answers(first.index)  # what the parts learn of these queries' words they keep for the next version
+        # One server changes, one goes away, one comes: the others' parts are kept, ranking is still the whole catalog's.
+        names = list(tools)
+        changed, gone = names[3], names[40]
+        tools[changed] = [dict(t, description=f"{t.get('description') or ''} and archive it") for t in tools[changed][1:]]
+        del tools[gone]
+        tools["brand-new"] = [{"name": "frobnicate_widget", "description": "Frobnicate a widget and archive it",
+                               "inputSchema": {"type": "object", "properties": {"widgetId": {"type": "string"}}}}]
+        built = derived.parts_built
+        assert catalog.rebuild()
+        after = derived.current()
+        assert derived.parts_built - built == 2  # the changed server's and the new one's
+        assert answers(after.index) == answers(SearchIndex(after.tools))
+    finally:
+        derived.close()
