@@ -295,3 +295,45 @@ def test_search_over_5000_tools_made_of_server_parts_ranks_as_one_index_of_the_w
         assert answers(after.index) == answers(SearchIndex(after.tools))
     finally:
         derived.close()
+
+
+@pytest.mark.timeout(120)
+def test_a_reload_that_changes_one_server_builds_that_servers_part_alone(tmp_path, monkeypatch):
+    """The others keep their connection, so their tool lists and their parts of the index: none is read again."""
+    import importlib
+    import importlib.util
+    import os
+
+    from live_config import fixture_entry, marker, write_json
+    from toolscript.config.load import load_config
+    from toolscript.gateway.service import Gateway
+    from toolscript.search import fields
+
+    read = []  # the servers whose tools search read to index them, one entry per tool
+    real = fields.index_fields
+    for name in ("toolscript.search.index", "toolscript.search.parts"):  # whichever module of search indexes a tool
+        module = importlib.util.find_spec(name) and importlib.import_module(name)
+        if module and hasattr(module, "index_fields"):
+            monkeypatch.setattr(module, "index_fields", lambda tool, surface: read.append(tool["server"]) or real(tool, surface))
+    home, project = str(tmp_path / "home"), str(tmp_path / "project")
+    for directory in (home, os.path.join(project, ".git")):
+        os.makedirs(directory)
+    env = {"HOME": home, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TOOLSCRIPT_STATE_DIR": str(tmp_path / "state")}
+    entries = {name: fixture_entry(marker(tmp_path, name)) for name in ("alpha", "beta", "gamma")}
+    write_json(os.path.join(home, ".toolscript.json"), {"mcpServers": entries})
+    gateway = Gateway(load_config(cwd=project, environ=env), workspace=project)
+    try:
+        gateway.start()
+        assert not gateway.wait_for_servers(60) and all(u.state == "ready" for u in gateway.upstreams.values())
+        assert {"alpha", "beta", "gamma"} <= {hit["server"] for hit in gateway.derived.search("echo", limit=50, threshold=0.0, servers=None)}
+        read.clear()
+        entries["beta"]["env"] = {"FIXTURE_SETTING": "changed"}
+        write_json(os.path.join(home, ".toolscript.json"), {"mcpServers": entries})
+        changes = gateway.apply_config(load_config(cwd=project, environ=env))
+        assert changes.changed == ["beta"]
+        assert not gateway.wait_for_servers(60) and gateway.upstreams["beta"].state == "ready"
+        hits = gateway.derived.search("echo", limit=50, threshold=0.0, servers=None)
+        assert {"alpha__echo", "beta__echo", "gamma__echo"} <= {hit["id"] for hit in hits}
+        assert read and set(read) == {"beta"}
+    finally:
+        gateway.stop()
