@@ -79,6 +79,7 @@ bench: venv peers peer-proxy
 	$(VPY) bench/mcp_client.py
 	$(VPY) bench/gateway.py
 	$(VPY) bench/reload.py
+	$(VPY) bench/scale.py
 	$(VPY) bench/codemode.py
 	$(VPY) bench/search.py
 	$(VPY) bench/search.py --floors
