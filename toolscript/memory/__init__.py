@@ -16,6 +16,16 @@ MAX_SESSION_ID = 128
 _SESSION_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:@+=")
 
 
+# Words that say nothing about what a prompt is about ("now", "please", "yes"): a prompt of only these
+# is about nothing in particular (no search), and the activity shift ignores them.  The store does not
+# drop them from a search: its idf weighs them down, and "first" or "new" can be what a question asks.
+FILLER_WORDS = frozenset(
+    """now let lets please can could want need make use look also just like thing things fix sure thanks okay
+    yes no one two new get got see next first last again still more some any all set up about what why should
+    would go do does did done tell remember recall know""".split()
+)
+
+
 class Memory(NamedTuple):
     """One stored memory; ``content`` is already redacted and free of ``<private>`` spans."""
 

@@ -57,6 +57,7 @@ from collections import Counter
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Collection, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from toolscript.memory import FILLER_WORDS
 from toolscript.search import terms, tokenize
 
 if TYPE_CHECKING:  # only needed for the hints
@@ -99,16 +100,8 @@ QUERY_WORDS = 24  # the store searches at most 24 words anyway
 # Tools whose repeated uses on the same file are one piece of work ("Edited x.py (5 times)").
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
 
-# Prompt filler: words that say nothing about what a prompt is about.  Left
-# out of the query inject sends to the store, so "make the parser strict"
-# does not match every "make release" memory.
-_FILLER = frozenset(
-    terms(
-        """now let lets please can could want need make use look also just like thing things fix sure thanks okay
-        yes no one two new get got see next first last again still more some any all set up about what why should
-        would go do does did done"""
-    )
-)
+# Prompt filler (toolscript.memory.FILLER_WORDS) as stems, for the activity shift's topic words.
+_FILLER = frozenset(terms(" ".join(sorted(FILLER_WORDS))))
 # Words that say nothing about a topic in activity-shift terms: the filler,
 # the verbs every captured action line uses, and file-type suffixes.
 _GENERIC = _FILLER | frozenset(
@@ -474,19 +467,19 @@ def render_brief(query: str, related: Sequence[Tuple["Memory", float]], *, now: 
 
 
 def _query_words(query: str) -> str:
-    """What the store searches for: the distinct content words of ``query`` without filler, at most QUERY_WORDS.
+    """What the store searches for: ``query`` itself, cut to its first QUERY_WORDS words when long.
 
-    The store scores by the share of query words a memory has, so filler
-    would only dilute it.  A word goes as its stem when the stem is a prefix
-    of it ("installing" -> "install"), since the store matches prefixes and
-    the stem then also finds "installed"; else as written ("queries").
+    The store analyses a query's words as it analysed the memories' (its
+    one analyzer: filler and stopwords out, FTS5's porter stems), so nothing
+    is stemmed here: a stem made here ("nat" for "Nate") is a word the index
+    never held.
     """
-    surface: Dict[str, str] = {}
-    stems = list(dict.fromkeys(t for t in terms(query or "", surface) if t not in _FILLER))
-    by_stem: Dict[str, str] = {}
-    for word, stem in surface.items():
-        by_stem.setdefault(stem, stem if len(stem) >= 3 and word.startswith(stem) else word)
-    return " ".join(by_stem.get(s, s) for s in stems[:QUERY_WORDS])
+    from toolscript.memory.store import query_terms
+
+    words = (query or "").split()
+    text = " ".join(words[:QUERY_WORDS * 2])
+    # Only filler ("yes, go on"): about nothing in particular, so no search (the newest work instead).
+    return text if any(w not in FILLER_WORDS for w in query_terms(text)) else ""
 
 
 def _extra(exclude: Collection[Any]) -> int:
