@@ -153,8 +153,8 @@ def test_memories_with_no_text_are_not_shown():
 
 
 def test_weak_or_old_matches_go_to_potentially_related():
-    related = [(mem(1, "Edited a.py: strong but old", ago=30 * DAY, tool="Edit", files=["a.py"]), 0.95),
-               (mem(2, "Ran `make docs`: weak but new", ago=3600), 0.2)]
+    related = [(mem(1, "Edited a.py: strong but old", ago=30 * DAY, tool="Edit", files=["a.py"]), 0.6),
+               (mem(2, "Ran `make docs`: weak but new", ago=3600), 0.19)]
     out = render_inject("docs", related, [], now=NOW)
     assert "### Recent Related Work" not in out
     assert out.splitlines()[3:] == ["### Potentially Related",

@@ -698,8 +698,8 @@ def test_rare_words_weigh_more_and_old_rare_memories_are_still_found(tmp_path, m
         top, score = store.search("common zeppelin", project="/p")[0]
         assert top.id == old and 0.9 < score <= 1.0  # its "common" is past that word's cut: a little under 1.0
         hits = store.search("common zeppelin", project="/p", limit=5)
-        assert [s for _, s in hits][1:] == [hits[1][1]] * 4 and hits[1][1] < 0.5  # the common word alone weighs little
-        assert [m.created for m, _ in hits[1:]] == sorted((m.created for m, _ in hits[1:]), reverse=True)  # newest first
+        assert all(s < 0.5 for _, s in hits[1:])  # the common word alone weighs little
+        assert all(m.id != old and m.created > 1000 for m, _ in hits[1:])  # recent filler: the common word's newest uses
 
 
 def test_disk_full_is_a_clear_error_and_nothing_is_lost(tmp_path):

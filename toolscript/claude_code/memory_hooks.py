@@ -53,6 +53,8 @@ RECORD_DAYS = 7  # a session's records (injected ids, brief mark) untouched this
 # Seconds the PreToolUse brief may take, from the handler's start: the tool waits for it.  Past it
 # the search is interrupted and the tool runs without a brief.
 PRE_TOOL_BUDGET = 0.5
+# Older memories given a meaning vector per SessionEnd (~0.3 ms each; the hook has seconds).
+VECTOR_BATCH = 1000
 
 
 def _settings(event: Mapping[str, Any]) -> Tuple[Dict[str, Any], bool]:
@@ -260,6 +262,8 @@ def session_end(event: Dict[str, Any]) -> Optional[str]:
                        files=summary.files if summary and not given else ())
             if not db.end_session(session):
                 logger.info("memory: no active session %s to end", session)
+        # Memories stored before vectors existed get theirs a batch at a time, where no one waits.
+        db.fill_vectors(VECTOR_BATCH)
     return None
 
 

@@ -79,7 +79,9 @@ STRONG_FLOOR = 0.2
 STRONG_RELATIVE = 0.3
 RECENT_DAYS = 7
 MAX_RECENT_BULLETS = 5
-MAX_POTENTIAL_BULLETS = 3
+# Further matches, best first, while the budget lasts: the answer is often the third or the seventh
+# (bench/memory_eval: 3 bullets carried the evidence for 62% of questions, 8 for 75%).
+MAX_POTENTIAL_BULLETS = 8
 MAX_BRIEF_BULLETS = 3
 BRIEF_MAX_TOKENS = 200
 # What the records are, said before them: the model reads them as history, not as requests.
@@ -147,6 +149,25 @@ def relative_date(ts: float, now: float) -> str:
         return "1 month ago" if months == 1 else "%d months ago" % months
     years = days // 365
     return "1 year ago" if years == 1 else "%d years ago" % years
+
+
+def calendar_date(ts: float) -> str:
+    """``ts`` as a local calendar date, "8 May 2023"; "" when it is not a time."""
+    try:
+        day = datetime.fromtimestamp(float(ts))
+    except (OverflowError, OSError, ValueError, TypeError):
+        return ""
+    return "%d %s %d" % (day.day, day.strftime("%B"), day.year)
+
+
+# A question about time: its answer is a date, so the bullets say theirs (not only "3 months ago").
+_ABOUT_TIME = re.compile(r"\b(?:when|what (?:date|day|time|year|month)|which (?:date|day|year|month)|how long ago|"
+                         r"since when|latest|last|first|earliest|recently)\b", re.IGNORECASE)
+
+
+def about_time(query: str) -> bool:
+    """Whether ``query`` asks when something happened (or the first or latest of something)."""
+    return bool(_ABOUT_TIME.search(query or ""))
 
 
 def estimate_tokens(text: str) -> int:
@@ -349,10 +370,16 @@ def _first_line(text: str) -> str:
     return ""
 
 
-def _bullet(item: _Item, now: float) -> str:
-    """One memory as a quoted record: ``- <age>, <source>: "<text>"`` and how often, and its files when unnamed."""
+def _bullet(item: _Item, now: float, dated: bool = False) -> str:
+    """One memory as a quoted record: ``- <age>, <source>: "<text>"`` and how often, and its files when unnamed.
+
+    ``dated``: the age is followed by the calendar date ("3 months ago (8 May 2023)"), for a question about when.
+    """
     text = _quoted(item.text, BULLET_CHARS)
-    line = "- %s, %s: %s" % (relative_date(item.created, now), item.source, text)
+    age = relative_date(item.created, now)
+    if dated:
+        age += " (%s)" % calendar_date(item.created)
+    line = "- %s, %s: %s" % (age, item.source, text)
     if item.count > 1:
         line += " (%d times)" % item.count
     names = [_basename(f) for f in item.files[:3]]
@@ -388,10 +415,12 @@ def render_inject(query: str, related: Sequence[Tuple["Memory", float]], recent:
     strong = max(STRONG_FLOOR, STRONG_RELATIVE * max([i.score for i in items] or [0.0]))
     recent_items = sorted((i for i in items if _is_recent(i, now, strong)),
                           key=lambda i: (-i.created, -i.score, str(i.ident)))[:MAX_RECENT_BULLETS]
-    potential = sorted((i for i in items if not _is_recent(i, now, strong)),
+    floor = STRONG_RELATIVE * max([i.score for i in items] or [0.0])  # under it, a match is noise beside the best
+    potential = sorted((i for i in items if not _is_recent(i, now, strong) and i.score >= floor),
                        key=lambda i: (-i.score, -i.created, str(i.ident)))[:MAX_POTENTIAL_BULLETS]
-    recent_lines = [_bullet(i, now) for i in recent_items]
-    potential_lines = [_bullet(i, now) for i in potential]
+    dated = about_time(query)
+    recent_lines = [_bullet(i, now, dated) for i in recent_items]
+    potential_lines = [_bullet(i, now, dated) for i in potential]
     note = _shift(query, recent)
 
     # Greedy by priority: each candidate is kept only if the whole output still fits.
@@ -450,7 +479,7 @@ def render_brief(query: str, related: Sequence[Tuple["Memory", float]], *, now: 
     lines = [BRIEF_HEADER]
     kept: List[_Item] = []
     for item in items:
-        lines.append(_bullet(item, now))
+        lines.append(_bullet(item, now, about_time(query)))
         if not _fits(lines, budget):
             lines.pop()
             break

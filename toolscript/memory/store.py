@@ -17,16 +17,21 @@ Why it looks like this:
   migrations, applied under ``BEGIN IMMEDIATE`` so two first-time processes
   cannot both create it.
 * Full-text search uses an FTS5 external-content table kept in sync by
-  triggers (porter stems; the project as one hashed token).  Ranking is not
-  FTS5's bm25: that scores every matching row, 70-230 ms a query at 100k
-  memories.  Instead each query word contributes its newest
-  CANDIDATES_PER_TERM rows in the project (a rare word: all of them) and a
-  memory scores the idf-weighted share of the query's words it has (0..1),
-  newest first on ties: bounded work at any size (inject p99 ~37 ms at 100k,
-  bench/memory_store.py).  Some Python builds ship an SQLite without FTS5:
+  triggers (porter stems; the project as one hashed token).  FTS5's
+  tokenizer is the one analyzer: a query's words are matched as written and
+  stemmed by it, for every caller.  Ranking is not FTS5's bm25: that scores
+  every matching row, 70-230 ms a query at 100k memories.  Instead each
+  query word contributes its newest CANDIDATES_PER_TERM rows in the project
+  (a rare word: all of them), a memory scores the idf-weighted share of the
+  query's words it has (0..1), and the best few hundred are reranked by their
+  neighbours, their meaning and time (``toolscript.memory.rank``): bounded
+  work at any size (bench/memory_store.py).  Some Python builds ship an SQLite without FTS5:
   that is detected at open (a probe table in ``temp``) and search falls back
   to ``LIKE`` over the query's words; ``stats()["fts"]`` says which is in use.
   ``TOOLSCRIPT_MEMORY_FTS=0`` (or ``open_store(fts=False)``) forces the fallback.
+* Each memory's meaning vector (``toolscript.memory.vectorcodec``) is stored
+  when the memory is, in ``memory_vectors`` (schema 2); memories from before
+  get theirs from ``fill_vectors``, a batch per SessionEnd.
 * Every text is passed through ``toolscript.memory.redact.clean`` before it is
   stored: secrets and ``<private>`` spans never reach the file; control
   characters and terminal escapes are dropped too.  A session id longer
@@ -56,7 +61,7 @@ import time
 from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from toolscript.errors import UserError
-from toolscript.memory import Memory, Session, session_key
+from toolscript.memory import Memory, Session, rank, session_key, vectorcodec
 from toolscript.memory.redact import clean
 
 DB_FILENAME = "memory.db"
@@ -116,8 +121,22 @@ def _migrate_v1(conn: sqlite3.Connection, fts: bool) -> None:
         _create_fts(conn)
 
 
+def _migrate_v2(conn: sqlite3.Connection, fts: bool) -> None:
+    """Each memory's meaning vector, in a table of its own: filling it in for older memories must not touch the FTS index.
+
+    Memories stored before this have none until ``Store.fill_vectors`` reaches
+    them (the SessionEnd hook does, a batch at a time); search ranks them by
+    their words meanwhile.
+    """
+    conn.execute("CREATE TABLE IF NOT EXISTS memory_vectors (id INTEGER PRIMARY KEY, vector BLOB NOT NULL)")
+    conn.execute(
+        "CREATE TRIGGER IF NOT EXISTS memory_vectors_delete AFTER DELETE ON memories BEGIN "
+        "DELETE FROM memory_vectors WHERE id = old.id; END"
+    )
+
+
 # Index i holds the migration to schema version i + 1.  Append only; never edit a shipped one.
-MIGRATIONS: List[Callable[[sqlite3.Connection, bool], None]] = [_migrate_v1]
+MIGRATIONS: List[Callable[[sqlite3.Connection, bool], None]] = [_migrate_v1, _migrate_v2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -183,18 +202,22 @@ def open_store(
             if version == 0:
                 raise StoreError(f"no memory database at {db_path} yet; it is created when the first memory is captured")
             has_fts = _has_table(conn, "memories_fts")
+            has_vectors = _has_table(conn, "memory_vectors")
         else:
             _set_wal(conn, busy_timeout_ms)
             conn.execute("PRAGMA synchronous = NORMAL")
             _migrate(conn, available, db_path)
             has_fts = _sync_fts(conn, available)
+            has_vectors = True
     except sqlite3.Error as exc:
         conn.close()
         raise _store_error(exc, db_path, busy_timeout_ms) from exc
     except StoreError:
         conn.close()
         raise
-    return Store(db_path, conn, fts=bool(want_fts and available and has_fts), readonly=readonly, busy_timeout_ms=busy_timeout_ms)
+    store = Store(db_path, conn, fts=bool(want_fts and available and has_fts), readonly=readonly, busy_timeout_ms=busy_timeout_ms)
+    store.vector_table = has_vectors
+    return store
 
 
 def _uri(path: str, readonly: bool) -> str:
@@ -419,32 +442,6 @@ def _like_pattern(term: str) -> str:
     return "%" + escaped + "%"
 
 
-def _idf(df: int, total: int) -> float:
-    """BM25's inverse document frequency, never negative: rare words weigh more."""
-    return math.log(1.0 + (max(total, df) - df + 0.5) / (df + 0.5))
-
-
-def _ranked(matched: Dict[int, int], dfs: Sequence[int], total: int) -> Iterator[Tuple[int, float]]:
-    """(rowid, score) best first: the idf-weighted share of the query's words a memory has; newest first on ties.
-
-    ``matched`` maps a rowid to the bit mask of the terms it contains.  Rows
-    are grouped by mask so only the groups actually read get sorted.
-    """
-    # A word no memory contains (df 0) says nothing about which memory fits: it stays out of the whole, or a prompt's
-    # new words ("improve the clustering", where only "clustering" was ever stored) would sink every score.
-    weights = [_idf(df, total) if df else 0.0 for df in dfs]
-    whole = sum(weights) or 1.0
-    groups: Dict[int, List[int]] = {}
-    for rowid, mask in matched.items():
-        groups.setdefault(mask, []).append(rowid)
-    scored = sorted(
-        ((sum(w for i, w in enumerate(weights) if mask >> i & 1) / whole, mask) for mask in groups), reverse=True
-    )
-    for score, mask in scored:
-        for rowid in sorted(groups[mask], reverse=True):
-            yield rowid, round(min(1.0, score), 4)
-
-
 # --- the store ----------------------------------------------------------------
 
 _T = TypeVar("_T")
@@ -537,6 +534,12 @@ class Store:
         self.busy_timeout_ms = busy_timeout_ms
         self._conn: Optional[sqlite3.Connection] = conn
         self._lock = threading.RLock()
+        self.vector_table = False  # whether the database has memory_vectors (a read-only older one may not)
+
+    @property
+    def vectors(self) -> bool:
+        """Whether memories' meaning vectors are stored and searched: the table exists and the embeddings load."""
+        return self.vector_table and vectorcodec.available()
 
     def __enter__(self) -> "Store":
         return self
@@ -616,7 +619,37 @@ class Store:
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (session, project, kind, tool, json.dumps(paths, ensure_ascii=False) if paths else "", text, when, digest, project_key(project)),
         )
-        return int(cursor.lastrowid or 0)
+        memory_id = int(cursor.lastrowid or 0)
+        self._store_vector(memory_id, text)
+        return memory_id
+
+    def _store_vector(self, memory_id: int, content: str) -> None:
+        """Store the meaning vector of a memory's text (nothing when the embedding table or its words are missing)."""
+        if not self.vectors:
+            return
+        packed = vectorcodec.pack(content)
+        if packed is not None:
+            self.conn.execute("INSERT OR REPLACE INTO memory_vectors(id, vector) VALUES (?, ?)", (memory_id, packed))
+
+    @_guarded
+    def fill_vectors(self, limit: int = 1000) -> int:
+        """Give up to ``limit`` memories stored without a vector (before vectors existed) theirs, newest first; how many."""
+        if not self.vectors or limit <= 0:
+            return 0
+        rows = self.conn.execute(
+            "SELECT m.id, m.content FROM memories m LEFT JOIN memory_vectors v ON v.id = m.id "
+            "WHERE v.id IS NULL ORDER BY m.id DESC LIMIT ?", (int(limit),)).fetchall()
+        if not rows:
+            return 0
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            for memory_id, content in rows:
+                self._store_vector(int(memory_id), str(content))
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        return len(rows)
 
     @_guarded
     def search(
@@ -630,10 +663,14 @@ class Store:
     ) -> List[Tuple[Memory, float]]:
         """Memories containing any word of ``query``, best first, each with a score in 0..1.
 
-        The score is the share of the query's words a memory has, each word
-        weighted by its rarity (BM25's idf); ties go to the newest.  FTS5
-        matches words by their stem (porter: "tests" finds "test"); the LIKE
-        fallback matches substrings.  See CANDIDATES_PER_TERM for the bound.
+        The one search behind ``memory search``, the ``memory.search`` tool,
+        the prompt hook and the brief.  The score starts as the share of the
+        query's words a memory has, each word weighted by its rarity (BM25's
+        idf), ties to the newest; the best ``rank.POOL`` then gain from a
+        matching neighbour, their meaning and, for "the latest" or "the
+        first", their date (``toolscript.memory.rank``), capped at 1.0.
+        FTS5 matches words by their stem (porter: "tests" finds "test"); the
+        LIKE fallback matches substrings.  See CANDIDATES_PER_TERM for the bound.
         """
         terms = query_terms(query)
         if not terms or limit <= 0:
@@ -651,7 +688,7 @@ class Store:
             dfs = self._candidates(terms, functools.partial(self._like_rows, where, params), matched)
         if not matched:
             return []
-        return self._materialize(_ranked(matched, dfs, total), where, params, limit)
+        return self._materialize(rank.ranked(self.conn, query, matched, dfs, total, vectors=self.vectors), where, params, limit)
 
     def _fts_rows(self, project: Optional[str], term: str) -> List[int]:
         """The newest CANDIDATES_PER_TERM + 1 rowids whose content, tool or files have ``term`` (stemmed).
@@ -866,6 +903,7 @@ class Store:
                     project_key(record["project"]),
                 ),
             )
+            self._store_vector(int(self.conn.execute("SELECT last_insert_rowid()").fetchone()[0]), text)
             imported += 1
         self.conn.execute("COMMIT")
         return imported

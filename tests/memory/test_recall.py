@@ -1,0 +1,96 @@
+"""Retrieval beyond shared words: neighbours, meaning vectors, their schema migration, and what inject shows."""
+
+import sqlite3
+
+from toolscript.memory import context
+from toolscript.memory import store as store_mod
+from toolscript.memory.store import SCHEMA_VERSION, open_store
+
+PROJECT = "/home/dev/chat"
+DAY = 86400.0
+NOW = 1795532400.0
+
+
+def test_an_answer_is_found_through_the_question_before_it(tmp_path):
+    """An answer rarely repeats its question's words: it ranks by the memory before it too."""
+    with open_store(str(tmp_path / "m.db")) as store:
+        store.add(session="s1", project=PROJECT, kind="note", created=NOW - 9 * DAY,
+                  content="Caroline: What did you take away from Becoming Nicole?")
+        answer = store.add(session="s1", project=PROJECT, kind="note", created=NOW - 9 * DAY + 1,
+                           content="Melanie: It taught me self-acceptance and that tough times pass.")
+        for i in range(30):  # newer chat by the same speaker: on word share alone these tie and win as newer
+            store.add(session="s2", project=PROJECT, kind="note", created=NOW - DAY + i,
+                      content="Melanie: see you at the lake on day %d" % i)
+        found = [m.id for m, _ in store.search("What did Melanie take away from Becoming Nicole?", project=PROJECT, limit=3)]
+        assert answer in found
+
+
+def test_meaning_ranks_a_paraphrase_above_an_unrelated_memory(tmp_path):
+    """Two memories share only the name with the question; the one that means what it asks comes first."""
+    with open_store(str(tmp_path / "m.db")) as store:
+        crash = store.add(session="s1", project=PROJECT, kind="note", created=NOW - 5 * DAY,
+                          content="John: my car was hit at the intersection, the accident wrecked the bumper")
+        store.add(session="s1", project=PROJECT, kind="note", created=NOW - 3 * DAY, content="Maria: lovely weather today")
+        store.add(session="s1", project=PROJECT, kind="note", created=NOW - DAY,
+                  content="John: I baked bread with my grandmother's recipe")
+        top = store.search("Was John in a vehicle collision?", project=PROJECT)[0][0]
+        assert top.id == crash
+
+
+def test_a_database_from_before_vectors_opens_searches_and_fills_them_in(tmp_path):
+    path = str(tmp_path / "m.db")
+    conn = sqlite3.connect(path)
+    store_mod.MIGRATIONS[0](conn, True)  # the first schema, as earlier versions made it
+    conn.execute("INSERT INTO memories(session, project, kind, content, created, digest, project_key) "
+                 "VALUES ('s1', ?, 'note', 'Ran `make release`: published 1.2.0', 1.0, 'd1', ?)",
+                 (PROJECT, store_mod.project_key(PROJECT)))
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    with open_store(path) as store:
+        assert store.stats()["schema"] == SCHEMA_VERSION
+        assert [m.content for m, _ in store.search("release", project=PROJECT)] == ["Ran `make release`: published 1.2.0"]
+        assert store.fill_vectors(10) == 1 and store.fill_vectors(10) == 0
+        assert store.conn.execute("SELECT COUNT(*) FROM memory_vectors").fetchone()[0] == 1
+        store.forget(project=PROJECT)
+        assert store.conn.execute("SELECT COUNT(*) FROM memory_vectors").fetchone()[0] == 0  # forgotten with its memory
+
+
+def test_imported_and_added_memories_get_vectors(tmp_path):
+    import io
+    import json
+
+    with open_store(str(tmp_path / "m.db")) as store:
+        store.add(session="s1", project=PROJECT, kind="note", content="Edited src/app.py: fixed the login redirect")
+        line = json.dumps({"project": PROJECT, "content": "Ran `pytest -q`: 12 passed", "created": 5.0})
+        assert store.import_(io.StringIO(line + "\n")) == 1
+        assert store.conn.execute("SELECT COUNT(*) FROM memory_vectors").fetchone()[0] == 2
+
+
+def test_inject_carries_more_than_three_related_memories_within_the_budget(tmp_path):
+    """The evidence is often the fourth or seventh match: every match near the best fits while the budget lasts."""
+    with open_store(str(tmp_path / "m.db")) as store:
+        ids = [store.add(session="s1", project=PROJECT, kind="note", created=NOW - 40 * DAY + i,
+                         content="Gina: the dance studio %s" % topic)
+               for i, topic in enumerate(["opens in June", "floor is maple", "has two mirrors", "needs a sign",
+                                          "rent is due monthly", "hosts a recital"])]
+        shown = []
+        out = context.inject(store, "Tell me about Gina's dance studio", project=PROJECT, session="s2", now=NOW, shown=shown)
+        assert sorted(shown) == sorted(ids)
+        assert context.estimate_tokens(out) <= 600
+        small = []
+        context.inject(store, "Tell me about Gina's dance studio", project=PROJECT, session="s2", now=NOW,
+                       budget_tokens=100, shown=small)
+        assert 0 < len(small) < len(ids)  # the budget still rules
+
+
+def test_a_question_about_when_gets_each_memory_s_date(tmp_path):
+    with open_store(str(tmp_path / "m.db")) as store:
+        when = 1683633600.0  # 9 May 2023, midday UTC: the same calendar day in any timezone
+        store.add(session="s1", project=PROJECT, kind="note", created=when, content="Caroline: I went to the LGBTQ support group")
+        out = context.inject(store, "When did Caroline go to the support group?", project=PROJECT, session="s2",
+                             now=when + 90 * DAY)
+        assert "(9 May 2023), note:" in out
+        plain = context.inject(store, "What did Caroline do at the support group?", project=PROJECT, session="s3",
+                               now=when + 90 * DAY)
+        assert "2023" not in plain and "note:" in plain

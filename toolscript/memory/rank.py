@@ -1,0 +1,159 @@
+"""How the store ranks memories for a query: words first, then neighbours, meaning and time over the best few.
+
+``ranked`` runs the steps over what the store's index gave (it reads only
+the pool's dates and vectors); the rest are pure functions:
+
+1. **Words.**  Each query word (FTS5's porter analysis, the store's one
+   analyzer) brings its newest ``CANDIDATES_PER_TERM`` memories; a memory
+   scores the idf-weighted share of the query's words it has (0..1).
+2. **The pool.**  The best ``POOL`` memories by that share go on; the rest
+   keep their order behind them.  Everything below costs per pool row, so a
+   search's work stays bounded at any store size.
+3. **Neighbours.**  A memory next to one that matches (the previous or next
+   memory of the project: the question before an answer, the failed test
+   before the fix) shares its relevance: an answer rarely repeats the words
+   of the question it answers.
+4. **Meaning.**  The cosine of the memory's stored vector (the static
+   embedding table of tool search, computed when the memory was added) with
+   the query's: a paraphrase that shares no word but a name still ranks.
+5. **Time.**  A question about the latest or the first of something
+   ("when did we last deploy", "what was the first error") prefers the newer
+   or the older of memories that fit about as well.
+"""
+
+import math
+import re
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+from toolscript.memory import vectorcodec
+
+__all__ = ["ranked", "lexical", "rerank", "time_preference", "POOL"]
+
+import os
+# Every weight was chosen on the development sets (bench/memory_eval/README.md).
+POOL = int(os.environ.get("R_POOL", "300"))  # the best this-many by words are reranked
+NEIGHBOR_WEIGHT = float(os.environ.get("R_NB", "0.35"))  # of the previous memory's word share
+NEXT_SHARE = float(os.environ.get("R_NEXT", "0.5"))  # the next memory's share counts half: an answer follows its question
+MEANING_WEIGHT = float(os.environ.get("R_MEAN", "0.3"))  # of the cosine with the query
+TIME_WEIGHT = float(os.environ.get("R_TIME", "0.25"))  # how far the latest (or first) of the close matches moves up
+TIME_BAND = float(os.environ.get("R_BAND", "0.85"))  # close: at least this share of the best score
+
+# "when did we last deploy", "the latest error", "what was the first thing that failed"; not "last week".
+_LATEST = re.compile(r"\b(?:latest|newest|most recent(?:ly)?|recently|last(?!\s+(?:%s)\b))\b")
+_EARLIEST = re.compile(r"\b(?:first|earliest|oldest|initially|originally)\b")
+_UNITS = "night|evening|morning|day|days|week|weekend|weeks|month|months|year|years|summer|winter|spring|fall|autumn|" \
+         "monday|tuesday|wednesday|thursday|friday|saturday|sunday|time|one|two|few|couple"
+_LATEST = re.compile(_LATEST.pattern % _UNITS)
+
+
+def idf(df: int, total: int) -> float:
+    """BM25's inverse document frequency, never negative: rare words weigh more."""
+    return math.log(1.0 + (max(total, df) - df + 0.5) / (df + 0.5))
+
+
+def lexical(matched: Mapping[int, int], dfs: Sequence[int], total: int) -> Tuple[Dict[int, float], List[Tuple[float, int]]]:
+    """(score by mask, [(score, mask)] best first): the idf-weighted share of the query's words each mask holds.
+
+    A word no memory contains (df 0) says nothing about which memory fits: it
+    stays out of the whole, or a prompt's new words would sink every score.
+    """
+    weights = [idf(df, total) if df else 0.0 for df in dfs]
+    whole = sum(weights) or 1.0
+    by_mask: Dict[int, float] = {}
+    for mask in set(matched.values()):
+        by_mask[mask] = min(1.0, sum(w for i, w in enumerate(weights) if mask >> i & 1) / whole)
+    return by_mask, sorted(((score, mask) for mask, score in by_mask.items()), reverse=True)
+
+
+def ranked(conn: Any, query: str, matched: Dict[int, int], dfs: Sequence[int], total: int, *,
+           vectors: bool) -> Iterator[Tuple[int, float]]:
+    """(rowid, score 0..1) best first over ``matched`` (rowid -> mask of the query words it has; ``dfs``: each word's count).
+
+    ``conn``: the store's SQLite connection, for the pool's dates and
+    vectors; ``vectors``: whether the store keeps meaning vectors.
+    """
+    by_mask, masks = lexical(matched, dfs, total)
+    share = {rowid: by_mask[mask] for rowid, mask in matched.items()}
+    groups: Dict[int, List[int]] = {}
+    for rowid, mask in matched.items():
+        groups.setdefault(mask, []).append(rowid)
+    for rows in groups.values():
+        rows.sort(reverse=True)  # newest first on ties
+    pool: List[int] = []
+    for _, mask in masks:
+        pool.extend(groups[mask][: POOL - len(pool)])
+        if len(pool) >= POOL:
+            break
+    created: Dict[int, float] = {}
+    cosines: Dict[int, float] = {}
+    prefer = time_preference(query)
+    wanted = vectorcodec.query(query) if vectors and MEANING_WEIGHT else None
+    for start in range(0, len(pool), 500):
+        chunk = pool[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        if prefer:
+            for rowid, when in conn.execute(f"SELECT id, created FROM memories WHERE id IN ({marks})", chunk):
+                created[int(rowid)] = float(when)
+        if wanted is not None:
+            for rowid, blob in conn.execute(f"SELECT id, vector FROM memory_vectors WHERE id IN ({marks})", chunk):
+                cosines[int(rowid)] = vectorcodec.cosine(wanted, blob)
+    # The ids before and after: in a project's stream of work, almost always its previous and next memory.
+    neighbors = {rowid: (rowid - 1, rowid + 1) for rowid in pool}
+    reranked = rerank(pool, share, neighbors=neighbors, cosines=cosines, created=created, prefer=prefer)
+    rest = ((rowid, round(score, 4)) for score, mask in masks for rowid in groups[mask])
+    return merged(reranked, rest)
+
+
+def time_preference(query: str) -> int:
+    """+1 when the query asks for the latest of something, -1 for the first, 0 otherwise."""
+    text = (query or "").lower()
+    latest, earliest = bool(_LATEST.search(text) or "last time" in text), bool(_EARLIEST.search(text))
+    return 0 if latest == earliest else (1 if latest else -1)
+
+
+def rerank(
+    pool: Sequence[int],
+    share: Mapping[int, float],
+    *,
+    neighbors: Mapping[int, Tuple[Optional[int], Optional[int]]],
+    cosines: Mapping[int, float],
+    created: Mapping[int, float],
+    prefer: int = 0,
+) -> List[Tuple[int, float]]:
+    """(rowid, score 0..1) best first over ``pool``; ``share`` holds every matched row's word share.
+
+    ``neighbors``: a pool row's previous and next memory ids in its project;
+    ``cosines``: meaning similarity for the rows that have a vector;
+    ``created``: when each pool row was made (for ``prefer``).
+    """
+    if not pool:
+        return []
+    raw = []
+    for rowid in pool:
+        before, after = neighbors.get(rowid, (None, None))
+        near = max(share.get(before, 0.0) if before else 0.0, NEXT_SHARE * (share.get(after, 0.0) if after else 0.0))
+        raw.append((share.get(rowid, 0.0) + NEIGHBOR_WEIGHT * near + MEANING_WEIGHT * max(0.0, cosines.get(rowid, 0.0)),
+                    rowid))
+    if prefer and TIME_WEIGHT and created:
+        # Among the memories that fit about as well as the best, the latest (or the first) moves up.
+        best = max(score for score, _ in raw)
+        close = sorted((r for score, r in raw if score >= TIME_BAND * best), key=lambda r: created.get(r, 0.0),
+                       reverse=prefer > 0)
+        span = float(max(1, len(close) - 1))
+        bonus = {r: TIME_WEIGHT * (1.0 - i / span) for i, r in enumerate(close)}
+        raw = [(score + bonus.get(rowid, 0.0), rowid) for score, rowid in raw]
+    raw.sort(key=lambda p: (-p[0], -p[1]))
+    # Ordered by the sum; reported capped at 1.0, so a memory with every query word still says 1.0.
+    return [(rowid, round(min(1.0, score), 4)) for score, rowid in raw]
+
+
+def merged(reranked: Sequence[Tuple[int, float]], rest: Iterable[Tuple[int, float]]) -> Iterator[Tuple[int, float]]:
+    """The reranked pool first, then every other candidate in its word order (scores capped under the pool's last)."""
+    seen = set()
+    floor = reranked[-1][1] if reranked else 1.0
+    for item in reranked:
+        seen.add(item[0])
+        yield item
+    for rowid, score in rest:
+        if rowid not in seen:
+            yield rowid, min(score, floor)
