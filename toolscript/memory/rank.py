@@ -29,14 +29,13 @@ from toolscript.memory import vectorcodec
 
 __all__ = ["ranked", "lexical", "rerank", "time_preference", "POOL"]
 
-import os
 # Every weight was chosen on the development sets (bench/memory_eval/README.md).
-POOL = int(os.environ.get("R_POOL", "300"))  # the best this-many by words are reranked
-NEIGHBOR_WEIGHT = float(os.environ.get("R_NB", "0.35"))  # of the previous memory's word share
-NEXT_SHARE = float(os.environ.get("R_NEXT", "0.5"))  # the next memory's share counts half: an answer follows its question
-MEANING_WEIGHT = float(os.environ.get("R_MEAN", "0.3"))  # of the cosine with the query
-TIME_WEIGHT = float(os.environ.get("R_TIME", "0.25"))  # how far the latest (or first) of the close matches moves up
-TIME_BAND = float(os.environ.get("R_BAND", "0.85"))  # close: at least this share of the best score
+POOL = 200  # the best this-many by words are reranked (300: no better, and slower)
+NEIGHBOR_WEIGHT = 0.35  # of the previous memory's word share
+NEXT_SHARE = 0.5  # the next memory's share counts half: an answer follows its question
+MEANING_WEIGHT = 0.3  # of the cosine with the query
+TIME_WEIGHT = 0.25  # how far the latest (or first) of the close matches moves up
+TIME_BAND = 0.85  # close: at least this share of the best score
 
 # "when did we last deploy", "the latest error", "what was the first thing that failed"; not "last week".
 _LATEST = re.compile(r"\b(?:latest|newest|most recent(?:ly)?|recently|last(?!\s+(?:%s)\b))\b")
@@ -73,17 +72,21 @@ def ranked(conn: Any, query: str, matched: Dict[int, int], dfs: Sequence[int], t
     vectors; ``vectors``: whether the store keeps meaning vectors.
     """
     by_mask, masks = lexical(matched, dfs, total)
-    share = {rowid: by_mask[mask] for rowid, mask in matched.items()}
     groups: Dict[int, List[int]] = {}
     for rowid, mask in matched.items():
         groups.setdefault(mask, []).append(rowid)
-    for rows in groups.values():
-        rows.sort(reverse=True)  # newest first on ties
     pool: List[int] = []
     for _, mask in masks:
-        pool.extend(groups[mask][: POOL - len(pool)])
+        pool.extend(sorted(groups[mask], reverse=True)[: POOL - len(pool)])  # newest first on ties
         if len(pool) >= POOL:
             break
+    # Word shares of the pool and its neighbours only: a common word can match thousands of rows.
+    share: Dict[int, float] = {}
+    for rowid in pool:
+        for near in (rowid - 1, rowid, rowid + 1):
+            has = matched.get(near)
+            if has is not None:
+                share[near] = by_mask[has]
     created: Dict[int, float] = {}
     cosines: Dict[int, float] = {}
     prefer = time_preference(query)
@@ -95,12 +98,12 @@ def ranked(conn: Any, query: str, matched: Dict[int, int], dfs: Sequence[int], t
             for rowid, when in conn.execute(f"SELECT id, created FROM memories WHERE id IN ({marks})", chunk):
                 created[int(rowid)] = float(when)
         if wanted is not None:
-            for rowid, blob in conn.execute(f"SELECT id, vector FROM memory_vectors WHERE id IN ({marks})", chunk):
-                cosines[int(rowid)] = vectorcodec.cosine(wanted, blob)
+            stored = conn.execute(f"SELECT id, vector FROM memory_vectors WHERE id IN ({marks})", chunk).fetchall()
+            cosines.update(vectorcodec.cosines(wanted, stored))
     # The ids before and after: in a project's stream of work, almost always its previous and next memory.
     neighbors = {rowid: (rowid - 1, rowid + 1) for rowid in pool}
     reranked = rerank(pool, share, neighbors=neighbors, cosines=cosines, created=created, prefer=prefer)
-    rest = ((rowid, round(score, 4)) for score, mask in masks for rowid in groups[mask])
+    rest = ((rowid, round(score, 4)) for score, mask in masks for rowid in sorted(groups[mask], reverse=True))
     return merged(reranked, rest)
 
 

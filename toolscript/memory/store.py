@@ -688,7 +688,8 @@ class Store:
             dfs = self._candidates(terms, functools.partial(self._like_rows, where, params), matched)
         if not matched:
             return []
-        return self._materialize(rank.ranked(self.conn, query, matched, dfs, total, vectors=self.vectors), where, params, limit)
+        found = rank.ranked(self.conn, query, matched, dfs, total, vectors=self.vectors)
+        return self._materialize(found, where, params, limit)
 
     def _fts_rows(self, project: Optional[str], term: str) -> List[int]:
         """The newest CANDIDATES_PER_TERM + 1 rowids whose content, tool or files have ``term`` (stemmed).
