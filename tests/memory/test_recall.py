@@ -94,3 +94,32 @@ def test_a_question_about_when_gets_each_memory_s_date(tmp_path):
         plain = context.inject(store, "What did Caroline do at the support group?", project=PROJECT, session="s3",
                                now=when + 90 * DAY)
         assert "2023" not in plain and "note:" in plain
+
+
+def test_a_question_naming_a_date_prefers_memories_recorded_around_it(tmp_path):
+    may_4 = 1683201600.0  # 4 May 2023, midday UTC
+    with open_store(str(tmp_path / "m.db")) as store:
+        around = store.add(session="s1", project=PROJECT, kind="note", created=may_4,
+                           content="Maria: I had dinner with my mother last night")
+        store.add(session="s2", project=PROJECT, kind="note", created=may_4 + 60 * DAY,
+                  content="Maria: dinner with my cousin was fun")
+        found = store.search("Who did Maria have dinner with on May 3, 2023?", project=PROJECT)
+        assert found[0][0].id == around  # without the date, the newer one wins the tie
+
+
+def test_the_memory_after_a_question_is_taken_as_its_answer(tmp_path):
+    with open_store(str(tmp_path / "m.db")) as store:
+        store.add(session="s1", project=PROJECT, kind="note", created=NOW - 30 * DAY,
+                  content="Jon: What are your plans now with the advice you got at the networking event?")
+        answer = store.add(session="s1", project=PROJECT, kind="note", created=NOW - 30 * DAY + 1,
+                           content="Gina: I'm sprucing up my pitch and building a website.")
+        store.add(session="s1", project=PROJECT, kind="note", created=NOW - 30 * DAY + 2,
+                  content="Jon: Sounds good, Gina.")
+        for i in range(5):  # newer talk of the same event, each a statement, each followed by small talk
+            store.add(session="s2", project=PROJECT, kind="note", created=NOW - DAY + 2 * i,
+                      content="Gina: the networking event %d was fun" % i)
+            store.add(session="s2", project=PROJECT, kind="note", created=NOW - DAY + 2 * i + 1,
+                      content="Jon: nice, see you %d" % i)
+        found = [m.id for m, _ in store.search("What plans does Gina have after the advice at the networking event?",
+                                               project=PROJECT, limit=2)]
+        assert answer in found  # second only to the question

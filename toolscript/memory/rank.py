@@ -12,18 +12,20 @@ the pool's dates and vectors); the rest are pure functions:
 3. **Neighbours.**  A memory next to one that matches (the previous or next
    memory of the project: the question before an answer, the failed test
    before the fix) shares its relevance: an answer rarely repeats the words
-   of the question it answers.
+   of the question it answers.  After a question (a "?" near its end), twice.
 4. **Meaning.**  The cosine of the memory's stored vector (the static
    embedding table of tool search, computed when the memory was added) with
    the query's: a paraphrase that shares no word but a name still ranks.
 5. **Time.**  A question about the latest or the first of something
    ("when did we last deploy", "what was the first error") prefers the newer
-   or the older of memories that fit about as well.
+   or the older of memories that fit about as well; one that names a date or
+   a month ("on May 3, 2023", "in March 2026") prefers memories recorded
+   around it.
 """
 
 import math
 import re
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Collection, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from toolscript.memory import vectorcodec
 
@@ -33,9 +35,11 @@ __all__ = ["ranked", "lexical", "rerank", "time_preference", "POOL"]
 POOL = 200  # the best this-many by words are reranked (300: no better, and slower)
 NEIGHBOR_WEIGHT = 0.35  # of the previous memory's word share
 NEXT_SHARE = 0.5  # the next memory's share counts half: an answer follows its question
+ANSWER_SHARE = 2.0  # and the previous one's twice when it asks something: this memory is likely its answer
 MEANING_WEIGHT = 0.3  # of the cosine with the query
 TIME_WEIGHT = 0.25  # how far the latest (or first) of the close matches moves up
 TIME_BAND = 0.85  # close: at least this share of the best score
+DATE_WEIGHT = 0.3  # for a memory recorded around a date the question names
 
 # "when did we last deploy", "the latest error", "what was the first thing that failed"; not "last week".
 _LATEST = re.compile(r"\b(?:latest|newest|most recent(?:ly)?|recently|last(?!\s+(?:%s)\b))\b")
@@ -90,11 +94,12 @@ def ranked(conn: Any, query: str, matched: Dict[int, int], dfs: Sequence[int], t
     created: Dict[int, float] = {}
     cosines: Dict[int, float] = {}
     prefer = time_preference(query)
+    spans = dates_asked(query)
     wanted = vectorcodec.query(query) if vectors and MEANING_WEIGHT else None
     for start in range(0, len(pool), 500):
         chunk = pool[start:start + 500]
         marks = ",".join("?" * len(chunk))
-        if prefer:
+        if prefer or spans:
             for rowid, when in conn.execute(f"SELECT id, created FROM memories WHERE id IN ({marks})", chunk):
                 created[int(rowid)] = float(when)
         if wanted is not None:
@@ -102,9 +107,67 @@ def ranked(conn: Any, query: str, matched: Dict[int, int], dfs: Sequence[int], t
             cosines.update(vectorcodec.cosines(wanted, stored))
     # The ids before and after: in a project's stream of work, almost always its previous and next memory.
     neighbors = {rowid: (rowid - 1, rowid + 1) for rowid in pool}
-    reranked = rerank(pool, share, neighbors=neighbors, cosines=cosines, created=created, prefer=prefer)
+    asks = _questions(conn, [rowid - 1 for rowid in pool])
+    reranked = rerank(pool, share, neighbors=neighbors, cosines=cosines, created=created, prefer=prefer, spans=spans,
+                      asks=asks)
     rest = ((rowid, round(score, 4)) for score, mask in masks for rowid in sorted(groups[mask], reverse=True))
     return merged(reranked, rest)
+
+
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")
+_MONTH = r"(%s|%s)\.?" % ("|".join(_MONTHS), "|".join(m[:3] for m in _MONTHS if m != "may"))
+_DAY_MONTH_YEAR = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?%s,?\s+(\d{4})\b" % _MONTH)
+_MONTH_DAY_YEAR = re.compile(r"\b%s\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b" % _MONTH)
+_MONTH_YEAR = re.compile(r"\b%s,?\s+(\d{4})\b" % _MONTH)
+_ISO_DAY = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+DAY = 86400.0
+# A memory is recorded when the work is done or told of: from a little before the date a question names to
+# a couple of weeks after ("last week I ..." is said after the event).
+DATE_BEFORE, DATE_AFTER = 3 * DAY, 14 * DAY
+
+
+def dates_asked(query: str) -> List[Tuple[float, float]]:
+    """The spans of time (epoch seconds, UTC) of the calendar dates and months ``query`` names, widened as above."""
+    import calendar
+
+    text = (query or "").lower()
+    spans: List[Tuple[float, float]] = []
+
+    def month_number(name: str) -> int:
+        return next(i for i, m in enumerate(_MONTHS, 1) if m.startswith(name.rstrip(".")[:3]))
+
+    def day_span(year: int, month: int, day: int) -> None:
+        try:
+            start = float(calendar.timegm((year, month, day, 0, 0, 0)))
+        except (ValueError, OverflowError):
+            return
+        if 1 <= month <= 12 and 1 <= day <= 31:
+            spans.append((start - DATE_BEFORE, start + DAY + DATE_AFTER))
+
+    for day, month, year in _DAY_MONTH_YEAR.findall(text):
+        day_span(int(year), month_number(month), int(day))
+    for month, day, year in _MONTH_DAY_YEAR.findall(text):
+        day_span(int(year), month_number(month), int(day))
+    for year, month, day in _ISO_DAY.findall(text):
+        day_span(int(year), int(month), int(day))
+    if not spans:
+        for month, year in _MONTH_YEAR.findall(text):
+            number = month_number(month)
+            start = float(calendar.timegm((int(year), number, 1, 0, 0, 0)))
+            end = float(calendar.timegm((int(year) + number // 12, number % 12 + 1, 1, 0, 0, 0)))
+            spans.append((start - DATE_BEFORE, end + DATE_AFTER))
+    return spans
+
+
+def _questions(conn: Any, ids: Sequence[int]) -> Set[int]:
+    """Which of ``ids`` are questions (a "?" near their end): the memory after one is likely its answer."""
+    asks: Set[int] = set()
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        rows = conn.execute(f"SELECT id, substr(content, -60) FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+        asks.update(int(rowid) for rowid, tail in rows if "?" in str(tail))
+    return asks
 
 
 def time_preference(query: str) -> int:
@@ -122,6 +185,8 @@ def rerank(
     cosines: Mapping[int, float],
     created: Mapping[int, float],
     prefer: int = 0,
+    spans: Sequence[Tuple[float, float]] = (),
+    asks: Collection[int] = (),
 ) -> List[Tuple[int, float]]:
     """(rowid, score 0..1) best first over ``pool``; ``share`` holds every matched row's word share.
 
@@ -134,9 +199,16 @@ def rerank(
     raw = []
     for rowid in pool:
         before, after = neighbors.get(rowid, (None, None))
-        near = max(share.get(before, 0.0) if before else 0.0, NEXT_SHARE * (share.get(after, 0.0) if after else 0.0))
+        previous = share.get(before, 0.0) if before else 0.0
+        if before in asks:
+            previous *= ANSWER_SHARE
+        near = max(previous, NEXT_SHARE * (share.get(after, 0.0) if after else 0.0))
         raw.append((share.get(rowid, 0.0) + NEIGHBOR_WEIGHT * near + MEANING_WEIGHT * max(0.0, cosines.get(rowid, 0.0)),
                     rowid))
+    if spans and DATE_WEIGHT:
+        # A question that names a date or a month: memories recorded around it fit better.
+        raw = [(score + (DATE_WEIGHT if any(a <= created.get(rowid, -1.0) <= b for a, b in spans) else 0.0), rowid)
+               for score, rowid in raw]
     if prefer and TIME_WEIGHT and created:
         # Among the memories that fit about as well as the best, the latest (or the first) moves up.
         best = max(score for score, _ in raw)
