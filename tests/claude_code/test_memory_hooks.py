@@ -245,3 +245,23 @@ def test_only_memory_off_counts_from_an_untrusted_project_file(project):
     assert settings["enabled"] is True and settings["injectBudget"] == 600
     (project / ".toolscript.json").write_text(json.dumps({"memory": False}))
     assert keys.memory_settings(None, str(project))[0]["enabled"] is False
+
+
+# -- meaning vectors are filled in once a turn ---------------------------------------------------------
+
+
+def test_tool_calls_leave_vectors_to_the_stop_hook(project):
+    """A PostToolUse hook never reads the embedding table; the turn's Stop gives its memories their vectors."""
+    from toolscript.search import vectors
+
+    vectors.reset()  # a fresh hook process: no table in memory
+    bash(project, "s1", "pytest tests/test_cache.py", stdout="3 passed")
+    edit(project, "s1", "src/cache.py")
+    assert vectors.loaded() is None
+    with hooks.open_configured({}) as db:
+        assert db.conn.execute("SELECT COUNT(*) FROM memory_vectors").fetchone()[0] == 0
+    hooks.stop(event(project, "s1", last_assistant_message="Raised the cache limit; the tests pass.",
+                     stop_hook_active=False))
+    with hooks.open_configured({}) as db:
+        counts = db.conn.execute("SELECT (SELECT COUNT(*) FROM memories), (SELECT COUNT(*) FROM memory_vectors)").fetchone()
+    assert counts == (3, 3)

@@ -33,6 +33,7 @@ def test_meaning_ranks_a_paraphrase_above_an_unrelated_memory(tmp_path):
         store.add(session="s1", project=PROJECT, kind="note", created=NOW - 3 * DAY, content="Maria: lovely weather today")
         store.add(session="s1", project=PROJECT, kind="note", created=NOW - DAY,
                   content="John: I baked bread with my grandmother's recipe")
+        store.fill_vectors()  # what the Stop hook does for the memories a turn added
         top = store.search("Was John in a vehicle collision?", project=PROJECT)[0][0]
         assert top.id == crash
 
@@ -56,15 +57,24 @@ def test_a_database_from_before_vectors_opens_searches_and_fills_them_in(tmp_pat
         assert store.conn.execute("SELECT COUNT(*) FROM memory_vectors").fetchone()[0] == 0  # forgotten with its memory
 
 
-def test_imported_and_added_memories_get_vectors(tmp_path):
+def test_import_computes_vectors_and_add_leaves_them_to_fill_vectors_until_the_table_is_read(tmp_path):
     import io
     import json
 
+    from toolscript.search import vectors
+
+    def count(store):
+        return store.conn.execute("SELECT COUNT(*) FROM memory_vectors").fetchone()[0]
+
+    vectors.reset()
     with open_store(str(tmp_path / "m.db")) as store:
         store.add(session="s1", project=PROJECT, kind="note", content="Edited src/app.py: fixed the login redirect")
+        assert count(store) == 0  # a hook's add does not read the embedding table
         line = json.dumps({"project": PROJECT, "content": "Ran `pytest -q`: 12 passed", "created": 5.0})
-        assert store.import_(io.StringIO(line + "\n")) == 1
-        assert store.conn.execute("SELECT COUNT(*) FROM memory_vectors").fetchone()[0] == 2
+        assert store.import_(io.StringIO(line + "\n")) == 1 and count(store) == 1
+        store.add(session="s1", project=PROJECT, kind="note", content="Ran `make lint`: clean")
+        assert count(store) == 2  # the table is in memory now: the vector comes with the memory
+        assert store.fill_vectors() == 1 and count(store) == 3
 
 
 def test_inject_carries_more_than_three_related_memories_within_the_budget(tmp_path):

@@ -53,7 +53,7 @@ RECORD_DAYS = 7  # a session's records (injected ids, brief mark) untouched this
 # Seconds the PreToolUse brief may take, from the handler's start: the tool waits for it.  Past it
 # the search is interrupted and the tool runs without a brief.
 PRE_TOOL_BUDGET = 0.5
-# Older memories given a meaning vector per SessionEnd (~0.3 ms each; the hook has seconds).
+# Memories given their meaning vector per Stop and SessionEnd, newest first (~0.3 ms each).
 VECTOR_BATCH = 1000
 
 
@@ -239,6 +239,9 @@ def stop(event: Dict[str, Any]) -> Optional[str]:
     session, project, _ = _ids(event)
     with _open(settings) as db:
         _record(db, session, project, captured)
+        # The turn's memories get their meaning vectors here, once a turn: reading the embedding table in
+        # every PostToolUse hook would cost each tool call ~30 ms.
+        db.fill_vectors(VECTOR_BATCH)
     return None
 
 

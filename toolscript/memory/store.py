@@ -29,9 +29,11 @@ Why it looks like this:
   that is detected at open (a probe table in ``temp``) and search falls back
   to ``LIKE`` over the query's words; ``stats()["fts"]`` says which is in use.
   ``TOOLSCRIPT_MEMORY_FTS=0`` (or ``open_store(fts=False)``) forces the fallback.
-* Each memory's meaning vector (``toolscript.memory.vectorcodec``) is stored
-  when the memory is, in ``memory_vectors`` (schema 2); memories from before
-  get theirs from ``fill_vectors``, a batch per SessionEnd.
+* Each memory's meaning vector (``toolscript.memory.vectorcodec``) is kept
+  in ``memory_vectors`` (schema 2).  ``import_`` and a process that already
+  has the embedding table compute it as they store; a hook's ``add`` leaves
+  it to ``fill_vectors`` (the Stop and SessionEnd hooks, newest first), as
+  for memories stored before vectors existed.
 * Every text is passed through ``toolscript.memory.redact.clean`` before it is
   stored: secrets and ``<private>`` spans never reach the file; control
   characters and terminal escapes are dropped too.  A session id longer
@@ -620,12 +622,17 @@ class Store:
             (session, project, kind, tool, json.dumps(paths, ensure_ascii=False) if paths else "", text, when, digest, project_key(project)),
         )
         memory_id = int(cursor.lastrowid or 0)
-        self._store_vector(memory_id, text)
+        # A hook process adds one memory and exits: reading the embedding table (~30 ms) for it would slow
+        # every tool call, so the vector waits for fill_vectors (the Stop hook) unless the table is in memory.
+        self._store_vector(memory_id, text, load=False)
         return memory_id
 
-    def _store_vector(self, memory_id: int, content: str) -> None:
-        """Store the meaning vector of a memory's text (nothing when the embedding table or its words are missing)."""
-        if not self.vectors:
+    def _store_vector(self, memory_id: int, content: str, *, load: bool = True) -> None:
+        """Store the meaning vector of a memory's text (nothing when the embedding table or its words are missing).
+
+        ``load=False``: only when this process has the table already; else ``fill_vectors`` does it later.
+        """
+        if not self.vector_table or (not load and not vectorcodec.ready()) or not self.vectors:
             return
         packed = vectorcodec.pack(content)
         if packed is not None:
@@ -633,7 +640,10 @@ class Store:
 
     @_guarded
     def fill_vectors(self, limit: int = 1000) -> int:
-        """Give up to ``limit`` memories stored without a vector (before vectors existed) theirs, newest first; how many."""
+        """Give up to ``limit`` memories stored without a vector theirs, newest first; how many.
+
+        Those are what hooks added (see ``add``) and what was stored before vectors existed.
+        """
         if not self.vectors or limit <= 0:
             return 0
         rows = self.conn.execute(

@@ -13,7 +13,7 @@ import math
 import struct
 from typing import Dict, Optional, Sequence, Tuple
 
-__all__ = ["available", "pack", "query", "cosines"]
+__all__ = ["available", "ready", "pack", "query", "cosines"]
 
 WIDTH = 256  # values in a vector (toolscript.search.vectors.DIM)
 _NORM = struct.Struct("<f")
@@ -25,6 +25,13 @@ def available() -> bool:
     from toolscript.search import vectors
 
     return vectors.available()
+
+
+def ready() -> bool:
+    """Whether this process has read the embedding table already (so encoding costs no load)."""
+    from toolscript.search import vectors
+
+    return vectors.loaded() is not None
 
 
 def pack(text: str) -> Optional[bytes]:
