@@ -115,7 +115,13 @@ def percentiles(samples_ms: Sequence[float]) -> Dict[str, float]:
 
 
 def fill(store, rng: random.Random, start: int, end: int, now: float) -> None:
-    """Memories start..end-1, 30 per session, a minute apart, in transactions of 1000 (population speed only)."""
+    """Memories start..end-1, 30 per session, a minute apart, in transactions of 1000 (population speed only).
+
+    Each with its meaning vector, as the Stop hook or an import would give it: the embedding table is read first.
+    """
+    from toolscript.memory import vectorcodec
+
+    vectorcodec.available()
     for batch in range(start, end, 1000):
         store.conn.execute("BEGIN")
         for i in range(batch, min(end, batch + 1000)):
