@@ -89,11 +89,8 @@ def run_search(loaded: Loaded, q: Dict[str, Any], limit: int = 10) -> List[str]:
 
 
 def run_hook_search(loaded: Loaded, q: Dict[str, Any], limit: int = 10) -> List[str]:
-    related = getattr(context, "related", None)
-    if related is not None:  # the function the hook ranks with
-        found = related(loaded.store, q["question"], project=q["project"], limit=limit, now=q.get("now"))
-    else:  # what inject did before it had one
-        found = loaded.store.search(context._query_words(q["question"]), project=q["project"], limit=limit)
+    """What ``context.inject`` asks the store for the prompt (before it drops this session's and shown memories)."""
+    found = loaded.store.search(context._query_words(q["question"]), project=q["project"], limit=limit)
     return loaded.keys(m.id for m, _ in found)
 
 
