@@ -187,6 +187,8 @@ def test_every_connection_busy_refuses_a_new_one_with_503_and_hanging_up_frees_t
 def test_a_burst_beyond_the_cap_waits_for_a_slot_instead_of_failing(tmp_path):
     with served(tmp_path, fixture_server(), max_connections=1, admission_wait=30) as (gw, server, url):
         assert cancellations(GatewayClient(url)) == []  # the upstream is ready
+        # That call's connection is gone before the slow one starts: the busy one below is the slow call's.
+        assert wait_for(lambda: not any(server.open_connections().values()))
         slow = {}
         worker = threading.Thread(
             target=lambda: slow.update(GatewayClient(url).post("/call", {"tool": "fixture__slow", "arguments": {"steps": 1, "delay": 1.0}}))
