@@ -82,6 +82,7 @@ def test_the_page_opens_only_with_a_one_time_code(tmp_path, memories):
         assert status == 200 and b"<title>toolscript</title>" in page and gw.token.encode() not in page
         status, _, body = request(url, path="/ui/api/memories", headers={"Cookie": f"{name}={value}"})
         assert status == 200 and len(json.loads(body)["memories"]) == 3
+        assert {m["source"] for m in json.loads(body)["memories"]} == {"Bash"}  # where each came from
         # The gateway's token is not the page's cookie, nor the other way round.
         assert request(url, path="/ui/api/memories", headers={"Authorization": f"Bearer {gw.token}"})[0] == 401
         assert request(url, path="/ui/api/memories", headers={"Cookie": f"{name}={gw.token}"})[0] == 401

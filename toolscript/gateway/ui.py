@@ -272,8 +272,11 @@ def open_memories(gateway: Any, readonly: bool = True) -> Any:
 
 
 def _memory_json(memory: Any, score: Optional[float] = None) -> Dict[str, Any]:
+    from toolscript.memory.automemory import source
+
     item = {"id": memory.id, "project": memory.project, "session": memory.session, "kind": memory.kind,
-            "tool": memory.tool, "files": list(memory.files), "content": memory.content, "created": memory.created}
+            "tool": memory.tool, "source": source(memory), "files": list(memory.files), "content": memory.content,
+            "created": memory.created}
     if score is not None:
         item["score"] = round(score, 3)
     return item

@@ -117,7 +117,8 @@ async function loadMemories() {
 }
 
 function memoryItem(memory) {
-  const source = [memory.kind, memory.tool].filter(Boolean).join(" · ");
+  // Where it came from: a file and line for an imported entry, else the tool that made it.
+  const source = [memory.kind, memory.source || memory.tool].filter(Boolean).join(" · ");
   const meta = el("div", { className: "meta" },
     el("span", {}, when(memory.created)),
     el("span", {}, source),
