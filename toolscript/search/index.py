@@ -139,6 +139,8 @@ class SearchIndex:
             self._server_of += [numbers[k] for k in part.server_of]
         self._servers = len(server_numbers)
         self._reads_only = [reads for part in parts for reads in part.reads_only]
+        self._reading = [i for i, reads in enumerate(self._reads_only) if reads]
+        self._server_names = [tool.get("server") for tool in self._tools]  # as a tool gives it, for filters by server
         self._exact = CatalogExact(runs)
         # Compacted parameter name -> the tools that take it: the names for _names_parameters,
         # the tools for _parameter_coverage.
@@ -207,27 +209,20 @@ class SearchIndex:
             # The server as a whole (signals.server_shares); only tools already in fused gain it, below.
             # Not for a query that names a server (the named share says that already) or parameters.
             shares = signals.server_shares(cosines, self._server_of, self._servers, tuning)
-            extras["server"] = {i: shares[self._server_of[i]] for i in fused if shares[self._server_of[i]]}
+            server_of = self._server_of
+            extras["server"] = {i: shares[server_of[i]] for i in fused if shares[server_of[i]]} if any(shares) else {}
         for part in extras.values():
             for i, value in part.items():
                 if i in fused:
                     fused[i] += value
+        server_names = self._server_names
         if named:
+            bonus = tuning.named_server_bonus
             for i in fused:
-                if self._tools[i].get("server") in named:
-                    fused[i] += tuning.named_server_bonus
-        ranked = []
-        for i, value in fused.items():
-            if allowed is not None and self._tools[i].get("server") not in allowed:
-                continue
-            # Rounded before the threshold applies, so it cuts where the scores shown do.
-            score = 1.0 if i in exact else round(min(1.0, value), 3)
-            if score > 0.0 and score >= threshold:
-                # Exact names first, in id order; then by the uncapped score and id.
-                ranked.append((0, 0.0, self._ids[i], score, i) if i in exact else (1, -value, self._ids[i], score, i))
-        ranked.sort()
+                if server_names[i] in named:
+                    fused[i] += bonus
         results = []
-        for _, _, tool_id, score, i in ranked[:limit]:
+        for tool_id, score, i in self._ranked(fused, exact, limit, threshold, allowed):
             tool = self._tools[i]
             description = tool.get("description")
             result = {
@@ -248,6 +243,40 @@ class SearchIndex:
             results.append(result)
         return results
 
+    def _ranked(
+        self, fused: Dict[int, float], exact: Sequence[int], limit: int, threshold: float, allowed: Optional[Set[str]],
+    ) -> List[Tuple[str, float, int]]:
+        """The best ``limit`` of ``fused`` as (id, score, tool index): the tools named exactly first, in id order, with
+        score 1; then by the uncapped score and id, each score (capped at 1, rounded) above 0 and at least ``threshold``.
+
+        Only the few best are rounded and sorted: a score never rises as the uncapped score falls,
+        so past the first tool that fails the threshold every later one fails it too.
+        """
+        ids, server_names = self._ids, self._server_names
+        if allowed is not None:
+            fused = {i: value for i, value in fused.items() if server_names[i] in allowed}
+        named_exactly = set(exact).intersection(fused)
+        out = [(ids[i], 1.0, i) for i in named_exactly if 1.0 >= threshold]
+        out.sort(key=lambda found: (found[0], found[2]))
+        wanted = limit - len(out)
+        if wanted <= 0:
+            return out[:limit]
+        # Enough of the highest uncapped scores to fill the results past the exact names (ties all in).
+        values = sorted(fused.values(), reverse=True)
+        if len(values) > wanted + len(named_exactly):
+            least = values[wanted + len(named_exactly) - 1]
+            best = [(-value, ids[i], i) for i, value in fused.items() if value >= least and i not in named_exactly]
+        else:
+            best = [(-value, ids[i], i) for i, value in fused.items() if i not in named_exactly]
+        best.sort()
+        for negated, tool_id, i in best[:wanted]:
+            # Rounded before the threshold applies, so it cuts where the scores shown do.
+            score = round(min(1.0, -negated), 3)
+            if not (score > 0.0 and score >= threshold):
+                break
+            out.append((tool_id, score, i))
+        return out
+
     def _lexical(
         self, query: str, explain: bool = False, similar: bool = True, idf_power: float = 1.0,
         named: frozenset = frozenset(),
@@ -262,6 +291,7 @@ class SearchIndex:
         them counts the same for each of its tools (see _evened).
         """
         k1 = self.tuning.k1
+        k1_plus_1 = k1 + 1
         lookups, ideal, _ = self._lookups(query, similar, idf_power)
         raw: Dict[int, float] = {}
         by_signal: Dict[str, Dict[int, float]] = {}
@@ -271,11 +301,18 @@ class SearchIndex:
             postings = self._postings[term]
             if named and self._naming.get(term, frozenset()) & named:
                 postings = self._evened(postings, named)
-            for i, tf in postings.items():
-                value = rarity * tf * (k1 + 1) / (tf + k1)
-                raw[i] = raw.get(i, 0.0) + value
-                if parts is not None:
+            if parts is not None:
+                for i, tf in postings.items():
+                    value = rarity * tf * (k1 + 1) / (tf + k1)
+                    raw[i] = raw.get(i, 0.0) + value
                     parts[i] = parts.get(i, 0.0) + value
+            elif not raw:
+                # The first term's values are the sums so far (0.0 + value is value): one pass in C.
+                raw = {i: rarity * tf * k1_plus_1 / (tf + k1) for i, tf in postings.items()}
+            else:
+                so_far = raw.get
+                for i, tf in postings.items():
+                    raw[i] = so_far(i, 0.0) + rarity * tf * k1_plus_1 / (tf + k1)
         # A query that is a tool's name puts that tool first, whatever the words say.
         exact = self._exact.get(compact(query), ())
         for i in exact:
@@ -387,7 +424,7 @@ class SearchIndex:
             coverage = self._parameter_coverage(query)
             return {"parameters": {i: tuning.parameter_coverage_bonus * share for i, share in coverage.items()}}
         if tuning.question_read_bonus and signals.is_question(query):
-            return {"question_read": {i: tuning.question_read_bonus for i, reads in enumerate(self._reads_only) if reads}}
+            return {"question_read": {i: tuning.question_read_bonus for i in self._reading}}
         return {}
 
     def _parameter_coverage(self, query: str) -> Dict[int, float]:

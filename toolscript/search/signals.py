@@ -235,7 +235,8 @@ def fuse(lexical: Dict[int, float], semantic: Dict[int, float], tuning: Tuning, 
     floor, span, weight = tuning.vector_floor, tuning.vector_ceiling - tuning.vector_floor, tuning.vector_weight * vector_scale
     for i, cosine in semantic.items():
         if cosine > floor:
-            extra = weight * min(1.0, (cosine - floor) / span)
+            over = (cosine - floor) / span
+            extra = weight * (over if over < 1.0 else 1.0)  # min(1.0, over), without the call
             if i in fused:
                 fused[i] += extra
             elif cosine >= alone:

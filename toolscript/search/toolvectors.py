@@ -70,6 +70,7 @@ def tool_vectors(
 # math.dist per tool took ~1.4 ms; rounding moves a cosine by < 0.0002.
 _UNIT_16 = 32767
 _FIELD_BIAS = 1 << 31
+_COSINE_SCALE = 1.0 / (_UNIT_16 * _UNIT_16)  # an integer dot product times this is the cosine
 
 
 class PackedVectors:
@@ -113,21 +114,26 @@ class PackedVectors:
 
     def _fields(self, n: int) -> None:
         self.ones = int.from_bytes(b"\x01\x00\x00\x00" * n, "little")
-        self.fields = struct.Struct(f"<{n}I")
+        # Each field holds 2^31 + its dot product; flipping every field's top bit leaves the dot product
+        # in two's complement, which struct reads as signed 32 bits: no subtraction per tool in Python.
+        self._top_bits = self.ones << 31
+        self.fields = struct.Struct(f"<{n}i")
 
     def cosines(self, query: Sequence[float]) -> Dict[int, float]:
         """Tool index -> the cosine of unit vector ``query`` with the tool's."""
-        return dict(zip(self.tools, self.cosine_list(query_values(query))))
+        return dict(zip(self.tools, map(_COSINE_SCALE.__mul__, self._dots(query_values(query)))))
 
     def cosine_list(self, values: Sequence[int]) -> List[float]:
         """The cosine of each tool's vector (in the order of ``tools``) with a query vector as :func:`query_values` gives it."""
+        return list(map(_COSINE_SCALE.__mul__, self._dots(values)))
+
+    def _dots(self, values: Sequence[int]) -> Tuple[int, ...]:
+        # Every tool's dot product with the query at scale 32767^2, an exact integer.
         total = (_FIELD_BIAS - 32768 * sum(values)) * self.ones
         for value, column in zip(values, self.columns):
             if value:
                 total += value * column
-        scale = 1.0 / (_UNIT_16 * _UNIT_16)
-        dots = self.fields.unpack(total.to_bytes(self.fields.size, "little"))
-        return [(dot - _FIELD_BIAS) * scale for dot in dots]
+        return self.fields.unpack((total ^ self._top_bits).to_bytes(self.fields.size, "little"))
 
 
 def query_values(query: Sequence[float]) -> List[int]:
