@@ -230,7 +230,8 @@ def fuse(lexical: Dict[int, float], semantic: Dict[int, float], tuning: Tuning, 
         return lexical
     lexical_weight = tuning.lexical_weight + tuning.vector_weight * (1.0 - vector_scale)
     fused = {i: share * lexical_weight for i, share in lexical.items()}
-    alone = tuning.vector_alone_with_words if any(share > 0.0 for share in lexical.values()) else tuning.vector_alone
+    # Some share above 0 (shares are never NaN): the largest is, found in C.
+    alone = tuning.vector_alone_with_words if max(lexical.values(), default=0.0) > 0.0 else tuning.vector_alone
     # vector_share inlined: this loop runs once per tool and query.
     floor, span, weight = tuning.vector_floor, tuning.vector_ceiling - tuning.vector_floor, tuning.vector_weight * vector_scale
     for i, cosine in semantic.items():
