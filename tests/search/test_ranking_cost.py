@@ -101,3 +101,23 @@ def test_packed_cosines_are_the_exact_integer_dot_products_scaled():
         want = [sum(v * round(32767 * x) for v, x in zip(values, t)) * (1.0 / (32767 * 32767)) for t in tools]
         assert packed.cosine_list(values) == want
         assert packed.cosines(query) == dict(enumerate(want))
+
+
+def test_the_parameter_signal_does_not_depend_on_the_processs_hash_seed():
+    """Sums of the parameter names' weights are made in one order whatever PYTHONHASHSEED is."""
+    import subprocess
+    import sys
+
+    from conftest import REPO_ROOT
+
+    script = (
+        "from toolscript.search import SearchIndex\n"
+        "names = [f'param_{w}_id' for w in 'alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu'.split()]\n"
+        "tools = [{'server': 's', 'name': f'tool_{i}', 'description': 'x', 'inputSchema': {'type': 'object',\n"
+        "          'properties': {n: {'type': 'string'} for j, n in enumerate(names) if (i * 7 + j * 3) % (j + 2) == 0 or j == i % 12}}}\n"
+        "         for i in range(40)]\n"
+        "print(repr(sorted(SearchIndex(tools, semantic=False)._parameter_coverage(' '.join(names)).items())))\n"
+    )
+    outputs = {subprocess.run([sys.executable, "-c", script], env={"PYTHONHASHSEED": str(seed), "PYTHONPATH": REPO_ROOT},
+                              capture_output=True, text=True, timeout=60, check=True).stdout for seed in range(1, 7)}
+    assert len(outputs) == 1, outputs

@@ -435,7 +435,8 @@ class SearchIndex:
         only the wanted tool takes ("label_id" with "label_data") decides.
         """
         n = len(self._tools)
-        wanted = {compact(chunk) for chunk in signals.identifiers(query)}
+        # Sorted: a set's order follows the process's hash seed, and float sums follow the order.
+        wanted = sorted({compact(chunk) for chunk in signals.identifiers(query)})
         weights = {name: idf(n, len(self._tools_taking[name])) for name in wanted if name in self._tools_taking}
         total = sum(weights.values())
         if not total:
