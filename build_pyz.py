@@ -33,6 +33,9 @@ FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 # serves, the word-vector table and thesaurus toolscript/search/ loads, the hook scripts
 # `toolscript setup` installs, the gateway's web page).
 PACKAGE_DATA = (".ts", ".bin", ".tsv", ".sh", ".html", ".js", ".css")
+# Stored, not deflated: the embedding table is quantised vectors that deflate shrinks by only ~16%, and a hook
+# process that reads it would spend ~15-50 ms inflating 3.8 MB; stored, reading it is one copy.
+STORED_DATA = (".bin",)
 # Any python3 may run the archive: this text, toolscript/__init__.py and toolscript/__main__.py are in syntax every
 # Python parses, and main() checks the version before importing anything else (one line on an older Python).
 MAIN = b'''\
@@ -56,7 +59,7 @@ def package_files(root: str = ROOT) -> list:
 
 def _entry(name: str) -> zipfile.ZipInfo:
     info = zipfile.ZipInfo(name, date_time=FIXED_TIME)
-    info.compress_type = zipfile.ZIP_DEFLATED
+    info.compress_type = zipfile.ZIP_STORED if name.endswith(STORED_DATA) else zipfile.ZIP_DEFLATED
     info.create_system = 3  # unix, so the mode bits below are honoured everywhere
     info.external_attr = 0o644 << 16
     return info
