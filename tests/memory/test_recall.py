@@ -2,7 +2,7 @@
 
 import sqlite3
 
-from toolscript.memory import context
+from toolscript.memory import context, rank
 from toolscript.memory import store as store_mod
 from toolscript.memory.store import SCHEMA_VERSION, open_store
 
@@ -133,3 +133,32 @@ def test_the_memory_after_a_question_is_taken_as_its_answer(tmp_path):
         found = [m.id for m, _ in store.search("What plans does Gina have after the advice at the networking event?",
                                                project=PROJECT, limit=2)]
         assert answer in found  # second only to the question
+
+
+def test_a_word_the_memory_says_another_way_finds_it_in_both_modes(tmp_path):
+    """"pre-production" is said "staging" in the memory: search's thesaurus bridges it, and the same in the LIKE fallback."""
+    for fts in (True, False):
+        with open_store(str(tmp_path / f"m{fts}.db"), fts=fts) as store:
+            staging = store.add(session="s1", project=PROJECT, kind="note", created=NOW - 5 * DAY,
+                                content="Remember: the staging deploy runs `make deploy ENV=staging` from the ops box")
+            store.add(session="s1", project=PROJECT, kind="note", created=NOW - DAY, content="Ran `pytest -q`: 52 passed")
+            found = [m.id for m, _ in store.search("how do I push a release to the pre-production environment", project=PROJECT)]
+            assert found[:1] == [staging], fts
+
+
+def test_the_word_itself_outranks_a_word_that_stands_for_it(tmp_path):
+    with open_store(str(tmp_path / "m.db")) as store:
+        said = store.add(session="s1", project=PROJECT, kind="note", created=NOW - 5 * DAY,
+                         content="Decision: the directory layout keeps fixtures beside their tests")
+        store.add(session="s1", project=PROJECT, kind="note", created=NOW - DAY,
+                  content="Decision: the folder layout keeps snapshots beside their tests")
+        found = [m.id for m, _ in store.search("which directory holds the fixtures layout", project=PROJECT)]
+        assert found[0] == said
+
+
+def test_only_a_rare_word_looks_for_its_synonyms():
+    """A word that finds many memories is matched already; its synonyms would add noise and time."""
+    common, rare = rank.RARE + 1, 3
+    assert rank.related_terms("delete the folder", ["delete", "folder"], [common, rare])
+    assert all(word == 1 for _, word in rank.related_terms("delete the folder", ["delete", "folder"], [common, rare]))
+    assert rank.related_terms("delete the folder", ["delete", "folder"], [common, common]) == []

@@ -201,3 +201,12 @@ def test_the_zipapp_carries_and_reads_it(pyz):
     proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=60)
     where, count = proc.stdout.split()
     assert where.startswith(pyz) and int(count) > 4000, proc.stderr
+
+
+def test_lookup_answers_as_the_table_without_building_it():
+    table = thesaurus.load()
+    sample = list(table.items())[:: max(1, len(table) // 200)] + [next(reversed(list(table.items())))]
+    for key, targets in sample:
+        assert thesaurus.lookup(key) == targets, key
+    assert thesaurus.lookup("no-such-word-anywhere") == ()
+    assert thesaurus.lookup("") == () and thesaurus.lookup("#") == () and thesaurus.lookup("a\nb") == ()

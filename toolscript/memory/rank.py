@@ -5,7 +5,9 @@ the pool's dates and vectors); the rest are pure functions:
 
 1. **Words.**  Each query word (FTS5's porter analysis, the store's one
    analyzer) brings its newest ``CANDIDATES_PER_TERM`` memories; a memory
-   scores the idf-weighted share of the query's words it has (0..1).
+   scores the idf-weighted share of the query's words it has (0..1).  A rare
+   word's synonyms (tool search's thesaurus: "pre-production" for "staging")
+   count in its place where it is missing, at RELATED_WEIGHT of their weight.
 2. **The pool.**  The best ``POOL`` memories by that share go on; the rest
    keep their order behind them.  Everything below costs per pool row, so a
    search's work stays bounded at any store size.
@@ -29,7 +31,7 @@ from typing import Any, Collection, Dict, Iterable, Iterator, List, Mapping, Opt
 
 from toolscript.memory import vectorcodec
 
-__all__ = ["ranked", "lexical", "rerank", "time_preference", "POOL"]
+__all__ = ["ranked", "lexical", "related_terms", "rerank", "time_preference", "POOL", "RARE"]
 
 # Every weight was chosen on the development sets (bench/memory_eval/README.md).
 POOL = 200  # the best this-many by words are reranked (300: no better, and slower)
@@ -40,6 +42,7 @@ MEANING_WEIGHT = 0.3  # of the cosine with the query
 TIME_WEIGHT = 0.25  # how far the latest (or first) of the close matches moves up
 TIME_BAND = 0.85  # close: at least this share of the best score
 DATE_WEIGHT = 0.3  # for a memory recorded around a date the question names
+RELATED_WEIGHT = 0.3  # a synonym's weight, of the word it stands for
 
 # "when did we last deploy", "the latest error", "what was the first thing that failed"; not "last week".
 _LATEST = re.compile(r"\b(?:latest|newest|most recent(?:ly)?|recently|last(?!\s+(?:%s)\b))\b")
@@ -54,28 +57,37 @@ def idf(df: int, total: int) -> float:
     return math.log(1.0 + (max(total, df) - df + 0.5) / (df + 0.5))
 
 
-def lexical(matched: Mapping[int, int], dfs: Sequence[int], total: int) -> Tuple[Dict[int, float], List[Tuple[float, int]]]:
+def lexical(matched: Mapping[int, int], dfs: Sequence[int], total: int,
+            related: Sequence[Tuple[int, float]] = ()) -> Tuple[Dict[int, float], List[Tuple[float, int]]]:
     """(score by mask, [(score, mask)] best first): the idf-weighted share of the query's words each mask holds.
 
     A word no memory contains (df 0) says nothing about which memory fits: it
     stays out of the whole, or a prompt's new words would sink every score.
+    ``related``: for the terms past the query's own words, (the word they stand
+    for, their discount): such a term counts in its word's place, discounted,
+    where the word itself is missing.
     """
     weights = [idf(df, total) if df else 0.0 for df in dfs]
-    whole = sum(weights) or 1.0
+    own = len(dfs) - len(related)
+    groups: List[List[Tuple[int, float]]] = [[(i, weights[i])] for i in range(own)]
+    for i, (word, factor) in enumerate(related, own):
+        groups[word].append((i, factor * weights[i]))
+    whole = sum(max(w for _, w in group) for group in groups) or 1.0
     by_mask: Dict[int, float] = {}
     for mask in set(matched.values()):
-        by_mask[mask] = min(1.0, sum(w for i, w in enumerate(weights) if mask >> i & 1) / whole)
+        got = sum(max((w for i, w in group if mask >> i & 1), default=0.0) for group in groups)
+        by_mask[mask] = min(1.0, got / whole)
     return by_mask, sorted(((score, mask) for mask, score in by_mask.items()), reverse=True)
 
 
 def ranked(conn: Any, query: str, matched: Dict[int, int], dfs: Sequence[int], total: int, *,
-           vectors: bool) -> Iterator[Tuple[int, float]]:
+           vectors: bool, related: Sequence[Tuple[int, float]] = ()) -> Iterator[Tuple[int, float]]:
     """(rowid, score 0..1) best first over ``matched`` (rowid -> mask of the query words it has; ``dfs``: each word's count).
 
     ``conn``: the store's SQLite connection, for the pool's dates and
     vectors; ``vectors``: whether the store keeps meaning vectors.
     """
-    by_mask, masks = lexical(matched, dfs, total)
+    by_mask, masks = lexical(matched, dfs, total, related)
     groups: Dict[int, List[int]] = {}
     for rowid, mask in matched.items():
         groups.setdefault(mask, []).append(rowid)
@@ -112,6 +124,43 @@ def ranked(conn: Any, query: str, matched: Dict[int, int], dfs: Sequence[int], t
                       asks=asks)
     rest = ((rowid, round(score, 4)) for score, mask in masks for rowid in sorted(groups[mask], reverse=True))
     return merged(reranked, rest)
+
+
+_QUERY_WORD = re.compile(r"[^\W_]+")  # the store's query words (store.query_terms)
+RARE = 100  # a query word found in at most this many memories also looks for its synonyms (their newest this-many)
+_MAX_RELATED = 12  # synonyms searched per query, at most
+
+
+def related_terms(query: str, terms: Sequence[str], dfs: Sequence[int]) -> List[Tuple[str, int]]:
+    """(a word stem to search as a prefix, the index in ``terms`` of the word it stands for), from search's synonyms.
+
+    Developer shorthand and its meaning ("env" / "environment"), words that
+    stand for one another ("delete" / "remove") and the thesaurus of tool
+    search ("pre-production" / "staging"): a memory says it its own way.
+    """
+    if not RELATED_WEIGHT:
+        return []
+    from toolscript.search import thesaurus  # the prompt hook's process imports it only here
+    from toolscript.search.text import stem
+
+    stems = [stem(t) for t in terms]
+    seen = set(stems)
+    out: List[Tuple[str, int]] = []
+    index = {t: i for i, t in enumerate(terms)}
+    words = _QUERY_WORD.findall((query or "").lower())
+    # A word that finds many memories is matched already: its synonyms would add noise, and time.
+    keys: List[Tuple[str, int]] = [(s, i) for i, s in enumerate(stems) if dfs[i] <= RARE]
+    # Two words the thesaurus knows as one ("pre-production", "code review").
+    keys += [(stem(first + second), index[first]) for first, second in zip(words, words[1:])
+             if first in index and second in index and min(dfs[index[first]], dfs[index[second]]) <= RARE]
+    for key, word in keys:
+        others = list(thesaurus.SYNONYMS.get(key, {})) + list(thesaurus.lookup(key))
+        for other in others:
+            prefix = other[:-1] if other.endswith("y") else other  # porter: "deploy" is indexed as "deploi"
+            if len(prefix) >= 4 and prefix not in seen and other not in seen:
+                seen.add(prefix)
+                out.append((prefix, word))
+    return out[:_MAX_RELATED]
 
 
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",

@@ -676,9 +676,9 @@ class Store:
         The one search behind ``memory search``, the ``memory.search`` tool,
         the prompt hook and the brief.  The score starts as the share of the
         query's words a memory has, each word weighted by its rarity (BM25's
-        idf), ties to the newest; the best ``rank.POOL`` then gain from a
-        matching neighbour, their meaning and, for "the latest" or "the
-        first", their date (``toolscript.memory.rank``), capped at 1.0.
+        idf), ties to the newest (a rare word's synonyms count in its place, at a discount:
+        ``rank.related_terms``); the best ``rank.POOL`` then gain from a matching neighbour, their
+        meaning and, for "the latest" or "the first", their date (``toolscript.memory.rank``), capped at 1.0.
         FTS5 matches words by their stem (porter: "tests" finds "test"); the
         LIKE fallback matches substrings.  See CANDIDATES_PER_TERM for the bound.
         """
@@ -696,28 +696,36 @@ class Store:
                 dfs = self._candidates(terms, functools.partial(self._like_rows, where, params), matched)
         else:
             dfs = self._candidates(terms, functools.partial(self._like_rows, where, params), matched)
+        others, found_too = rank.related_terms(query, terms, dfs), {}  # type: Tuple[List[Tuple[str, int]], Dict[int, int]]
+        try:  # a rare word's synonyms: the newest rank.RARE of each
+            dfs += self._candidates([t for t, _ in others], functools.partial(self._fts_rows, project, prefix=True) if self.fts
+                                    else functools.partial(self._like_rows, where, params), found_too, len(terms), rank.RARE)
+        except sqlite3.OperationalError:
+            others, found_too = [], {}  # the words alone, then
+        matched.update((rowid, matched.get(rowid, 0) | mask) for rowid, mask in found_too.items())
         if not matched:
             return []
-        found = rank.ranked(self.conn, query, matched, dfs, total, vectors=self.vectors)
+        found = rank.ranked(self.conn, query, matched, dfs, total, vectors=self.vectors,
+                            related=[(word, rank.RELATED_WEIGHT) for _, word in others])
         return self._materialize(found, where, params, limit)
 
-    def _fts_rows(self, project: Optional[str], term: str) -> List[int]:
-        """The newest CANDIDATES_PER_TERM + 1 rowids whose content, tool or files have ``term`` (stemmed).
+    def _fts_rows(self, project: Optional[str], term: str, prefix: bool = False, limit: int = CANDIDATES_PER_TERM) -> List[int]:
+        """The newest ``limit`` + 1 rowids whose content, tool or files have ``term`` (stemmed; ``prefix``: a word starting so).
 
         The project is indexed too (as one token, ``project_key``), so the cut
         is taken within the project: a big other project cannot push this
         one's rows past it.
         """
-        expression = "{content tool files} : " + fts_phrase(term)
+        expression = "{content tool files} : " + fts_phrase(term) + (" *" if prefix else "")
         if project is not None:
             expression += " AND project_key : " + fts_phrase(project_key(project))
         rows = self.conn.execute(
             "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
-            (expression, CANDIDATES_PER_TERM + 1),
+            (expression, limit + 1),
         )
         return [int(r[0]) for r in rows]
 
-    def _like_rows(self, where: str, params: List[Any], term: str) -> List[int]:
+    def _like_rows(self, where: str, params: List[Any], term: str, limit: int = CANDIDATES_PER_TERM) -> List[int]:
         """The fallback's ``_fts_rows``: a case-insensitive substring of content, tool or files (filters applied here)."""
         pattern = _like_pattern(term)
         clauses = ["(m.content LIKE ? ESCAPE '\\' OR m.tool LIKE ? ESCAPE '\\' OR m.files LIKE ? ESCAPE '\\')"]
@@ -727,11 +735,12 @@ class Store:
             values.extend(params)
         rows = self.conn.execute(
             "SELECT m.id FROM memories m WHERE " + " AND ".join(clauses) + " ORDER BY m.id DESC LIMIT ?",
-            values + [CANDIDATES_PER_TERM + 1],
+            values + [limit + 1],
         )
         return [int(r[0]) for r in rows]
 
-    def _candidates(self, terms: Sequence[str], rows_for: Callable[..., List[int]], matched: Dict[int, int]) -> List[int]:
+    def _candidates(self, terms: Sequence[str], rows_for: Callable[..., List[int]], matched: Dict[int, int], first_bit: int = 0,
+                    limit: int = CANDIDATES_PER_TERM) -> List[int]:
         """Fill ``matched`` (rowid -> mask of the terms it has) with each term's newest rows; return each term's count.
 
         A count above CANDIDATES_PER_TERM means "at least".  An old memory
@@ -740,10 +749,10 @@ class Store:
         under 1.0, which the common words' small weight keeps from mattering.
         """
         dfs = []
-        for bit, term in enumerate(terms):
-            rowids = rows_for(term)
+        for bit, term in enumerate(terms, first_bit):
+            rowids = rows_for(term, limit=limit)
             dfs.append(len(rowids))
-            for rowid in rowids[:CANDIDATES_PER_TERM]:
+            for rowid in rowids[:limit]:
                 matched[rowid] = matched.get(rowid, 0) | 1 << bit
         return dfs
 

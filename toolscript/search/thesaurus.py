@@ -21,7 +21,7 @@ from typing import Dict, Tuple
 
 from toolscript.search.text import stem
 
-__all__ = ["ABBREVIATION", "RELATED", "SYNONYMS", "PATH", "load"]
+__all__ = ["ABBREVIATION", "RELATED", "SYNONYMS", "PATH", "load", "lookup"]
 
 # Developer shorthand, read as the words it stands for: a query word on the
 # left also looks up the words on the right, nearly at full weight.
@@ -77,6 +77,25 @@ def _build_synonyms() -> Dict[str, Dict[str, str]]:
 SYNONYMS = _build_synonyms()
 
 PATH = "data/thesaurus.tsv"  # beside this module, read with pkgutil so it loads from the zipapp as from a checkout
+
+
+@lru_cache(maxsize=1)
+def _text() -> str:
+    """The data file's text after a newline, so every entry starts with one; empty if it is missing or damaged."""
+    try:
+        return "\n" + (pkgutil.get_data(__name__.rpartition(".")[0], PATH) or b"").decode("utf-8")
+    except Exception:  # a missing or damaged file means search without it, never a crash
+        return ""
+
+
+def lookup(term: str) -> Tuple[str, ...]:
+    """``load().get(term, ())`` without building the table: a few lookups in a process that needs no more (a hook)."""
+    text = _text()
+    start = text.find("\n" + term + "\t") if term and not term.startswith("#") and "\n" not in term else -1
+    if start < 0:
+        return ()
+    end = text.find("\n", start + 1)
+    return tuple(text[start + len(term) + 2:end if end >= 0 else len(text)].split())
 
 
 @lru_cache(maxsize=1)
