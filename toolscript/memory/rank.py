@@ -69,13 +69,16 @@ def lexical(matched: Mapping[int, int], dfs: Sequence[int], total: int,
     """
     weights = [idf(df, total) if df else 0.0 for df in dfs]
     own = len(dfs) - len(related)
-    groups: List[List[Tuple[int, float]]] = [[(i, weights[i])] for i in range(own)]
+    groups: Dict[int, List[Tuple[int, float]]] = {}  # a word with synonyms -> (bit, weight) of it and of each
     for i, (word, factor) in enumerate(related, own):
-        groups[word].append((i, factor * weights[i]))
-    whole = sum(max(w for _, w in group) for group in groups) or 1.0
+        groups.setdefault(word, [(word, weights[word])]).append((i, factor * weights[i]))
+    alone = [(i, weights[i]) for i in range(own) if i not in groups]
+    whole = (sum(w for _, w in alone) + sum(max(w for _, w in group) for group in groups.values())) or 1.0
     by_mask: Dict[int, float] = {}
     for mask in set(matched.values()):
-        got = sum(max((w for i, w in group if mask >> i & 1), default=0.0) for group in groups)
+        got = sum(w for i, w in alone if mask >> i & 1)
+        for group in groups.values():
+            got += max((w for i, w in group if mask >> i & 1), default=0.0)
         by_mask[mask] = min(1.0, got / whole)
     return by_mask, sorted(((score, mask) for mask, score in by_mask.items()), reverse=True)
 
