@@ -6,7 +6,7 @@ the pool's dates and vectors); the rest are pure functions:
 1. **Words.**  Each query word (FTS5's porter analysis, the store's one
    analyzer) brings its newest ``CANDIDATES_PER_TERM`` memories; a memory
    scores the idf-weighted share of the query's words it has (0..1).  A rare
-   word's synonyms (tool search's thesaurus: "pre-production" for "staging")
+   word's synonyms (tool search's thesaurus: "staging" for "pre-production")
    count in its place where it is missing, at RELATED_WEIGHT of their weight.
 2. **The pool.**  The best ``POOL`` memories by that share go on; the rest
    keep their order behind them.  Everything below costs per pool row, so a
