@@ -95,7 +95,7 @@ def test_the_pre_tool_use_brief_reaches_the_model_after_a_bash_call(tmp_path, py
     plugin = plugin_copy(tmp_path, pyz, with_server=mechanism == "server")
     script = [{"bash": f"echo deploying {marker} canary", "description": "Deploy the canary"}, {"text": "Deployed."}]
     with FakeAnthropic(script, log_path=scene.request_log) as api:
-        proc = run_claude(scene, api, plugin, "ship it", allowed="Bash(echo *)")
+        proc = run_claude(scene, api, plugin, "go ahead", allowed="Bash(echo *)")
     explain = scene.diagnostics(api, proc) + "\n--- hooks.log\n" + tail(os.path.join(scene.state_dir, "hooks.log"), 4000)
     assert proc.returncode == 0 and json.loads(proc.stdout)["is_error"] is False, explain
     requests = conversation(api)
@@ -123,7 +123,7 @@ def test_setup_users_get_the_brief_before_a_bash_call_too(tmp_path, pyz, monkeyp
     assert done.returncode == 0, done.stderr
     script = [{"bash": f"echo deploying {marker} canary", "description": "Deploy the canary"}, {"text": "Deployed."}]
     with FakeAnthropic(script, log_path=scene.request_log) as api:
-        argv = [claude_binary(), "-p", "ship it", "--model", "haiku", "--output-format", "json", "--debug-file",
+        argv = [claude_binary(), "-p", "go ahead", "--model", "haiku", "--output-format", "json", "--debug-file",
                 scene.debug_log, "--allowedTools", "Bash(echo *)"]
         proc = subprocess.run(argv, env=scene.env(api.url), cwd=scene.project, stdin=subprocess.DEVNULL,
                               capture_output=True, text=True, timeout=CLAUDE_TIMEOUT)
