@@ -73,7 +73,8 @@ from toolscript.mcp.server.envelope import (
     request_header,
     unsupported_data,
 )
-from toolscript.mcp.server.provider import DEFAULT_LOG_LEVEL, LOG_LEVELS, CallContext, ToolProvider, UnknownTool  # noqa: F401  (also imported from here)
+from toolscript.mcp.server.provider import (  # noqa: F401  (also imported from here)
+    DEFAULT_LOG_LEVEL, LOG_LEVELS, CallContext, ToolProvider, UnknownTool, log_notification, progress_sender)
 from toolscript.mcp.server.streams import JSON, SSE, GetStream, InFlightCall, encode_answer, pump, send, send_error, sse_event, start_stream, write
 
 logger = log.get("mcp.server")
@@ -764,25 +765,7 @@ def _decode_cursor(cursor: Any) -> Optional[int]:
 
 
 def _progress_fn(call: InFlightCall, token: Any) -> Callable[..., None]:
-    lock = threading.Lock()
-
-    def progress(progress: float, total: Optional[float] = None, message: Optional[str] = None) -> None:
-        if token is None:
-            return  # the client asked for no progress
-        # Progress MUST increase; a provider relaying a confused upstream must
-        # not make us break that.
-        with lock:
-            if call.last_progress is not None and progress <= call.last_progress:
-                return
-            call.last_progress = progress
-        params: Dict[str, Any] = {"progressToken": token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None:
-            params["message"] = message
-        call.notify(jsonrpc.notification("notifications/progress", params))
-
-    return progress
+    return progress_sender(call, token, call.notify)
 
 
 def _log_fn(call: InFlightCall, session: _Session) -> Callable[..., None]:
@@ -792,9 +775,6 @@ def _log_fn(call: InFlightCall, session: _Session) -> Callable[..., None]:
             return
         if LOG_LEVELS.index(level) < session.log_level:
             return
-        params: Dict[str, Any] = {"level": level, "data": data}
-        if logger_name is not None:
-            params["logger"] = logger_name
-        call.notify(jsonrpc.notification("notifications/message", params))
+        call.notify(log_notification(level, data, logger_name))
 
     return log_message

@@ -5,9 +5,11 @@
 the stdio server starts without the HTTP server's imports.
 """
 
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Protocol
 
+from toolscript.mcp import jsonrpc
 from toolscript.mcp.cancel import Cancel
 
 # RFC 5424 severities, lowest first, as MCP's logging/setLevel names them.
@@ -46,3 +48,39 @@ class ToolProvider(Protocol):
 
     def add_listener(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback`` whenever the tool list changes; return a function that unsubscribes it."""
+
+
+def progress_sender(call: Any, token: Any, send: Callable[[Dict[str, Any]], None],
+                    stopped: Callable[[], bool] = lambda: False) -> Callable[..., None]:
+    """A ``CallContext.progress`` that sends ``notifications/progress`` through ``send``.
+
+    Nothing goes out without a progress token (the client asked for none) or
+    once ``stopped()``; and progress MUST increase, so a provider relaying a
+    confused upstream cannot break that: ``call.last_progress`` holds the last
+    value sent.
+    """
+    lock = threading.Lock()
+
+    def progress(progress: float, total: Optional[float] = None, message: Optional[str] = None) -> None:
+        if token is None or stopped():
+            return
+        with lock:
+            if call.last_progress is not None and progress <= call.last_progress:
+                return
+            call.last_progress = progress
+        params: Dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        send(jsonrpc.notification("notifications/progress", params))
+
+    return progress
+
+
+def log_notification(level: str, data: Any, logger_name: Optional[str] = None) -> Dict[str, Any]:
+    """The ``notifications/message`` a provider's log line becomes."""
+    params: Dict[str, Any] = {"level": level, "data": data}
+    if logger_name is not None:
+        params["logger"] = logger_name
+    return jsonrpc.notification("notifications/message", params)

@@ -43,7 +43,8 @@ from toolscript.mcp.protocol import (
     UNSUPPORTED_PROTOCOL_VERSION,
     envelope_version,
 )
-from toolscript.mcp.server.provider import DEFAULT_LOG_LEVEL, LOG_LEVELS, CallContext, ToolProvider, UnknownTool
+from toolscript.mcp.server.provider import (
+    DEFAULT_LOG_LEVEL, LOG_LEVELS, CallContext, ToolProvider, UnknownTool, log_notification, progress_sender)
 
 logger = log.get("mcp.server.stdio")
 
@@ -271,33 +272,14 @@ class StdioServer:
     # -- notifications to the client -------------------------------------------------
 
     def _progress_fn(self, call: _Call, token: Any) -> Callable[..., None]:
-        lock = threading.Lock()
-
-        def progress(progress: float, total: Optional[float] = None, message: Optional[str] = None) -> None:
-            if token is None or call.cancelled.is_set():
-                return
-            with lock:  # progress must increase
-                if call.last_progress is not None and progress <= call.last_progress:
-                    return
-                call.last_progress = progress
-            params: Dict[str, Any] = {"progressToken": token, "progress": progress}
-            if total is not None:
-                params["total"] = total
-            if message is not None:
-                params["message"] = message
-            self._send(jsonrpc.notification("notifications/progress", params))
-
-        return progress
+        return progress_sender(call, token, self._send, stopped=call.cancelled.is_set)
 
     def _log_fn(self, call: _Call) -> Callable[..., None]:
         def log_message(level: str, data: Any, logger_name: Optional[str] = None) -> None:
             threshold = self.log_level if call.log_level is None else call.log_level
             if level not in LOG_LEVELS or LOG_LEVELS.index(level) < threshold or call.cancelled.is_set():
                 return
-            params: Dict[str, Any] = {"level": level, "data": data}
-            if logger_name is not None:
-                params["logger"] = logger_name
-            self._send(jsonrpc.notification("notifications/message", params))
+            self._send(log_notification(level, data, logger_name))
 
         return log_message
 
