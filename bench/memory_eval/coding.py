@@ -24,7 +24,6 @@ temporal (when, last, first), paraphrase (asked in other words than the memory's
 
 import argparse
 import calendar
-import json
 import os
 import random
 import sys
@@ -138,18 +137,7 @@ def main() -> None:
     args = parser.parse_args()
     units, questions = parse(os.path.join(HERE, args.split + ".txt"))
     evallib.progress(f"{args.split}: {len(units)} memories, {len(questions)} questions")
-    misses: List[Dict[str, Any]] = []
-    results = evallib.evaluate(units, questions, [s for s in args.systems.split(",") if s], misses)
-    results["questions"] = len(questions)
-    results["split"] = args.split
-    text = json.dumps(results, indent=1)
-    print(text)
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-    print(evallib.markdown(results, CATEGORIES), file=sys.stderr)
-    for miss in misses[:args.misses]:
-        print(json.dumps(miss), file=sys.stderr)
+    evallib.run_and_report(units, questions, args, CATEGORIES, split=args.split)
 
 
 if __name__ == "__main__":

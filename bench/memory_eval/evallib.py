@@ -231,3 +231,22 @@ def markdown(results: Dict[str, Any], categories: Sequence[Tuple[str, str]]) -> 
             system, " | ".join(cells), whole[hit], "%.3f" % whole.get("r5", whole.get("r", 0.0)),
             "%.3f" % whole["mrr10"] if "mrr10" in whole else "-"))
     return "\n".join(lines)
+
+
+def run_and_report(units: Sequence[Dict[str, Any]], questions: Sequence[Dict[str, Any]], args: Any,
+                   categories: Sequence[Tuple[str, str]], **extra: Any) -> Dict[str, Any]:
+    """Evaluate ``args.systems`` and report: JSON on stdout (and in ``args.json``), the table and
+    the first ``args.misses`` misses on stderr.  ``extra`` keys go into the JSON."""
+    misses: List[Dict[str, Any]] = []
+    results = evaluate(units, questions, [s for s in args.systems.split(",") if s], misses)
+    results["questions"] = len(questions)
+    results.update(extra)
+    text = json.dumps(results, indent=1)
+    print(text)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+    print(markdown(results, categories), file=sys.stderr)
+    for miss in misses[:args.misses]:
+        print(json.dumps(miss), file=sys.stderr)
+    return results

@@ -126,17 +126,7 @@ def main() -> None:
     args.source = args.source or default_source()
     units, questions = build(args.source)
     evallib.progress(f"{len(units)} turns, {len(questions)} questions from {args.source}")
-    misses: List[Dict[str, Any]] = []
-    results = evallib.evaluate(units, questions, [s for s in args.systems.split(",") if s], misses)
-    results["questions"] = len(questions)
-    text = json.dumps(results, indent=1)
-    print(text)
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-    print(evallib.markdown(results, CATEGORIES), file=sys.stderr)
-    for miss in misses[:args.misses]:
-        print(json.dumps(miss), file=sys.stderr)
+    evallib.run_and_report(units, questions, args, CATEGORIES)
 
 
 if __name__ == "__main__":
