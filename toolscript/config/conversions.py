@@ -34,6 +34,7 @@ import os
 import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from toolscript.config.keys import json_type
 from toolscript.config.load import is_secret_name
 
 CLIENTS = {"cursor": "Cursor", "vscode": "VS Code", "claude-desktop": "Claude Desktop", "codex": "Codex", "windsurf": "Windsurf"}
@@ -78,7 +79,7 @@ class Context:
         server = _Server(self, file)
         try:
             if not isinstance(entry, dict):
-                raise Skip(f"not a server entry ({_kind(entry)}, not an object)")
+                raise Skip(f"not a server entry ({json_type(entry)}, not an object)")
             converter = _codex_entry if self.client == "codex" else _json_entry
             converted: Optional[Dict[str, Any]] = converter(server, entry)
             skipped = None
@@ -102,7 +103,7 @@ class _Server:
     def text(self, value: Any, where: str) -> str:
         """A string value of the client's, in toolscript's variable syntax."""
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise Skip(f"{where} is {_kind(value)}, not a string")
+            raise Skip(f"{where} is {json_type(value)}, not a string")
         if not isinstance(value, str):
             self.warn(f"{where} is the number {value}; written as the string \"{value}\"")
             value = str(value)
@@ -112,12 +113,12 @@ class _Server:
 
     def strings(self, value: Any, where: str) -> List[str]:
         if not isinstance(value, list):
-            raise Skip(f"{where} is {_kind(value)}, not an array of strings")
+            raise Skip(f"{where} is {json_type(value)}, not an array of strings")
         return [self.text(item, f"{where}[{i}]") for i, item in enumerate(value)]
 
     def mapping(self, value: Any, where: str) -> Dict[str, str]:
         if not isinstance(value, dict):
-            raise Skip(f"{where} is {_kind(value)}, not an object of strings")
+            raise Skip(f"{where} is {json_type(value)}, not an object of strings")
         result: Dict[str, str] = {}
         for key, item in value.items():
             if item is None:
@@ -199,20 +200,6 @@ class _Server:
             else:
                 out.append(text.replace("${", "$${"))  # text that only looks like a variable stays text
         return "".join(out)
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
 
 
 def _server_type(entry: Dict[str, Any], url_key: Optional[str]) -> Optional[str]:
@@ -416,7 +403,7 @@ def _resolve_now(server: _Server, value: str) -> Optional[str]:
 
 def _cursor_auth(server: _Server, auth: Any) -> Dict[str, Any]:
     if not isinstance(auth, dict):
-        raise Skip(f"auth is {_kind(auth)}, not an object")
+        raise Skip(f"auth is {json_type(auth)}, not an object")
     oauth: Dict[str, Any] = {}
     for key, value in auth.items():
         if key == "CLIENT_ID":
@@ -439,7 +426,7 @@ def _cursor_auth(server: _Server, auth: Any) -> Dict[str, Any]:
 
 def _vscode_oauth(server: _Server, value: Any) -> Dict[str, Any]:
     if not isinstance(value, dict):
-        raise Skip(f"oauth is {_kind(value)}, not an object")
+        raise Skip(f"oauth is {json_type(value)}, not an object")
     oauth: Dict[str, Any] = {}
     for key, item in value.items():
         if key in ("clientId", "clientSecret"):
@@ -515,7 +502,7 @@ def _codex_entry(server: _Server, entry: Dict[str, Any]) -> Dict[str, Any]:
         from_env = entry.get("env_http_headers")
         if from_env is not None:
             if not isinstance(from_env, dict):
-                raise Skip(f"env_http_headers is {_kind(from_env)}, not a table")
+                raise Skip(f"env_http_headers is {json_type(from_env)}, not a table")
             for header, name in from_env.items():
                 if not isinstance(name, str) or not _VAR_NAME_RE.match(name):
                     raise Skip(f"env_http_headers.{header} = {json.dumps(name)} is not a variable name")

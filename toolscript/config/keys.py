@@ -134,7 +134,8 @@ def read_key(key: str, named: Optional[List[str]] = None, cwd: Optional[str] = N
     return found
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """A JSON value's type with its article, for messages: "a string", "an array", "null"."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -149,7 +150,7 @@ def _json_type(value: Any) -> str:
 
 
 def _shown(value: Any) -> str:
-    return json.dumps(value) if not isinstance(value, (dict, list)) else _json_type(value)
+    return json.dumps(value) if not isinstance(value, (dict, list)) else json_type(value)
 
 
 def _boolean(item: Any) -> Tuple[bool, Any, str]:
@@ -213,7 +214,7 @@ def parse_section(key: str, value: Any, source: str) -> Tuple[Dict[str, Any], Li
     if isinstance(value, bool):
         return {"enabled": value}, []
     if not isinstance(value, dict):
-        return {}, [f"{where}: expected an object (or true/false), got {_json_type(value)}"]
+        return {}, [f"{where}: expected an object (or true/false), got {json_type(value)}"]
     rules = _SECTIONS[key]
     settings: Dict[str, Any] = {}
     problems: List[str] = []
