@@ -158,6 +158,8 @@ def test_every_connection_busy_refuses_a_new_one_with_503_and_hanging_up_frees_t
     with served(tmp_path, fixture_server(), max_connections=2, admission_wait=0.5) as (gw, server, url):
         client = GatewayClient(url)
         assert cancellations(client) == []  # the upstream is ready
+        # That call's connection is gone before the two below take both slots.
+        assert wait_for(lambda: not any(server.open_connections().values()))
         path = urlsplit(url).path
         port = urlsplit(url).port
         body = json.dumps({"tool": "fixture__hang", "arguments": {}, "timeout": LONG_CALL_TIMEOUT}).encode()
@@ -279,6 +281,7 @@ def test_hanging_up_during_a_call_cancels_it_upstream(tmp_path):
     with served(tmp_path, fixture_server()) as (gw, server, url):
         client = GatewayClient(url)
         assert cancellations(client) == []
+        assert wait_for(lambda: not any(server.open_connections().values()))  # the busy one below is the hang's
         parts = urlsplit(url)
         body = json.dumps({"tool": "fixture__hang", "arguments": {}, "timeout": LONG_CALL_TIMEOUT}).encode()
         sock = connect(url)
