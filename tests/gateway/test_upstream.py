@@ -115,3 +115,34 @@ def test_emergency_exit_kills_every_server_process_group():
         assert not state.pid_alive(pid)
     finally:
         upstream.stop(time.monotonic() + 10)
+
+
+@pytest.mark.timeout(60)
+def test_a_caller_waiting_for_a_connecting_server_wakes_once_the_catalog_has_its_tools():
+    """The state turns "ready" before the gateway's catalog takes the tools in; a waiting call must not
+    slip into that window and find the server "ready" with no tools."""
+    caught = threading.Event()
+    catalog = []
+
+    def on_change(upstream):
+        if upstream.state == "ready":
+            time.sleep(0.5)  # a catalog rebuild (the search part of a large server) takes a while
+            catalog.extend(t["name"] for t in upstream.tools)
+
+    upstream = Upstream(fixture_server(), on_change)
+    seen = []
+
+    def call_soon():
+        caught.set()
+        upstream.wait_while_connecting(30)
+        seen.append(list(catalog))
+
+    waiter = threading.Thread(target=call_soon)
+    waiter.start()
+    assert caught.wait(5)
+    upstream.start()
+    try:
+        waiter.join(40)
+        assert seen and "echo" in seen[0]
+    finally:
+        upstream.stop(time.monotonic() + 10)

@@ -300,8 +300,9 @@ class Gateway:
             result.meta["tool"] = identifier
             return result
         upstream = self.upstreams.get(server)
-        if upstream is not None and upstream.state == "connecting":
-            # Right after start (or a restart) the first call waits like discovery does.
+        if upstream is not None:
+            # Right after start (or a restart) the first call waits like discovery does, until the
+            # catalog holds what the connection brought (at once for a server not connecting).
             upstream.wait_while_connecting(min(DISCOVERY_WAIT_SECONDS, upstream.server.connect_timeout))
         entry = self.catalog.get(identifier)
         if entry is None and isinstance(upstream, LazyUpstream) and upstream.listed != "server":

@@ -79,6 +79,8 @@ class Upstream:
         self.name = server.name
         self._on_change = on_change
         self.state = "connecting"
+        # The state once the catalog has taken it in: what a caller waiting for the server looks at.
+        self._published_state = "connecting"
         self.error: Optional[str] = None
         self.stderr_tail = ""
         self.tools: List[Dict[str, Any]] = []  # the tools toolscript shows (servers.visible_tools)
@@ -425,6 +427,9 @@ class Upstream:
         try:
             self._on_change(self)
         finally:
+            with self._changed:
+                self._published_state = self.state
+                self._changed.notify_all()
             if state != "connecting":
                 self.settled.set()
 
@@ -482,7 +487,7 @@ class Upstream:
     def wait_while_connecting(self, timeout: float) -> None:
         """Give a (re)connecting server up to ``timeout`` seconds; failed servers return at once."""
         with self._changed:
-            self._changed.wait_for(lambda: self.state != "connecting" or self._stopped, timeout)
+            self._changed.wait_for(lambda: self._published_state != "connecting" or self._stopped, timeout)
 
     def unavailable_reason(self) -> str:
         if self.state == "connecting":
