@@ -36,6 +36,7 @@ import shutil
 import sys
 import tempfile
 import threading
+from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional
 
 import pytest
@@ -284,6 +285,31 @@ def clean_env(empty_home) -> Dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _BEHAVIOUR_VARS}
     env["HOME"] = empty_home
     return env
+
+
+# The variables Claude Code's hooks and toolscript's own settings read: a test of memory or hooks in this
+# process starts without any of them from the outside.
+_HOOK_VARS = ("USER_PROMPT", "TOOL_NAME", "TOOL_INPUT", "TOOL_OUTPUT", "RESPONSE_SUMMARY", "SESSION_SUMMARY")
+
+
+@pytest.fixture
+def scratch_dirs(tmp_path, monkeypatch) -> Path:
+    """``tmp_path``, made this process's ``HOME`` (tmp_path/home) and toolscript's data and state directories
+    (tmp_path/data, tmp_path/state), with no TOOLSCRIPT_*, CLAUDE_* or hook variable from the outside."""
+    for name in list(os.environ):
+        if name.startswith(("TOOLSCRIPT_", "CLAUDE_")) or name in _HOOK_VARS:
+            monkeypatch.delenv(name)
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("TOOLSCRIPT_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("TOOLSCRIPT_STATE_DIR", str(tmp_path / "state"))
+    return tmp_path
+
+
+def git_project(path: Path) -> Path:
+    """``path`` made a project root (it holds a ``.git``), which memory keys its memories by."""
+    (path / ".git").mkdir(parents=True)
+    return path
 
 
 # --- Python 3.9 ---------------------------------------------------------------

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from conftest import REPO_ROOT, wait_for
+from conftest import REPO_ROOT, git_project, wait_for
 from toolscript.claude_code import hook_server
 from toolscript.claude_code import memory_hooks
 from toolscript.memory.context import BRIEF_HEADER
@@ -28,19 +28,10 @@ CLAUDE = {"name": "claude-code", "version": "2.1.337"}
 
 
 @pytest.fixture
-def world(tmp_path, monkeypatch):
+def world(scratch_dirs, monkeypatch):
     """A scratch HOME, state and data directory, and a project with a git root."""
-    for name in list(os.environ):
-        if name.startswith(("TOOLSCRIPT_", "CLAUDE_")):
-            monkeypatch.delenv(name)
-    (tmp_path / "home").mkdir()
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("TOOLSCRIPT_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("TOOLSCRIPT_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("TOOLSCRIPT_SUGGEST_BACKEND", "local")
-    project = tmp_path / "project"
-    (project / ".git").mkdir(parents=True)
-    return project
+    return git_project(scratch_dirs / "project")
 
 
 class Wire:

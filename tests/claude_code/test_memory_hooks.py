@@ -13,25 +13,15 @@ import threading
 
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, git_project
 from toolscript.claude_code import events
 from toolscript.claude_code import memory_hooks as hooks
 from toolscript.memory.context import BRIEF_HEADER, estimate_tokens
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch):
-    for name in list(os.environ):
-        if name.startswith(("TOOLSCRIPT_", "CLAUDE_")) or name in (
-                "USER_PROMPT", "TOOL_NAME", "TOOL_INPUT", "TOOL_OUTPUT", "RESPONSE_SUMMARY", "SESSION_SUMMARY"):
-            monkeypatch.delenv(name)
-    (tmp_path / "home").mkdir()
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("TOOLSCRIPT_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("TOOLSCRIPT_STATE_DIR", str(tmp_path / "state"))
-    root = tmp_path / "project"
-    (root / ".git").mkdir(parents=True)
-    return root
+def project(scratch_dirs):
+    return git_project(scratch_dirs / "project")
 
 
 def event(project, session, **fields):

@@ -7,26 +7,20 @@ per bullet or paragraph with its file and line; the hooks leave out what the
 index's loaded head already told the model.
 """
 
-import os
 import subprocess
 
 import pytest
 
+from conftest import git_project
 from toolscript.memory import automemory, context
 from toolscript.memory.store import open_store
 
 
 @pytest.fixture
-def world(tmp_path, monkeypatch):
-    for name in list(os.environ):
-        if name.startswith(("TOOLSCRIPT_", "CLAUDE_")):
-            monkeypatch.delenv(name)
+def world(scratch_dirs):
+    tmp_path = scratch_dirs
     home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("TOOLSCRIPT_DATA_DIR", str(tmp_path / "data"))
-    project = tmp_path / "app"
-    (project / ".git").mkdir(parents=True)
+    project = git_project(tmp_path / "app")
 
     class World:
         root = tmp_path

@@ -21,7 +21,7 @@ import sys
 
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, git_project
 from toolscript.cli import doctor
 from toolscript.memory import session_key
 from toolscript.claude_code import memory_hooks as hooks
@@ -31,15 +31,9 @@ from toolscript.tools.contract import ToolContext, ToolFailure
 
 
 @pytest.fixture
-def world(tmp_path, monkeypatch):
+def world(scratch_dirs):
     """Two git projects with memories of their own in one database; memory's dirs in the temp dir."""
-    for name in list(os.environ):
-        if name.startswith(("TOOLSCRIPT_", "CLAUDE_")):
-            monkeypatch.delenv(name)
-    (tmp_path / "home").mkdir()
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("TOOLSCRIPT_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("TOOLSCRIPT_STATE_DIR", str(tmp_path / "state"))
+    tmp_path = scratch_dirs
 
     class World:
         root = tmp_path

@@ -13,12 +13,12 @@ words only ever inside the quotes.  What a tool printed is stored short and
 marked as output.
 """
 
-import os
 import re
 import sqlite3
 
 import pytest
 
+from conftest import git_project
 from toolscript.claude_code import memory_hooks as hooks
 from toolscript.memory.capture import OUTPUT_CHARS
 from toolscript.memory.context import BRIEF_HEADER, PREAMBLE
@@ -68,18 +68,8 @@ SHIFT_LINE = re.compile(r'Your current query about "[^"]*" has low similarity to
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch):
-    for name in list(os.environ):
-        if name.startswith(("TOOLSCRIPT_", "CLAUDE_")) or name in (
-                "USER_PROMPT", "TOOL_NAME", "TOOL_INPUT", "TOOL_OUTPUT", "RESPONSE_SUMMARY", "SESSION_SUMMARY"):
-            monkeypatch.delenv(name)
-    (tmp_path / "home").mkdir()
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("TOOLSCRIPT_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("TOOLSCRIPT_STATE_DIR", str(tmp_path / "state"))
-    root = tmp_path / "project"
-    (root / ".git").mkdir(parents=True)
-    return root
+def project(scratch_dirs):
+    return git_project(scratch_dirs / "project")
 
 
 def _event(project, session, **fields):

@@ -6,27 +6,18 @@ is a note of the project, redacted like every memory, stored once.
 """
 
 import json
-import os
 
 import pytest
 
+from conftest import git_project
 from toolscript.memory.store import open_store
 from toolscript.memory.tools import memory_specs
 from toolscript.tools.contract import ToolCall, ToolContext, ToolFailure, execute
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch):
-    for name in list(os.environ):
-        if name.startswith(("TOOLSCRIPT_", "CLAUDE_")):
-            monkeypatch.delenv(name)
-    (tmp_path / "home").mkdir()
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("TOOLSCRIPT_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("TOOLSCRIPT_STATE_DIR", str(tmp_path / "state"))
-    root = tmp_path / "app"
-    (root / ".git").mkdir(parents=True)
-    return root
+def project(scratch_dirs):
+    return git_project(scratch_dirs / "app")
 
 
 def _call(name, args, project):

@@ -15,6 +15,7 @@ import sqlite3
 
 import pytest
 
+from conftest import git_project
 from toolscript.claude_code import memory_hooks as hooks
 
 PEM_BODY = "MIIEpAIBAAKCAQEA7bq9XyQ8Rt0Lw3kEZx2Qp4Vn8Hs1Jm6Tc9Wd3Fg7Kl2Yb5Nr0Ua"
@@ -102,19 +103,9 @@ def _events(text):
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch):
+def project(scratch_dirs):
     """A git project, and memory's data and state in the temp dir; no behaviour variables from outside."""
-    for name in list(os.environ):
-        if name.startswith(("TOOLSCRIPT_", "CLAUDE_")) or name in (
-                "USER_PROMPT", "TOOL_NAME", "TOOL_INPUT", "TOOL_OUTPUT", "RESPONSE_SUMMARY", "SESSION_SUMMARY"):
-            monkeypatch.delenv(name)
-    (tmp_path / "home").mkdir()
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("TOOLSCRIPT_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("TOOLSCRIPT_STATE_DIR", str(tmp_path / "state"))
-    root = tmp_path / "project"
-    (root / ".git").mkdir(parents=True)
-    return root
+    return git_project(scratch_dirs / "project")
 
 
 def _run(project, hook, fields, session="s-secrets"):
