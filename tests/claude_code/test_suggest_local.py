@@ -202,9 +202,20 @@ def test_names_of_particular_things_are_left_out_of_tool_queries():
     assert tool_queries("fork acme/widgets-api to my account") == ["fork account"]
 
 
-def test_a_query_the_chosen_skill_explains_is_dropped(skills):
-    answer = suggest("write release notes for 2.0 from the merged PRs", skills)
-    assert answer["skills"] == ["release-notes"] and answer["toolQueries"] == []
+def test_a_query_the_chosen_skill_explains_is_still_asked_and_a_named_servers_tool_is_shown(skills):
+    # The skill covers the database work; the prompt names postgres, whose query tool is shown beside it.
+    prompt = "query the postgres db: how many users signed up last week"
+    answer = suggest(prompt, skills)
+    assert answer["skills"] == ["db-migrations"] and answer["toolQueries"] == ["query postgres db many"]
+    shown = harness.tools_shown(answer["toolQueries"], skill_chosen=True, prompt=prompt,
+                                skill_words=harness.suggest.chosen_skill_words(answer["skills"], skills))
+    assert shown == ["postgres__query"]
+    # A prompt that names no server gets the skill alone.
+    notes = "write release notes for 2.0 from the merged PRs"
+    answer = suggest(notes, skills)
+    assert answer["skills"] == ["release-notes"]
+    assert harness.tools_shown(answer["toolQueries"], skill_chosen=True, prompt=notes,
+                               skill_words=harness.suggest.chosen_skill_words(answer["skills"], skills)) == []
 
 
 def test_one_word_clauses_are_not_queries_when_longer_ones_exist():
