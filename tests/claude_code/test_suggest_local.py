@@ -195,6 +195,12 @@ def test_a_query_is_a_clauses_first_words():
     assert tool_queries("search the web for the latest node.js LTS release notes") == ["search web latest node"]
 
 
+def test_auxiliaries_and_prepositions_leave_a_querys_words_to_what_it_is_about():
+    # "did" and "about" would take the place of "slack" and "outage" among a query's four words.
+    assert tool_queries("what did people say in #incidents on slack today") == ["people say channel slack"]
+    assert tool_queries("reply in the slack thread about the outage that we rolled back") == ["reply slack thread outage"]
+
+
 def test_names_of_particular_things_are_left_out_of_tool_queries():
     # A quoted message, an owner/repo pair and a path name no tool; a #name is a channel.
     prompt = "post 'deploy of v2 finished' to #releases on slack"

@@ -125,8 +125,12 @@ _QUERY_DROP = frozenset(
     want wants need needs like let lets just maybe think know really actually also something anything
     help some any all the this that these those it its there here then now so very much ok okay
     whats what how why who which when where ve ll re don doesn isn im id whether right today
-    called saying named via using use""".split()
+    called saying named via using use
+    did were had am being been
+    about across along among upon toward towards onto within without through during""".split()
 )
+# (The last two lines: auxiliaries and prepositions the search's short stopword list leaves in, since
+# its idf discounts them; in a query of four words each would take the place of a word that says what.)
 # Names of particular things say nothing about which tool: quoted text (a
 # message to post), paths and owner/repo pairs.  A "#name" is a channel.
 _QUOTED = re.compile(r"`[^`\n]*`|\"[^\"\n]*\"|(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])")
