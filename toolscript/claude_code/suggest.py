@@ -20,6 +20,7 @@ UserPromptSubmit hook:
    and by meaning, waiting for servers still connecting (a session's first
    prompt often comes before they are up) until the budget's end, and naming
    in ``reason`` those that were still not ready; show each query's best hit
+   (by meaning when the gateway ranked with its vectors, else by words)
    when it scores well or leads clearly (``select_tools``); de-duplicate;
    best ``maxTools``;
 5. format a short, polite context: ``Skill("name")`` per skill (an MCP
