@@ -12,8 +12,9 @@ split, the figures that `tests/claude_code/test_suggest_local.py` holds floors o
   and recall (labelled skills suggested / labelled skills), over all prompts;
 * tools: the same for tool ids, where the tools a backend "suggests" are what
   the pipeline would show: each of its toolQueries searched with
-  ``SearchIndex`` over bench/search/sets/set00/catalogs (the gateway's /search ranking)
-  by words and by meaning, and the hits chosen by ``suggest.select_tools``
+  ``SearchIndex`` over bench/search/sets/set00/catalogs, built with the
+  vectors as the gateway builds it (its /search ranking), by words alone and
+  by words and meaning fused, and the hits chosen by ``suggest.select_tools``
   (the pipeline's own rules), best 5 kept;
 * fp_rate: the share of "nothing" prompts that got any skill or tool;
 * timing of the backend's answer alone (median / p95 ms per prompt), and
@@ -82,14 +83,15 @@ def load_prompts(path: str = os.path.join(DATA, "prompts.json")) -> List[Dict[st
     return prompts
 
 
-_INDEX: Optional[SearchIndex] = None
+_INDEXES: Dict[bool, SearchIndex] = {}
 
 
-def tool_index() -> SearchIndex:
-    global _INDEX
-    if _INDEX is None:
-        _INDEX = SearchIndex(load_catalog(), semantic=False)  # as the hook asks the gateway: words only
-    return _INDEX
+def tool_index(vectors: bool = True) -> SearchIndex:
+    """The recorded catalogs' index as the gateway builds it: with the vectors data (``vectors=False``: as a
+    gateway without that data ranks, words and the thesaurus alone)."""
+    if vectors not in _INDEXES:
+        _INDEXES[vectors] = SearchIndex(load_catalog(), semantic=vectors)
+    return _INDEXES[vectors]
 
 
 def tools_shown(queries: Sequence[str], floor: Optional[float] = None, index: Optional[SearchIndex] = None, *,
@@ -98,19 +100,20 @@ def tools_shown(queries: Sequence[str], floor: Optional[float] = None, index: Op
     """What the pipeline shows for these queries: each searched by words and by meaning, as the hook asks
     the gateway (``suggest.SEARCH_DEPTH`` hits, no threshold), then ``suggest.select_tools``."""
     index = index or tool_index()
+    # The gateway says whether its ranking by meaning used the vectors; the hook reads that (search_gateway).
     queries = list(queries)[:MAX_ITEMS]
     by_words = [index.search(q, limit=suggest.SEARCH_DEPTH, threshold=0, semantic=False) for q in queries]
     by_meaning = [index.search(q, limit=suggest.SEARCH_DEPTH, threshold=0, semantic=True) for q in queries] if meaning else []
     return [hit["id"] for hit in suggest.select_tools(queries, by_words, by_meaning, max_tools=TOP_TOOLS, floor=floor,
                                                       skill_chosen=skill_chosen, question=question, prompt=prompt,
-                                                      skill_words=skill_words)]
+                                                      skill_words=skill_words, vectors=meaning and index.semantic)]
 
 
 def _ratio(numerator: int, denominator: int) -> Optional[float]:
     return round(numerator / denominator, 3) if denominator else None
 
 
-def evaluate(answer_fn: AnswerFn, split: str, *, floor: Optional[float] = None, meaning: bool = True,
+def evaluate(answer_fn: AnswerFn, split: str, *, floor: Optional[float] = None, meaning: bool = True, vectors: bool = True,
              skills: Optional[List[SkillLike]] = None, prompts: Optional[List[Dict[str, Any]]] = None,
              misses: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
     """Precision, recall, false-positive rate and timing of ``answer_fn`` on one split ("dev", "heldout", "all")."""
@@ -132,7 +135,8 @@ def evaluate(answer_fn: AnswerFn, split: str, *, floor: Optional[float] = None, 
         # The pipeline reads the local ranker's queries (the prompt's own words) more strictly than a
         # model's (written on purpose): an answer says it came from a model with "backend" (MODEL).
         local = answer.get("backend") != MODEL
-        got_tools = tools_shown(answer.get("toolQueries", []), floor, skill_chosen=local and bool(got_skills),
+        got_tools = tools_shown(answer.get("toolQueries", []), floor, tool_index(vectors),
+                                skill_chosen=local and bool(got_skills),
                                 question=local and suggest_local.asks_question(entry["prompt"]), prompt=entry["prompt"],
                                 meaning=meaning, skill_words=suggest.chosen_skill_words(got_skills, skills))
         want_skills, want_tools = set(entry["skills"]), set(entry["tools"])
@@ -285,10 +289,16 @@ def main(argv: Optional[List[str]] = None) -> int:
                                            misses=missed if args.misses and name == "local" else None)
             if args.misses and name == "local":
                 report[name][split]["misses"] = missed
-    # The pipeline also shows a query's obvious best match by meaning when the words found
-    # none ("what is the current working directory" -> shell.pwd); without that rule:
+    # A gateway without the vectors data ranks by words and the thesaurus alone; the pipeline then
+    # selects by the words' ranking, with a query's obvious best by the thesaurus-read words beside it
+    # ("variant_without_vectors"); "variant_words_only" is that without the second search.
+    report["variant_without_vectors"] = {
+        name: {split: evaluate(answer_fn, split, skills=skills, prompts=prompts, vectors=False)["tools"]
+               for split in splits}
+        for name, answer_fn in rows.items()
+    }
     report["variant_words_only"] = {
-        name: {split: evaluate(answer_fn, split, skills=skills, prompts=prompts, meaning=False)["tools"]
+        name: {split: evaluate(answer_fn, split, skills=skills, prompts=prompts, vectors=False, meaning=False)["tools"]
                for split in splits}
         for name, answer_fn in rows.items()
     }

@@ -15,6 +15,7 @@ import pytest
 from conftest import load_script, running_gateway, trust_project_file
 from toolscript.config import keys as configkeys
 from toolscript.claude_code import suggest
+from toolscript.search import vectors
 
 try:
     from fake_anthropic import FakeAnthropic
@@ -188,6 +189,24 @@ def test_an_obvious_match_by_meaning_is_shown_when_the_words_found_none():
                                     question=True, prompt="what is the current working directory")) == ["shell.pwd"]
     close = [[hit("shell.pwd", 0.6), hit("time.now", 0.5)]]
     assert suggest.select_tools(["current working directory"], words, close, max_tools=5, question=True) == []
+
+
+def test_with_the_gateways_vectors_its_ranking_by_meaning_is_read_first():
+    # "search web latest node": the words alone put the memory graph's node search first; words and
+    # meaning fused put the web search there, by a margin the words do not have.
+    words = [[hit("memory__search_nodes", 0.559, server="memory"), hit("brave__brave_web_search", 0.497, server="brave")]]
+    fused = [[hit("brave__brave_web_search", 0.634, server="brave"), hit("memory__search_nodes", 0.432, server="memory")]]
+    query = ["search web latest node"]
+    assert ids(suggest.select_tools(query, words, fused, max_tools=5)) == ["memory__search_nodes"]
+    assert ids(suggest.select_tools(query, words, fused, max_tools=5, vectors=True)) == ["brave__brave_web_search"]
+    # Read from FUSED_FLOOR (under it, only a clear winner); the words alone are not read then.
+    faint = [[hit("brave__brave_web_search", 0.45, server="brave"), hit("memory__search_nodes", 0.4, server="memory")]]
+    clear = [[hit("memory__search_nodes", 0.8, server="memory"), hit("brave__brave_web_search", 0.3, server="brave")]]
+    assert suggest.select_tools(query, clear, faint, max_tools=5, vectors=True) == []
+    # A question still gets an obvious best by meaning from a server it does not name.
+    pwd = [[hit("builtin__shell.pwd", 0.675), hit("builtin__fs.list_dir", 0.462)]]
+    assert ids(suggest.select_tools(["current working directory"], [[]], pwd, max_tools=5, vectors=True, question=True,
+                                    prompt="what is the current working directory")) == ["builtin__shell.pwd"]
 
 
 def test_beside_a_chosen_skill_or_for_a_question_a_tool_needs_its_server_named():
@@ -384,6 +403,16 @@ def test_one_failing_search_loses_only_its_own_hits(scene):
         assert hits and hits[0]["id"] == "builtin__time.now"
         dead = suggest.search_gateway("http://127.0.0.1:9/t/secret-token", ["current time"], timeout=2, max_tools=5, errors=errors)
     assert dead == [] and len(errors) >= 1 and not any("secret-token" in e for e in errors)
+
+
+@pytest.mark.skipif(not vectors.available(), reason="no vectors data in this checkout")
+def test_the_hook_reads_the_gateways_ranking_by_meaning_when_it_used_the_vectors(scene, monkeypatch):
+    seen = []
+    real = suggest.select_tools
+    monkeypatch.setattr(suggest, "select_tools", lambda *args, **kwargs: seen.append(kwargs["vectors"]) or real(*args, **kwargs))
+    with running_gateway([], scene / "work") as (_, url):
+        suggest.search_gateway(url, ["current time"], timeout=5, max_tools=5)
+    assert seen == [True]
 
 
 def test_no_gateway_means_skills_only(scene):

@@ -195,6 +195,12 @@ def test_a_query_is_a_clauses_first_words():
     assert tool_queries("search the web for the latest node.js LTS release notes") == ["search web latest node"]
 
 
+def test_auxiliaries_and_prepositions_leave_a_querys_words_to_what_it_is_about():
+    # "did" and "about" would take the place of "slack" and "outage" among a query's four words.
+    assert tool_queries("what did people say in #incidents on slack today") == ["people say channel slack"]
+    assert tool_queries("reply in the slack thread about the outage that we rolled back") == ["reply slack thread outage"]
+
+
 def test_names_of_particular_things_are_left_out_of_tool_queries():
     # A quoted message, an owner/repo pair and a path name no tool; a #name is a channel.
     prompt = "post 'deploy of v2 finished' to #releases on slack"
@@ -202,9 +208,20 @@ def test_names_of_particular_things_are_left_out_of_tool_queries():
     assert tool_queries("fork acme/widgets-api to my account") == ["fork account"]
 
 
-def test_a_query_the_chosen_skill_explains_is_dropped(skills):
-    answer = suggest("write release notes for 2.0 from the merged PRs", skills)
-    assert answer["skills"] == ["release-notes"] and answer["toolQueries"] == []
+def test_a_query_the_chosen_skill_explains_is_still_asked_and_a_named_servers_tool_is_shown(skills):
+    # The skill covers the database work; the prompt names postgres, whose query tool is shown beside it.
+    prompt = "query the postgres db: how many users signed up last week"
+    answer = suggest(prompt, skills)
+    assert answer["skills"] == ["db-migrations"] and answer["toolQueries"] == ["query postgres db many"]
+    shown = harness.tools_shown(answer["toolQueries"], skill_chosen=True, prompt=prompt,
+                                skill_words=harness.suggest.chosen_skill_words(answer["skills"], skills))
+    assert shown == ["postgres__query"]
+    # A prompt that names no server gets the skill alone.
+    notes = "write release notes for 2.0 from the merged PRs"
+    answer = suggest(notes, skills)
+    assert answer["skills"] == ["release-notes"]
+    assert harness.tools_shown(answer["toolQueries"], skill_chosen=True, prompt=notes,
+                               skill_words=harness.suggest.chosen_skill_words(answer["skills"], skills)) == []
 
 
 def test_one_word_clauses_are_not_queries_when_longer_ones_exist():

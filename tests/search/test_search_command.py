@@ -67,6 +67,16 @@ def test_gateway_search_words_only_on_request(gateway):
 
 
 @needs_vectors
+def test_gateway_search_says_whether_its_ranking_used_the_vectors(gateway):
+    from toolscript.gateway.client import GatewayClient
+
+    _, url = gateway(stdio_fixture())
+    client = GatewayClient(url)
+    assert client.get("/search", q="add two integers")["vectors"] is True  # the suggestion hook reads scores by it
+    assert "vectors" not in client.get("/search", q="add two integers", semantic="0")
+
+
+@needs_vectors
 def test_explain_in_the_cli_names_the_catalog_word_a_query_word_met(gateway, tmp_path):
     _, url = gateway(stdio_fixture())
     env = cli_env(url, tmp_path)

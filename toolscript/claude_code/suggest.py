@@ -20,6 +20,7 @@ UserPromptSubmit hook:
    and by meaning, waiting for servers still connecting (a session's first
    prompt often comes before they are up) until the budget's end, and naming
    in ``reason`` those that were still not ready; show each query's best hit
+   (by meaning when the gateway ranked with its vectors, else by words)
    when it scores well or leads clearly (``select_tools``); de-duplicate;
    best ``maxTools``;
 5. format a short, polite context: ``Skill("name")`` per skill (an MCP
@@ -208,6 +209,10 @@ CLEAR_FLOOR = 0.3  # ... from this score (under the floor: a long query's extra 
 NAMED_TOOL_FLOOR = 0.15  # ... or from this one when the query names the tool itself ("echo ..." -> tools.echo)
 MEANING_LEAD = 1.4  # by meaning (the search's vectors), a best hit this far ahead of the next one ...
 MEANING_FLOOR = 0.5  # ... scoring this much is an obvious match, shown even when the words found none
+# When the gateway ranks with its vectors, its ranking by meaning (words and meaning fused) is what is
+# read, from this score: a tool that says the query's words or means it scores about half, one that only
+# shares a common word less.  Its ties, clear winners and obvious best follow the rules above.
+FUSED_FLOOR = 0.5
 SEARCH_DEPTH = 8  # hits asked per query: the best, its ties, the next one, and those of a named server
 
 
@@ -256,7 +261,7 @@ def _obvious_by_meaning(hits: Sequence[Dict[str, Any]], named: Optional[set]) ->
 def select_tools(queries: Sequence[str], by_words: Sequence[Sequence[Dict[str, Any]]],
                  by_meaning: Sequence[Sequence[Dict[str, Any]]], *, max_tools: int, skill_chosen: bool = False,
                  question: bool = False, prompt: str = "", floor: Optional[float] = None,
-                 skill_words: Optional[set] = None) -> List[Dict[str, Any]]:
+                 skill_words: Optional[set] = None, vectors: bool = False) -> List[Dict[str, Any]]:
     """The tools to show for these queries, from each query's hits (best first, words only / with meaning).
 
     Per query: its best hit and those tied with it when the best scores
@@ -270,11 +275,18 @@ def select_tools(queries: Sequence[str], by_words: Sequence[Sequence[Dict[str, A
     chosen skills' names and descriptions), the skill covers only the queries
     that share one of them, unless the prompt asks why or how: "make a pptx
     deck, and tell me the time in utc" keeps its time tool.  Then de-duplicated, best ``max_tools``.
+
+    ``vectors``: the ranking by meaning used the gateway's vectors (its answer says so).  That ranking
+    then takes the words' place, from ``FUSED_FLOOR``, and the words alone are not read: the meaning
+    tells the tool a request wants from its siblings that share the request's words ("search the web
+    for the latest node release": the web search, not the search of memory nodes).
     """
     if floor is None:
         from toolscript.claude_code.suggest_local import TOOL_SCORE_FLOOR
 
         floor = TOOL_SCORE_FLOOR
+    if vectors:
+        by_words, floor = by_meaning, FUSED_FLOOR
     best: Dict[str, Dict[str, Any]] = {}
     prompt_words = _words_of(prompt[:4000])
     # A prompt that asks why or how anywhere wants an explanation: the chosen skill covers all of it.
@@ -322,6 +334,7 @@ def search_gateway(url: str, queries: Sequence[str], *, timeout: float, max_tool
     errors = [] if errors is None else errors
     # [i]: query i by words alone (what the floors were tuned on); [n + i]: the same query by meaning too.
     results: List[List[Dict[str, Any]]] = [[] for _ in range(2 * len(queries))]
+    fused: List[int] = []  # the searches by meaning the gateway ranked with its vectors (older gateways do not say)
 
     def one(index: int, query: str) -> None:
         try:
@@ -333,6 +346,8 @@ def search_gateway(url: str, queries: Sequence[str], *, timeout: float, max_tool
             if pending is not None and isinstance(late, list):
                 pending.extend(name for name in late if isinstance(name, str) and name not in pending)
             results[index] = [h for h in hits if isinstance(h, dict)] if isinstance(hits, list) else []
+            if index >= len(queries) and isinstance(answer, dict) and answer.get("vectors") is True:
+                fused.append(index)
         except Exception as exc:  # noqa: BLE001 - any failure of one query is that query's alone
             errors.append(f"search {query!r}: {redact_text(str(exc))}")
             logger.info("suggest: gateway search %r failed: %s", query, redact_text(str(exc)))
@@ -348,7 +363,7 @@ def search_gateway(url: str, queries: Sequence[str], *, timeout: float, max_tool
     n = len(queries)
     return select_tools(queries, [list(r) for r in results[:n]], [list(r) for r in results[n:]], max_tools=max_tools,
                         skill_chosen=skill_chosen, question=question, prompt=prompt, floor=floor,
-                        skill_words=skill_words)
+                        skill_words=skill_words, vectors=bool(fused))
 
 
 # -- the context text ---------------------------------------------------------------------------

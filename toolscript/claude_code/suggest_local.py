@@ -22,11 +22,12 @@ no clock, no randomness, so the same prompt and skills give the same answer.
   several clauses, else the whole prompt.  A question about a concept
   ("what's the difference between ...", "how does ... work", "explain ...")
   gets none: the model answers it itself (:func:`knowledge_question`).  A
-  query a chosen skill already accounts for (:data:`QUERY_COVERED_FLOOR`) is
-  dropped: "write release notes" would only find tools that share its topic
-  words.  The gateway's /search ranks the queries against the catalog; the
-  pipeline (``suggest.select_tools``) decides which hits are shown, from
-  :data:`TOOL_SCORE_FLOOR` and the other rules there.
+  query a chosen skill accounts for is still asked: beside the skill, the
+  pipeline shows only tools of a server the prompt names ("query the
+  postgres db" keeps postgres' query tool next to a database skill; "write
+  release notes" gets none).  The gateway's /search ranks the queries
+  against the catalog; the pipeline (``suggest.select_tools``) decides which
+  hits are shown, from :data:`TOOL_SCORE_FLOOR` and the other rules there.
 
 The thresholds were tuned on the dev half of bench/suggest_eval/ (see
 bench/suggest_eval.py, which prints the figures for both halves).
@@ -42,7 +43,7 @@ from toolscript.search.text import STOPWORDS, edit_distance, stem, terms, tokeni
 
 __all__ = ["suggest", "nothing_wanted", "knowledge_question", "asks_question", "tool_queries", "rank_skills",
            "TOOL_SCORE_FLOOR", "SKILL_SCORE_FLOOR",
-           "SKILL_SHORT_FLOOR", "SKILL_COVERAGE_FLOOR", "SKILL_RELATIVE_FLOOR", "QUERY_COVERED_FLOOR"]
+           "SKILL_SHORT_FLOOR", "SKILL_COVERAGE_FLOOR", "SKILL_RELATIVE_FLOOR"]
 
 # The gateway /search score (0..1) from which a query's best hit is suggested
 # (suggest.select_tools has the rules for a best hit under it).
@@ -54,8 +55,6 @@ SKILL_SCORE_FLOOR = 9.0
 # says (SKILL_COVERAGE_FLOOR of its words by idf): terse prompts ("commit this").
 SKILL_SHORT_FLOOR = 5.0
 SKILL_COVERAGE_FLOOR = 0.5
-# A tool query is dropped when a chosen skill accounts for this share of its words.
-QUERY_COVERED_FLOOR = 0.5
 # A second or third skill must score at least this share of the best one.
 SKILL_RELATIVE_FLOOR = 0.8
 
@@ -126,8 +125,12 @@ _QUERY_DROP = frozenset(
     want wants need needs like let lets just maybe think know really actually also something anything
     help some any all the this that these those it its there here then now so very much ok okay
     whats what how why who which when where ve ll re don doesn isn im id whether right today
-    called saying named via using use""".split()
+    called saying named via using use
+    did were had am being been
+    about across along among upon toward towards onto within without through during""".split()
 )
+# (The last two lines: auxiliaries and prepositions the search's short stopword list leaves in, since
+# its idf discounts them; in a query of four words each would take the place of a word that says what.)
 # Names of particular things say nothing about which tool: quoted text (a
 # message to post), paths and owner/repo pairs.  A "#name" is a channel.
 _QUOTED = re.compile(r"`[^`\n]*`|\"[^\"\n]*\"|(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])")
@@ -424,13 +427,7 @@ def suggest(prompt: str, skills: Sequence[Any]) -> Dict[str, List[str]]:
         for score, coverage, name in ranked[:MAX_ITEMS]:
             if _wanted(score, coverage) and score >= SKILL_RELATIVE_FLOOR * best:
                 chosen.append(name)
-    queries = tool_queries(prompt)
-    if chosen:
-        # A query the chosen skill already accounts for ("write release notes")
-        # would only find tools that share its topic words.
-        index = _index_for(skills)
-        queries = [q for q in queries
-                   if not any(name in chosen and coverage >= QUERY_COVERED_FLOOR
-                              for _, coverage, name in index.rank(q)[:MAX_ITEMS])]
-    return {"skills": chosen, "toolQueries": queries}
+    # Every query is asked, those a chosen skill accounts for too: the pipeline shows their
+    # tools only from a server the prompt names (suggest.select_tools), which a skill does not replace.
+    return {"skills": chosen, "toolQueries": tool_queries(prompt)}
 

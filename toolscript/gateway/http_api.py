@@ -708,6 +708,8 @@ class GatewayHandler(BaseHTTPRequestHandler):
         results = gateway.derived.search(text, limit=limit, threshold=threshold, servers=_split(query.get("server")) or None,
                                          explain=explain, semantic=semantic)
         answer: Dict[str, Any] = {"results": results, "pending": pending}
+        if semantic:  # whether the ranking used the vectors data (the suggestion hook reads its scores by that)
+            answer["vectors"] = gateway.derived.current().index.semantic
         if explain:  # per-signal contributions in each result, and what the query looked up
             answer["terms"] = gateway.derived.explain_terms(text, semantic=semantic)
         self._json(200, answer)
