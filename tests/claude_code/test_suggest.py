@@ -209,6 +209,20 @@ def test_with_the_gateways_vectors_its_ranking_by_meaning_is_read_first():
                                     prompt="what is the current working directory")) == ["builtin__shell.pwd"]
 
 
+def test_with_the_gateways_vectors_scores_at_the_cap_are_no_tie():
+    # A tool id as the query: words and meaning together pass 1 for it and for a sibling, both shown as 1;
+    # the search ordered them by their scores before the cap, so only the first is the query's best.
+    fused = [[hit("git__git_diff_staged", 1.0, server="git"), hit("git__git_diff", 1.0, server="git"),
+              hit("git__git_diff_unstaged", 0.9, server="git")]]
+    query = ["git diff staged"]
+    assert ids(suggest.select_tools(query, [[]], fused, max_tools=5, vectors=True)) == ["git__git_diff_staged"]
+    # By words alone, a share of 1 is every word of the query found: a tie, as before.
+    assert ids(suggest.select_tools(query, fused, [], max_tools=5)) == ["git__git_diff", "git__git_diff_staged"]
+    # Under the cap, ties by meaning are still shown together.
+    close = [[hit("git__git_diff_staged", 0.8, server="git"), hit("git__git_diff", 0.8, server="git")]]
+    assert ids(suggest.select_tools(query, [[]], close, max_tools=5, vectors=True)) == ["git__git_diff", "git__git_diff_staged"]
+
+
 def test_beside_a_chosen_skill_or_for_a_question_a_tool_needs_its_server_named():
     words = [[hit("sqlite__create_table", 0.85, server="sqlite"), hit("sqlite__list_tables", 0.58, server="sqlite")]]
     meaning = [[hit("sqlite__create_table", 0.9, server="sqlite"), hit("sqlite__list_tables", 0.3, server="sqlite")]]

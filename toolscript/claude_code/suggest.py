@@ -227,10 +227,13 @@ def _words_of(text: Any) -> set:
     return {t for t in terms(str(text or "").replace("-", " ").replace("_", " ").replace(".", " ")) if len(t) > 2}
 
 
-def _best_by_words(hits: Sequence[Dict[str, Any]], said: set, named: Optional[set], floor: float) -> List[Dict[str, Any]]:
+def _best_by_words(hits: Sequence[Dict[str, Any]], said: set, named: Optional[set], floor: float,
+                   fused: bool = False) -> List[Dict[str, Any]]:
     """A query's hits to show, by the words' ranking: its best (and ties) over the floor, or a clear winner under it.
 
-    ``named``: when not None, only hits of a server one of these words names count.
+    ``named``: when not None, only hits of a server one of these words names count.  ``fused``: the
+    ranking adds the meaning to the words, so scores shown as 1 (the cap) are no tie: two signals
+    together pass 1 often, and the search ordered those hits by their scores before the cap.
     """
     if named is not None:
         hits = [h for h in hits if _words_of(h.get("server")) & named]
@@ -238,6 +241,8 @@ def _best_by_words(hits: Sequence[Dict[str, Any]], said: set, named: Optional[se
         return []
     top = _score(hits[0])
     if top >= floor:
+        if fused and top >= 1.0:
+            return [hits[0]]
         return [h for h in hits if _score(h) >= top][:TIES_KEPT]
     second = _score(hits[1]) if len(hits) > 1 else 0.0
     if top >= CLEAR_LEAD * second and (
@@ -297,7 +302,7 @@ def select_tools(queries: Sequence[str], by_words: Sequence[Sequence[Dict[str, A
         covered = skill_chosen and (skill_words is None or bool(said & skill_words) or asking)
         words = [h for h in (by_words[index] if index < len(by_words) else []) if isinstance(h.get("id"), str)]
         meaning = [h for h in (by_meaning[index] if index < len(by_meaning) else []) if isinstance(h.get("id"), str)]
-        kept = (_best_by_words(words, said, named if covered or question else None, floor)
+        kept = (_best_by_words(words, said, named if covered or question else None, floor, fused=vectors)
                 or _obvious_by_meaning(meaning, named if covered else None))
         for hit in kept:
             score = _score(hit)
