@@ -162,3 +162,25 @@ def test_only_a_rare_word_looks_for_its_synonyms():
     assert rank.related_terms("delete the folder", ["delete", "folder"], [common, rare])
     assert all(word == 1 for _, word in rank.related_terms("delete the folder", ["delete", "folder"], [common, rare]))
     assert rank.related_terms("delete the folder", ["delete", "folder"], [common, common]) == []
+
+
+def test_a_memory_by_the_person_asked_about_outranks_one_addressed_to_them(tmp_path):
+    """Both memories have the question's words; the one its speaker said comes first, though older."""
+    with open_store(str(tmp_path / "m.db")) as store:
+        said = store.add(session="s1", project=PROJECT, kind="note", created=NOW - 9 * DAY,
+                         content="John: boxing twice a week keeps me sane")
+        for i in range(4):  # unrelated talk between them: no neighbour carries either
+            store.add(session="s1", project=PROJECT, kind="note", created=NOW - 8 * DAY + i,
+                      content="Maria: the garden has %d new tomatoes" % i)
+        store.add(session="s1", project=PROJECT, kind="note", created=NOW - DAY,
+                  content="Maria: John, boxing twice a week keeps you sane")
+        store.fill_vectors()  # the same meaning either way: only who said it tells them apart
+        found = [m.id for m, _ in store.search("How often does John go boxing?", project=PROJECT)]
+        assert found[0] == said
+
+
+def test_names_asked_are_the_words_written_as_names():
+    terms = ["often", "john", "go", "boxing"]
+    assert rank.names_asked("How often does John go boxing?", terms) == [1]
+    assert rank.names_asked("Boxing: how often does john go?", terms) == []  # a sentence's first word is no name
+    assert rank.names_asked("Did Maria call? Then John went", ["maria", "call", "then", "john", "went"]) == [0, 3]

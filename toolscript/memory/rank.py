@@ -8,6 +8,9 @@ the pool's dates and vectors); the rest are pure functions:
    scores the idf-weighted share of the query's words it has (0..1).  A rare
    word's synonyms (tool search's thesaurus: "staging" for "pre-production")
    count in its place where it is missing, at RELATED_WEIGHT of their weight.
+   A name the query asks about ("John", written capitalised) weighs more
+   where it is a memory's first word: its speaker ("John: I ...") or its
+   subject, rather than someone talking to or of them.
 2. **The pool.**  The best ``POOL`` memories by that share go on; the rest
    keep their order behind them.  Everything below costs per pool row, so a
    search's work stays bounded at any store size.
@@ -43,6 +46,7 @@ TIME_WEIGHT = 0.25  # how far the latest (or first) of the close matches moves u
 TIME_BAND = 0.85  # close: at least this share of the best score
 DATE_WEIGHT = 0.3  # for a memory recorded around a date the question names
 RELATED_WEIGHT = 0.3  # a synonym's weight, of the word it stands for
+LABEL_WEIGHT = 0.2  # a memory whose first word is a name the query asks about (its speaker)
 
 # "when did we last deploy", "the latest error", "what was the first thing that failed"; not "last week".
 _LATEST = re.compile(r"\b(?:latest|newest|most recent(?:ly)?|recently|last(?!\s+(?:%s)\b))\b")
@@ -58,17 +62,21 @@ def idf(df: int, total: int) -> float:
 
 
 def lexical(matched: Mapping[int, int], dfs: Sequence[int], total: int,
-            related: Sequence[Tuple[int, float]] = ()) -> Tuple[Dict[int, float], List[Tuple[float, int]]]:
-    """(score by mask, [(score, mask)] best first): the idf-weighted share of the query's words each mask holds.
+            related: Sequence[Tuple[int, float]] = (), labels: int = 0) -> Tuple[Dict[int, float], List[Tuple[float, int]]]:
+    """(share by mask, [(score, mask)] best first): the idf-weighted share of the query's words each mask holds.
 
     A word no memory contains (df 0) says nothing about which memory fits: it
     stays out of the whole, or a prompt's new words would sink every score.
     ``related``: for the terms past the query's own words, (the word they stand
     for, their discount): such a term counts in its word's place, discounted,
-    where the word itself is missing.
+    where the word itself is missing.  ``labels``: the last this-many terms
+    are names the query asks about, found as a memory's first word (its
+    speaker or subject: "John: ..."); such a memory scores LABEL_WEIGHT more
+    (in the order only: the share, which neighbours take, stays the words').
     """
-    weights = [idf(df, total) if df else 0.0 for df in dfs]
-    own = len(dfs) - len(related)
+    weights = [idf(df, total) if df else 0.0 for df in dfs[:len(dfs) - labels]]
+    own = len(weights) - len(related)
+    label_bits = sum(1 << i for i in range(len(weights), len(dfs)))
     groups: Dict[int, List[Tuple[int, float]]] = {}  # a word with synonyms -> (bit, weight) of it and of each
     for i, (word, factor) in enumerate(related, own):
         groups.setdefault(word, [(word, weights[word])]).append((i, factor * weights[i]))
@@ -80,17 +88,19 @@ def lexical(matched: Mapping[int, int], dfs: Sequence[int], total: int,
         for group in groups.values():
             got += max((w for i, w in group if mask >> i & 1), default=0.0)
         by_mask[mask] = min(1.0, got / whole)
-    return by_mask, sorted(((score, mask) for mask, score in by_mask.items()), reverse=True)
+    return by_mask, sorted(((score + (LABEL_WEIGHT if mask & label_bits else 0.0), mask) for mask, score in by_mask.items()),
+                           reverse=True)
 
 
 def ranked(conn: Any, query: str, matched: Dict[int, int], dfs: Sequence[int], total: int, *,
-           vectors: bool, related: Sequence[Tuple[int, float]] = ()) -> Iterator[Tuple[int, float]]:
+           vectors: bool, related: Sequence[Tuple[int, float]] = (), labels: int = 0) -> Iterator[Tuple[int, float]]:
     """(rowid, score 0..1) best first over ``matched`` (rowid -> mask of the query words it has; ``dfs``: each word's count).
 
     ``conn``: the store's SQLite connection, for the pool's dates and
     vectors; ``vectors``: whether the store keeps meaning vectors.
     """
-    by_mask, masks = lexical(matched, dfs, total, related)
+    by_mask, masks = lexical(matched, dfs, total, related, labels)
+    label_bits = sum(1 << i for i in range(len(dfs) - labels, len(dfs)))
     groups: Dict[int, List[int]] = {}
     for rowid, mask in matched.items():
         groups.setdefault(mask, []).append(rowid)
@@ -123,8 +133,9 @@ def ranked(conn: Any, query: str, matched: Dict[int, int], dfs: Sequence[int], t
     # The ids before and after: in a project's stream of work, almost always its previous and next memory.
     neighbors = {rowid: (rowid - 1, rowid + 1) for rowid in pool}
     asks = _questions(conn, [rowid - 1 for rowid in pool])
+    labelled = {rowid for rowid in pool if matched[rowid] & label_bits}
     reranked = rerank(pool, share, neighbors=neighbors, cosines=cosines, created=created, prefer=prefer, spans=spans,
-                      asks=asks)
+                      asks=asks, labelled=labelled)
     rest = ((rowid, round(score, 4)) for score, mask in masks for rowid in sorted(groups[mask], reverse=True))
     return merged(reranked, rest)
 
@@ -165,6 +176,24 @@ def related_terms(query: str, terms: Sequence[str], dfs: Sequence[int]) -> List[
         if len(out) >= _MAX_RELATED:
             break
     return out[:_MAX_RELATED]
+
+
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][^\W\d_]*)\b")
+
+
+def names_asked(query: str, terms: Sequence[str]) -> List[int]:
+    """The indices in ``terms`` of the words ``query`` writes as names: capitalised, not opening a sentence.
+
+    A memory that opens with one ("John: I started boxing") is by or about
+    that person: the store looks for them as a memory's first word.
+    """
+    index = {t: i for i, t in enumerate(terms)}
+    found: List[int] = []
+    for word in _NAME.findall((query or "").strip()):
+        i = index.get(word.lower())
+        if i is not None and i not in found:
+            found.append(i)
+    return found
 
 
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
@@ -240,6 +269,7 @@ def rerank(
     prefer: int = 0,
     spans: Sequence[Tuple[float, float]] = (),
     asks: Collection[int] = (),
+    labelled: Collection[int] = (),
 ) -> List[Tuple[int, float]]:
     """(rowid, score 0..1) best first over ``pool``; ``share`` holds every matched row's word share.
 
@@ -256,8 +286,8 @@ def rerank(
         if before in asks:
             previous *= ANSWER_SHARE
         near = max(previous, NEXT_SHARE * (share.get(after, 0.0) if after else 0.0))
-        raw.append((share.get(rowid, 0.0) + NEIGHBOR_WEIGHT * near + MEANING_WEIGHT * max(0.0, cosines.get(rowid, 0.0)),
-                    rowid))
+        raw.append((share.get(rowid, 0.0) + NEIGHBOR_WEIGHT * near + MEANING_WEIGHT * max(0.0, cosines.get(rowid, 0.0))
+                    + (LABEL_WEIGHT if rowid in labelled else 0.0), rowid))
     if spans and DATE_WEIGHT:
         # A question that names a date or a month: memories recorded around it fit better.
         raw = [(score + (DATE_WEIGHT if any(a <= created.get(rowid, -1.0) <= b for a, b in spans) else 0.0), rowid)
