@@ -12,12 +12,17 @@ the pool's dates and vectors); the rest are pure functions:
    where it is a memory's first word: its speaker ("John: I ...") or its
    subject, rather than someone talking to or of them.
 2. **The pool.**  The best ``POOL`` memories by that share go on; the rest
-   keep their order behind them.  Everything below costs per pool row, so a
-   search's work stays bounded at any store size.
+   keep their order behind them.  Where the pool cuts memories of equal
+   share (a name alone finds every turn its speaker said), the closest in
+   meaning of their newest ``CUT_MEANING`` go on, not merely the newest.
+   Everything below costs per pool row, so a search's work stays bounded at
+   any store size.
 3. **Neighbours.**  A memory next to one that matches (the previous or next
    memory of the project: the question before an answer, the failed test
    before the fix) shares its relevance: an answer rarely repeats the words
    of the question it answers.  After a question (a "?" near its end), twice.
+   A turn of the person the query names shares what their turn before last
+   (two back, the other's reply between) has beyond it: they go on with it.
 4. **Meaning.**  The cosine of the memory's stored vector (the static
    embedding table of tool search, computed when the memory was added) with
    the query's: a paraphrase that shares no word but a name still ranks.
@@ -34,7 +39,7 @@ from typing import Any, Collection, Dict, Iterable, Iterator, List, Mapping, Opt
 
 from toolscript.memory import vectorcodec
 
-__all__ = ["ranked", "lexical", "related_terms", "rerank", "time_preference", "POOL", "RARE"]
+__all__ = ["ranked", "lexical", "related_terms", "names_asked", "rerank", "time_preference", "POOL", "RARE"]
 
 # Every weight was chosen on the development sets (bench/memory_eval/README.md).
 POOL = 200  # the best this-many by words are reranked (300: no better, and slower)
@@ -46,6 +51,8 @@ TIME_WEIGHT = 0.25  # how far the latest (or first) of the close matches moves u
 TIME_BAND = 0.85  # close: at least this share of the best score
 DATE_WEIGHT = 0.3  # for a memory recorded around a date the question names
 RELATED_WEIGHT = 0.3  # a synonym's weight, of the word it stands for
+CUT_MEANING = 300  # where the pool cuts a group of equal word share, this many of its newest are chosen from by meaning
+CONTINUE_SHARE = 0.7  # of the share of the same speaker's turn before last (a name asked about opens both)
 LABEL_WEIGHT = 0.2  # a memory whose first word is a name the query asks about (its speaker)
 
 # "when did we last deploy", "the latest error", "what was the first thing that failed"; not "last week".
@@ -104,38 +111,46 @@ def ranked(conn: Any, query: str, matched: Dict[int, int], dfs: Sequence[int], t
     groups: Dict[int, List[int]] = {}
     for rowid, mask in matched.items():
         groups.setdefault(mask, []).append(rowid)
+    wanted = vectorcodec.query(query) if vectors and MEANING_WEIGHT else None
+    cosines: Dict[int, float] = {}
     pool: List[int] = []
     for _, mask in masks:
-        pool.extend(sorted(groups[mask], reverse=True)[: POOL - len(pool)])  # newest first on ties
+        group = sorted(groups[mask], reverse=True)  # newest first on ties
+        room = POOL - len(pool)
+        if len(group) > room and wanted is not None and CUT_MEANING:
+            # The pool cuts this group: of its newest CUT_MEANING, the closest in meaning go on.
+            group = group[:CUT_MEANING]
+            cosines.update(_cosines(conn, wanted, group))
+            group.sort(key=lambda rowid: -cosines.get(rowid, -1.0))
+        pool.extend(group[:room])
         if len(pool) >= POOL:
             break
     # Word shares of the pool and its neighbours only: a common word can match thousands of rows.
     share: Dict[int, float] = {}
     for rowid in pool:
-        for near in (rowid - 1, rowid, rowid + 1):
+        for near in (rowid - 2, rowid - 1, rowid, rowid + 1):
             has = matched.get(near)
             if has is not None:
                 share[near] = by_mask[has]
     created: Dict[int, float] = {}
-    cosines: Dict[int, float] = {}
     prefer = time_preference(query)
     spans = dates_asked(query)
-    wanted = vectorcodec.query(query) if vectors and MEANING_WEIGHT else None
-    for start in range(0, len(pool), 500):
-        chunk = pool[start:start + 500]
-        marks = ",".join("?" * len(chunk))
-        if prefer or spans:
-            for rowid, when in conn.execute(f"SELECT id, created FROM memories WHERE id IN ({marks})", chunk):
+    if prefer or spans:
+        for start in range(0, len(pool), 500):
+            chunk = pool[start:start + 500]
+            for rowid, when in conn.execute(f"SELECT id, created FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk):
                 created[int(rowid)] = float(when)
-        if wanted is not None:
-            stored = conn.execute(f"SELECT id, vector FROM memory_vectors WHERE id IN ({marks})", chunk).fetchall()
-            cosines.update(vectorcodec.cosines(wanted, stored))
+    if wanted is not None:
+        cosines.update(_cosines(conn, wanted, [rowid for rowid in pool if rowid not in cosines]))
     # The ids before and after: in a project's stream of work, almost always its previous and next memory.
     neighbors = {rowid: (rowid - 1, rowid + 1) for rowid in pool}
     asks = _questions(conn, [rowid - 1 for rowid in pool])
     labelled = {rowid for rowid in pool if matched[rowid] & label_bits}
+    # The same person's turn before last (two back, the other's reply between): they go on with what they said.
+    continues = {rowid: rowid - 2 for rowid in labelled
+                 if matched.get(rowid - 2, 0) & label_bits == matched[rowid] & label_bits}
     reranked = rerank(pool, share, neighbors=neighbors, cosines=cosines, created=created, prefer=prefer, spans=spans,
-                      asks=asks, labelled=labelled)
+                      asks=asks, labelled=labelled, continues=continues)
     rest = ((rowid, round(score, 4)) for score, mask in masks for rowid in sorted(groups[mask], reverse=True))
     return merged(reranked, rest)
 
@@ -242,6 +257,16 @@ def dates_asked(query: str) -> List[Tuple[float, float]]:
     return spans
 
 
+def _cosines(conn: Any, wanted: Sequence[int], ids: Sequence[int]) -> Dict[int, float]:
+    """{id: cosine with the query's vector} for those of ``ids`` that have a stored vector."""
+    out: Dict[int, float] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        stored = conn.execute(f"SELECT id, vector FROM memory_vectors WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+        out.update(vectorcodec.cosines(wanted, stored.fetchall()))
+    return out
+
+
 def _questions(conn: Any, ids: Sequence[int]) -> Set[int]:
     """Which of ``ids`` are questions (a "?" near their end): the memory after one is likely its answer."""
     asks: Set[int] = set()
@@ -270,6 +295,7 @@ def rerank(
     spans: Sequence[Tuple[float, float]] = (),
     asks: Collection[int] = (),
     labelled: Collection[int] = (),
+    continues: Optional[Mapping[int, int]] = None,
 ) -> List[Tuple[int, float]]:
     """(rowid, score 0..1) best first over ``pool``; ``share`` holds every matched row's word share.
 
@@ -285,7 +311,9 @@ def rerank(
         previous = share.get(before, 0.0) if before else 0.0
         if before in asks:
             previous *= ANSWER_SHARE
-        near = max(previous, NEXT_SHARE * (share.get(after, 0.0) if after else 0.0))
+        # The same speaker's turn two back counts for what it has beyond this one: equal small talk lifts nothing.
+        went_on = share.get((continues or {}).get(rowid, 0), 0.0) - share.get(rowid, 0.0)
+        near = max(previous, NEXT_SHARE * (share.get(after, 0.0) if after else 0.0), CONTINUE_SHARE * went_on)
         raw.append((share.get(rowid, 0.0) + NEIGHBOR_WEIGHT * near + MEANING_WEIGHT * max(0.0, cosines.get(rowid, 0.0))
                     + (LABEL_WEIGHT if rowid in labelled else 0.0), rowid))
     if spans and DATE_WEIGHT:
