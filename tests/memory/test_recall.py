@@ -220,3 +220,22 @@ def test_where_the_pool_cuts_equal_matches_the_closest_in_meaning_go_on(tmp_path
         store.fill_vectors()
         found = [m.id for m, _ in store.search("Was John in a vehicle collision?", project=PROJECT, limit=5)]
         assert crash in found
+
+
+def test_a_turn_is_found_through_the_same_speaker_s_next_turn(tmp_path):
+    """The photo's turn shares only the name with the question; the speaker's turn after the reply says what it shows."""
+    with open_store(str(tmp_path / "m.db")) as store:
+        photo = store.add(session="s1", project=PROJECT, kind="note", created=NOW - 9 * DAY,
+                          content="Melanie: By the way, take a look at this.")
+        store.add(session="s1", project=PROJECT, kind="note", created=NOW - 9 * DAY + 1,
+                  content="Caroline: Wow, that is lovely.")
+        store.add(session="s1", project=PROJECT, kind="note", created=NOW - 9 * DAY + 2,
+                  content="Melanie: Yeah, I painted that lake sunrise last year!")
+        for i in range(10):  # newer small talk: on words alone Melanie's turns tie with the photo's, and are newer
+            store.add(session="s2", project=PROJECT, kind="note", created=NOW - DAY + 2 * i,
+                      content="Caroline: see you on day %d" % i)
+            store.add(session="s2", project=PROJECT, kind="note", created=NOW - DAY + 2 * i + 1,
+                      content="Melanie: sure, day %d it is" % i)
+        store.fill_vectors()
+        found = [m.id for m, _ in store.search("When did Melanie paint a sunrise?", project=PROJECT, limit=3)]
+        assert photo in found

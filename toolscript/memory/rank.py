@@ -21,8 +21,8 @@ the pool's dates and vectors); the rest are pure functions:
    memory of the project: the question before an answer, the failed test
    before the fix) shares its relevance: an answer rarely repeats the words
    of the question it answers.  After a question (a "?" near its end), twice.
-   A turn of the person the query names shares what their turn before last
-   (two back, the other's reply between) has beyond it: they go on with it.
+   A turn of the person the query names shares what their turn an exchange
+   before or after (the other's reply between) has beyond it: one thread.
 4. **Meaning.**  The cosine of the memory's stored vector (the static
    embedding table of tool search, computed when the memory was added) with
    the query's: a paraphrase that shares no word but a name still ranks.
@@ -52,7 +52,7 @@ TIME_BAND = 0.85  # close: at least this share of the best score
 DATE_WEIGHT = 0.3  # for a memory recorded around a date the question names
 RELATED_WEIGHT = 0.3  # a synonym's weight, of the word it stands for
 CUT_MEANING = 300  # where the pool cuts a group of equal word share, this many of its newest are chosen from by meaning
-CONTINUE_SHARE = 0.7  # of the share of the same speaker's turn before last (a name asked about opens both)
+CONTINUE_SHARE = 0.7  # of what the same speaker's turn an exchange before or after has beyond this one's share
 LABEL_WEIGHT = 0.2  # a memory whose first word is a name the query asks about (its speaker)
 
 # "when did we last deploy", "the latest error", "what was the first thing that failed"; not "last week".
@@ -128,7 +128,7 @@ def ranked(conn: Any, query: str, matched: Dict[int, int], dfs: Sequence[int], t
     # Word shares of the pool and its neighbours only: a common word can match thousands of rows.
     share: Dict[int, float] = {}
     for rowid in pool:
-        for near in (rowid - 2, rowid - 1, rowid, rowid + 1):
+        for near in (rowid - 2, rowid - 1, rowid, rowid + 1, rowid + 2):
             has = matched.get(near)
             if has is not None:
                 share[near] = by_mask[has]
@@ -146,9 +146,10 @@ def ranked(conn: Any, query: str, matched: Dict[int, int], dfs: Sequence[int], t
     neighbors = {rowid: (rowid - 1, rowid + 1) for rowid in pool}
     asks = _questions(conn, [rowid - 1 for rowid in pool])
     labelled = {rowid for rowid in pool if matched[rowid] & label_bits}
-    # The same person's turn before last (two back, the other's reply between): they go on with what they said.
-    continues = {rowid: rowid - 2 for rowid in labelled
-                 if matched.get(rowid - 2, 0) & label_bits == matched[rowid] & label_bits}
+    # The same person's turns one exchange before and after (the other's reply between): one thread of theirs.
+    continues = {rowid: tuple(other for other in (rowid - 2, rowid + 2)
+                              if matched.get(other, 0) & label_bits == matched[rowid] & label_bits)
+                 for rowid in labelled}
     reranked = rerank(pool, share, neighbors=neighbors, cosines=cosines, created=created, prefer=prefer, spans=spans,
                       asks=asks, labelled=labelled, continues=continues)
     rest = ((rowid, round(score, 4)) for score, mask in masks for rowid in sorted(groups[mask], reverse=True))
@@ -295,11 +296,13 @@ def rerank(
     spans: Sequence[Tuple[float, float]] = (),
     asks: Collection[int] = (),
     labelled: Collection[int] = (),
-    continues: Optional[Mapping[int, int]] = None,
+    continues: Optional[Mapping[int, Sequence[int]]] = None,
 ) -> List[Tuple[int, float]]:
     """(rowid, score 0..1) best first over ``pool``; ``share`` holds every matched row's word share.
 
     ``neighbors``: a pool row's previous and next memory ids in its project;
+    ``labelled``: the rows that open with a name the query asks about;
+    ``continues``: for those, the same speaker's turns an exchange before and after;
     ``cosines``: meaning similarity for the rows that have a vector;
     ``created``: when each pool row was made (for ``prefer``).
     """
@@ -311,8 +314,8 @@ def rerank(
         previous = share.get(before, 0.0) if before else 0.0
         if before in asks:
             previous *= ANSWER_SHARE
-        # The same speaker's turn two back counts for what it has beyond this one: equal small talk lifts nothing.
-        went_on = share.get((continues or {}).get(rowid, 0), 0.0) - share.get(rowid, 0.0)
+        # The same speaker's turn an exchange away counts for what it has beyond this one: equal small talk lifts nothing.
+        went_on = max((share.get(other, 0.0) for other in (continues or {}).get(rowid, ())), default=0.0) - share.get(rowid, 0.0)
         near = max(previous, NEXT_SHARE * (share.get(after, 0.0) if after else 0.0), CONTINUE_SHARE * went_on)
         raw.append((share.get(rowid, 0.0) + NEIGHBOR_WEIGHT * near + MEANING_WEIGHT * max(0.0, cosines.get(rowid, 0.0))
                     + (LABEL_WEIGHT if rowid in labelled else 0.0), rowid))
