@@ -184,6 +184,9 @@ def test_names_asked_are_the_words_written_as_names():
     assert rank.names_asked("How often does John go boxing?", terms) == [1]
     assert rank.names_asked("Boxing: how often does john go?", terms) == []  # a sentence's first word is no name
     assert rank.names_asked("Did Maria call? Then John went", ["maria", "call", "then", "john", "went"]) == [0, 3]
+    # A prompt full of capitalised words (a pasted traceback) looks up only the first few.
+    many = "Why did TypeError in Parser call Lexer via Token from Reader?"
+    assert len(rank.names_asked(many, ["typeerror", "parser", "call", "lexer", "via", "token", "reader"])) == 3
 
 
 def test_the_same_speaker_s_next_turn_goes_on_with_what_they_said(tmp_path):

@@ -195,6 +195,7 @@ def related_terms(query: str, terms: Sequence[str], dfs: Sequence[int]) -> List[
 
 
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][^\W\d_]*)\b")
+_MAX_NAMES = 3  # looked up as first words per query, at most: a pasted traceback's class names cost a query each
 
 
 def names_asked(query: str, terms: Sequence[str]) -> List[int]:
@@ -209,7 +210,7 @@ def names_asked(query: str, terms: Sequence[str]) -> List[int]:
         i = index.get(word.lower())
         if i is not None and i not in found:
             found.append(i)
-    return found
+    return found[:_MAX_NAMES]
 
 
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
