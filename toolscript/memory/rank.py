@@ -104,7 +104,8 @@ def ranked(conn: Any, query: str, matched: Dict[int, int], dfs: Sequence[int], t
     """(rowid, score 0..1) best first over ``matched`` (rowid -> mask of the query words it has; ``dfs``: each word's count).
 
     ``conn``: the store's SQLite connection, for the pool's dates and
-    vectors; ``vectors``: whether the store keeps meaning vectors.
+    vectors; ``vectors``: whether the store keeps meaning vectors;
+    ``related`` and ``labels``: the terms past the query's own words (``lexical``).
     """
     by_mask, masks = lexical(matched, dfs, total, related, labels)
     label_bits = sum(1 << i for i in range(len(dfs) - labels, len(dfs)))
