@@ -162,3 +162,83 @@ def test_only_a_rare_word_looks_for_its_synonyms():
     assert rank.related_terms("delete the folder", ["delete", "folder"], [common, rare])
     assert all(word == 1 for _, word in rank.related_terms("delete the folder", ["delete", "folder"], [common, rare]))
     assert rank.related_terms("delete the folder", ["delete", "folder"], [common, common]) == []
+
+
+def test_a_memory_by_the_person_asked_about_outranks_one_addressed_to_them(tmp_path):
+    """Both memories have the question's words; the one its speaker said comes first, though older."""
+    with open_store(str(tmp_path / "m.db")) as store:
+        said = store.add(session="s1", project=PROJECT, kind="note", created=NOW - 9 * DAY,
+                         content="John: boxing twice a week keeps me sane")
+        for i in range(4):  # unrelated talk between them: no neighbour carries either
+            store.add(session="s1", project=PROJECT, kind="note", created=NOW - 8 * DAY + i,
+                      content="Maria: the garden has %d new tomatoes" % i)
+        store.add(session="s1", project=PROJECT, kind="note", created=NOW - DAY,
+                  content="Maria: John, boxing twice a week keeps you sane")
+        store.fill_vectors()  # the same meaning either way: only who said it tells them apart
+        found = [m.id for m, _ in store.search("How often does John go boxing?", project=PROJECT)]
+        assert found[0] == said
+
+
+def test_names_asked_are_the_words_written_as_names():
+    terms = ["often", "john", "go", "boxing"]
+    assert rank.names_asked("How often does John go boxing?", terms) == [1]
+    assert rank.names_asked("Boxing: how often does john go?", terms) == []  # a sentence's first word is no name
+    assert rank.names_asked("Did Maria call? Then John went", ["maria", "call", "then", "john", "went"]) == [0, 3]
+    # A prompt full of capitalised words (a pasted traceback) looks up only the first few.
+    many = "Why did TypeError in Parser call Lexer via Token from Reader?"
+    assert len(rank.names_asked(many, ["typeerror", "parser", "call", "lexer", "via", "token", "reader"])) == 3
+
+
+def test_the_same_speaker_s_next_turn_goes_on_with_what_they_said(tmp_path):
+    """John's turn after Maria's reply shares no word with the question but his name: it follows his first turn."""
+    with open_store(str(tmp_path / "m.db")) as store:
+        store.add(session="s1", project=PROJECT, kind="note", created=NOW - 9 * DAY,
+                  content="John: I joined a boxing club downtown last week")
+        store.add(session="s1", project=PROJECT, kind="note", created=NOW - 9 * DAY + 1,
+                  content="Maria: Nice! I'm baking bread today.")
+        went_on = store.add(session="s1", project=PROJECT, kind="note", created=NOW - 9 * DAY + 2,
+                            content="John: The coach makes us skip rope for an hour first.")
+        for i in range(10):  # newer small talk: on words alone John's turns tie with his answer, and are newer
+            store.add(session="s2", project=PROJECT, kind="note", created=NOW - DAY + 2 * i,
+                      content="Maria: see you on day %d" % i)
+            store.add(session="s2", project=PROJECT, kind="note", created=NOW - DAY + 2 * i + 1,
+                      content="John: sure, day %d it is" % i)
+        store.fill_vectors()
+        found = [m.id for m, _ in store.search("What does John do at his boxing club?", project=PROJECT, limit=3)]
+        assert went_on in found
+
+
+def test_where_the_pool_cuts_equal_matches_the_closest_in_meaning_go_on(tmp_path):
+    """More memories than the pool holds share only the name: the one that means what is asked is older than all."""
+    with open_store(str(tmp_path / "m.db")) as store:
+        crash = store.add(session="s1", project=PROJECT, kind="note", created=NOW - 30 * DAY,
+                          content="John: my car was hit at the intersection, the accident wrecked the bumper")
+        store.conn.execute("BEGIN")
+        for i in range(rank.POOL + 50):  # each answered by Maria: no neighbour shares the name
+            store.add(session="s2", project=PROJECT, kind="note", created=NOW - 20 * DAY + 2 * i,
+                      content="John: I baked bread with my grandmother's recipe, loaf %d" % i)
+            store.add(session="s2", project=PROJECT, kind="note", created=NOW - 20 * DAY + 2 * i + 1,
+                      content="Maria: lovely weather today, %d" % i)
+        store.conn.execute("COMMIT")
+        store.fill_vectors()
+        found = [m.id for m, _ in store.search("Was John in a vehicle collision?", project=PROJECT, limit=5)]
+        assert crash in found
+
+
+def test_a_turn_is_found_through_the_same_speaker_s_next_turn(tmp_path):
+    """The photo's turn shares only the name with the question; the speaker's turn after the reply says what it shows."""
+    with open_store(str(tmp_path / "m.db")) as store:
+        photo = store.add(session="s1", project=PROJECT, kind="note", created=NOW - 9 * DAY,
+                          content="Melanie: By the way, take a look at this.")
+        store.add(session="s1", project=PROJECT, kind="note", created=NOW - 9 * DAY + 1,
+                  content="Caroline: Wow, that is lovely.")
+        store.add(session="s1", project=PROJECT, kind="note", created=NOW - 9 * DAY + 2,
+                  content="Melanie: Yeah, I painted that lake sunrise last year!")
+        for i in range(10):  # newer small talk: on words alone Melanie's turns tie with the photo's, and are newer
+            store.add(session="s2", project=PROJECT, kind="note", created=NOW - DAY + 2 * i,
+                      content="Caroline: see you on day %d" % i)
+            store.add(session="s2", project=PROJECT, kind="note", created=NOW - DAY + 2 * i + 1,
+                      content="Melanie: sure, day %d it is" % i)
+        store.fill_vectors()
+        found = [m.id for m, _ in store.search("When did Melanie paint a sunrise?", project=PROJECT, limit=3)]
+        assert photo in found

@@ -673,14 +673,12 @@ class Store:
     ) -> List[Tuple[Memory, float]]:
         """Memories containing any word of ``query``, best first, each with a score in 0..1.
 
-        The one search behind ``memory search``, the ``memory.search`` tool,
-        the prompt hook and the brief.  The score starts as the share of the
-        query's words a memory has, each word weighted by its rarity (BM25's
-        idf), ties to the newest (a rare word's synonyms count in its place, at a discount:
-        ``rank.related_terms``); the best ``rank.POOL`` then gain from a matching neighbour, their
-        meaning and, for "the latest" or "the first", their date (``toolscript.memory.rank``), capped at 1.0.
-        FTS5 matches words by their stem (porter: "tests" finds "test"); the
-        LIKE fallback matches substrings.  See CANDIDATES_PER_TERM for the bound.
+        The one search behind ``memory search``, the ``memory.search`` tool, the prompt hook and the brief.
+        The score starts as the share of the query's words a memory has, each weighted by its rarity (BM25's
+        idf), ties to the newest (a rare word's synonyms count in its place, at a discount; a name asked about
+        counts more as a memory's first word); the best ``rank.POOL`` then gain from a matching neighbour, their
+        meaning and their date (``toolscript.memory.rank``), capped at 1.0.  FTS5 matches words by their stem
+        (porter: "tests" finds "test"); the LIKE fallback substrings.  See CANDIDATES_PER_TERM for the bound.
         """
         terms = query_terms(query)
         if not terms or limit <= 0:
@@ -697,26 +695,28 @@ class Store:
         else:
             dfs = self._candidates(terms, functools.partial(self._like_rows, where, params), matched)
         others, found_too = rank.related_terms(query, terms, dfs), {}  # type: Tuple[List[Tuple[str, int]], Dict[int, int]]
-        try:  # a rare word's synonyms: the newest rank.RARE of each
+        names = [terms[i] for i in rank.names_asked(query, terms)] if self.fts else []
+        try:  # a rare word's synonyms: the newest rank.RARE of each; a name the query asks about, as a memory's first word
             dfs += self._candidates([t for t, _ in others], functools.partial(self._fts_rows, project, prefix=True) if self.fts
                                     else functools.partial(self._like_rows, where, params), found_too, len(terms), rank.RARE)
+            dfs += self._candidates(names, functools.partial(self._fts_rows, project, initial=True), found_too, len(dfs))
         except sqlite3.OperationalError:
-            others, found_too = [], {}  # the words alone, then
+            others, names, found_too = [], [], {}  # the words alone, then
         matched.update((rowid, matched.get(rowid, 0) | mask) for rowid, mask in found_too.items())
         if not matched:
             return []
         found = rank.ranked(self.conn, query, matched, dfs, total, vectors=self.vectors,
-                            related=[(word, rank.RELATED_WEIGHT) for _, word in others])
+                            related=[(word, rank.RELATED_WEIGHT) for _, word in others], labels=len(names))
         return self._materialize(found, where, params, limit)
 
-    def _fts_rows(self, project: Optional[str], term: str, prefix: bool = False, limit: int = CANDIDATES_PER_TERM) -> List[int]:
-        """The newest ``limit`` + 1 rowids whose content, tool or files have ``term`` (stemmed; ``prefix``: a word starting so).
+    def _fts_rows(self, project: Optional[str], term: str, prefix: bool = False, limit: int = CANDIDATES_PER_TERM, initial: bool = False) -> List[int]:
+        """The newest ``limit`` + 1 rowids whose content, tool or files have ``term`` (stemmed; ``prefix``: a word starting so;
+        ``initial``: as the content's first word).
 
-        The project is indexed too (as one token, ``project_key``), so the cut
-        is taken within the project: a big other project cannot push this
-        one's rows past it.
+        The project is indexed too (as one token, ``project_key``), so the cut is taken within the project: a big
+        other project cannot push this one's rows past it.
         """
-        expression = "{content tool files} : " + fts_phrase(term) + (" *" if prefix else "")
+        expression = ("content : ^ " if initial else "{content tool files} : ") + fts_phrase(term) + (" *" if prefix else "")
         if project is not None:
             expression += " AND project_key : " + fts_phrase(project_key(project))
         rows = self.conn.execute(
