@@ -242,3 +242,21 @@ def test_a_turn_is_found_through_the_same_speaker_s_next_turn(tmp_path):
         store.fill_vectors()
         found = [m.id for m, _ in store.search("When did Melanie paint a sunrise?", project=PROJECT, limit=3)]
         assert photo in found
+
+
+def test_a_project_s_ranking_does_not_depend_on_other_projects_memories(tmp_path):
+    """A word's rarity is counted in the project searched: another project growing changes nothing here."""
+    with open_store(str(tmp_path / "m.db")) as store:
+        for i in range(6):
+            store.add(session="s1", project=PROJECT, kind="note", created=NOW - 9 * DAY + i,
+                      content="Deploy %d of the api went out" % i)
+        store.add(session="s1", project=PROJECT, kind="note", created=NOW - 2 * DAY,
+                  content="The canary deploy of the api failed on a migration")
+        store.add(session="s1", project=PROJECT, kind="note", created=NOW - DAY, content="Rolled back the migration")
+        query = "why did the canary deploy fail"
+        before = [(m.id, score) for m, score in store.search(query, project=PROJECT)]
+        for i in range(300):
+            store.add(session="s2", project="/home/dev/other", kind="note", created=NOW - 3 * DAY + i,
+                      content="Unrelated chore number %d" % i)
+        after = [(m.id, score) for m, score in store.search(query, project=PROJECT)]
+        assert len(before) >= 2 and after == before

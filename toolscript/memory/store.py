@@ -674,17 +674,17 @@ class Store:
         """Memories containing any word of ``query``, best first, each with a score in 0..1.
 
         The one search behind ``memory search``, the ``memory.search`` tool, the prompt hook and the brief.
-        The score starts as the share of the query's words a memory has, each weighted by its rarity (BM25's
-        idf), ties to the newest (a rare word's synonyms count in its place, at a discount; a name asked about
-        counts more as a memory's first word); the best ``rank.POOL`` then gain from a matching neighbour, their
-        meaning and their date (``toolscript.memory.rank``), capped at 1.0.  FTS5 matches words by their stem
-        (porter: "tests" finds "test"); the LIKE fallback substrings.  See CANDIDATES_PER_TERM for the bound.
-        """
+        The score starts as the share of the query's words a memory has, each weighted by its rarity in the
+        project (BM25's idf), ties to the newest (a rare word's synonyms count in its place, at a discount; a
+        name asked about counts more as a memory's first word); the best ``rank.POOL`` then gain from a
+        matching neighbour, their meaning and their date (``toolscript.memory.rank``), capped at 1.0.  FTS5
+        matches words by stem ("tests" finds "test"), the LIKE fallback substrings; see CANDIDATES_PER_TERM."""
         terms = query_terms(query)
         if not terms or limit <= 0:
             return []
         where, params = _filters(project, None if session is None else session_key(session), kinds)
-        total = int(self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM memories").fetchone()[0])
+        total = int(self.conn.execute(*(("SELECT COUNT(*) FROM memories WHERE project = ?", (project,)) if project is not None  # the dfs count there
+                                        else ("SELECT COALESCE(MAX(id), 0) FROM memories", ()))).fetchone()[0])
         matched: Dict[int, int] = {}
         if self.fts:
             try:
