@@ -250,6 +250,17 @@ def test_search_finds_and_ranks_in_both_modes(tmp_path, mode):
         assert store.search("") == [] and store.search("the a of") == []
 
 
+def test_a_filter_that_turns_most_matches_away_still_fills_the_limit(tmp_path, mode):
+    """The best matches are read in growing chunks: 60 better ones of another session do not starve the result."""
+    with _open(tmp_path / "m.db", mode) as store:
+        mine = [store.add(session="mine", project="/p", kind="note", created=1000.0 + i, content="retry note %d" % i)
+                for i in range(15)]
+        for i in range(60):  # newer, and a closer match: ranked before every one of "mine"
+            store.add(session="theirs", project="/p", kind="note", created=5000.0 + i, content="retry backoff note %d" % i)
+        found = store.search("retry backoff note", project="/p", session="mine", limit=12)
+        assert len(found) == 12 and {m.id for m, _ in found} <= set(mine)
+
+
 def test_both_modes_agree_on_the_top_hit(tmp_path):
     queries = ["login token", "pytest passed", "docker staging deploy", "tokenizer empty input", "cache invalidation worker"]
     tops = {}

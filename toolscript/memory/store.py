@@ -710,12 +710,9 @@ class Store:
         return self._materialize(found, where, params, limit)
 
     def _fts_rows(self, project: Optional[str], term: str, prefix: bool = False, limit: int = CANDIDATES_PER_TERM, initial: bool = False) -> List[int]:
-        """The newest ``limit`` + 1 rowids whose content, tool or files have ``term`` (stemmed; ``prefix``: a word starting so;
-        ``initial``: as the content's first word).
-
-        The project is indexed too (as one token, ``project_key``), so the cut is taken within the project: a big
-        other project cannot push this one's rows past it.
-        """
+        """The newest ``limit`` + 1 rowids whose content, tool or files have ``term`` (stemmed; ``prefix``: a word starting
+        so; ``initial``: as the content's first word).  The project is indexed too (one token, ``project_key``), so the
+        cut is taken within the project: a big other project cannot push this one's rows past it."""
         expression = ("content : ^ " if initial else "{content tool files} : ") + fts_phrase(term) + (" *" if prefix else "")
         if project is not None:
             expression += " AND project_key : " + fts_phrase(project_key(project))
@@ -759,10 +756,11 @@ class Store:
     def _materialize(
         self, ranked: Iterator[Tuple[int, float]], where: str, params: List[Any], limit: int
     ) -> List[Tuple[Memory, float]]:
-        """The first ``limit`` ranked rowids that pass the filters, as memories; read in chunks, stop when full."""
+        """The first ``limit`` ranked rowids that pass the filters, as memories, read in chunks growing from twice
+        ``limit`` (the candidates are the project's already: a session or kind filter may turn many away)."""
         found: List[Tuple[Memory, float]] = []
         chunk: List[Tuple[int, float]] = []
-        size = max(100, limit * 2)
+        size = max(20, limit * 2)
 
         def flush() -> None:
             ids = [rowid for rowid, _ in chunk]
@@ -781,6 +779,7 @@ class Store:
                 flush()
                 if len(found) >= limit:
                     break
+                size = min(size * 2, 1000)
         if chunk and len(found) < limit:
             flush()
         return found[:limit]
