@@ -720,7 +720,7 @@ class Store:
             "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
             (expression, limit + 1),
         )
-        return [int(r[0]) for r in rows]
+        return [rowid for (rowid,) in rows]  # SQLite gives rowids as int
 
     def _like_rows(self, where: str, params: List[Any], term: str, limit: int = CANDIDATES_PER_TERM) -> List[int]:
         """The fallback's ``_fts_rows``: a case-insensitive substring of content, tool or files (filters applied here)."""
@@ -734,7 +734,7 @@ class Store:
             "SELECT m.id FROM memories m WHERE " + " AND ".join(clauses) + " ORDER BY m.id DESC LIMIT ?",
             values + [limit + 1],
         )
-        return [int(r[0]) for r in rows]
+        return [rowid for (rowid,) in rows]  # SQLite gives rowids as int
 
     def _candidates(self, terms: Sequence[str], rows_for: Callable[..., List[int]], matched: Dict[int, int], first_bit: int = 0,
                     limit: int = CANDIDATES_PER_TERM) -> List[int]:
